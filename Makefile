@@ -1,0 +1,35 @@
+# graphwalk: `make demo` runs the whole Dagster asset graph offline; `make test` runs the test suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export HF_HUB_OFFLINE := 1
+export DAGSTER_DISABLE_TELEMETRY := 1
+
+.PHONY: setup demo test bench lint lock
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+demo: setup
+	$(VENV)/bin/graphwalk demo
+
+test: setup
+	$(PY) -m pytest -q
+
+bench: setup
+	$(PY) benchmarks/run_all.py
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+
+# Recompile the URL-free lock from pyproject (needs pip-tools in the venv).
+lock:
+	$(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
+		--no-emit-trusted-host --extra dev --output-file requirements.lock pyproject.toml

@@ -1,0 +1,127 @@
+"""The decision contract: choice questions in, full probability distributions out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from graphwalk_core.errors import BackendError
+
+log = logging.getLogger(__name__)
+
+JSONContent: TypeAlias = str | dict[str, Any] | list[Any]
+
+#: Jev's documented option limit per choice question.
+JEV_MAX_OPTIONS = 255
+
+
+class ChoiceQuestion(BaseModel):
+    """One choice question. Labels are short and unique; descriptions carry the meaning."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    instructions: JSONContent | None = None
+    options: dict[str, JSONContent | None]
+
+    @field_validator("options")
+    @classmethod
+    def _at_least_two(cls, v: dict[str, JSONContent | None]) -> dict[str, JSONContent | None]:
+        if len(v) < 2:
+            raise ValueError(f"a choice question needs at least 2 options, got {len(v)}")
+        return v
+
+
+class DecisionRequest(BaseModel):
+    """One call: a shared ``state`` and one or more named questions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    state: JSONContent
+    questions: list[ChoiceQuestion] = Field(min_length=1)
+
+
+class ChoiceResult(BaseModel):
+    """A distribution over exactly the offered labels, summing to 1, in offer order."""
+
+    key: str
+    probabilities: dict[str, float]
+    top: str
+    confidence: float | None = None
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None  # only when the provider reports it; never estimated
+
+
+class DecisionResponse(BaseModel):
+    results: dict[str, ChoiceResult]
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    model: str = ""
+    request_id: str | None = None
+    provider: str | None = None
+
+
+class DecisionError(BackendError):
+    """The decision backend failed (after retries) or broke the contract."""
+
+
+@runtime_checkable
+class DecisionBackend(Protocol):
+    """Anything that answers choice questions with full distributions."""
+
+    @property
+    def model_id(self) -> str:
+        """Identity recorded in traces and eval runs (e.g. ``jev:jev-1.13.0``, ``local:...``)."""
+
+    @property
+    def max_options(self) -> int: ...
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse: ...
+
+
+def normalize_distribution(
+    offered: list[str], raw: dict[str, float], *, key: str = "?"
+) -> dict[str, float]:
+    """Enforce the contract on a backend's distribution.
+
+    - A label that was not offered is an error.
+    - An offered label that is missing gets 0 (with a warning).
+    - The result is renormalized to sum to 1, keyed in offer order.
+    - An all-zero (or negative/NaN) distribution is an error.
+    """
+    unknown = [label for label in raw if label not in offered]
+    if unknown:
+        raise DecisionError(f"question {key!r}: backend returned labels that were not offered: {unknown}")
+    missing = [label for label in offered if label not in raw]
+    if missing:
+        log.warning("question %r: labels missing from the distribution, taken as 0: %s", key, missing)
+    values = [float(raw.get(label, 0.0)) for label in offered]
+    if any(v != v or v < 0 for v in values):  # NaN or negative
+        raise DecisionError(f"question {key!r}: invalid probabilities {raw}")
+    total = sum(values)
+    if total <= 0:
+        raise DecisionError(f"question {key!r}: the distribution has no mass: {raw}")
+    return {label: v / total for label, v in zip(offered, values, strict=True)}
+
+
+def top_label(probabilities: dict[str, float]) -> str:
+    """The most probable label; ties break by offer (insertion) order."""
+    best_label, best_p = "", -1.0
+    for label, p in probabilities.items():
+        if p > best_p:
+            best_label, best_p = label, p
+    return best_label
+
+
+def choice_confidence(probabilities: dict[str, float]) -> float:
+    """TypeSafe's normalized choice confidence: (n * p_max - 1) / (n - 1)."""
+    n = len(probabilities)
+    if n < 2:
+        return 1.0
+    return (n * max(probabilities.values()) - 1) / (n - 1)

@@ -1,0 +1,97 @@
+"""The graph's elements: nodes, edges, provenance and attribute conflicts (all frozen)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from graphwalk_core.model.hashing import content_hash
+
+JSONValue: TypeAlias = Any
+NodeId: TypeAlias = str
+EdgeId: TypeAlias = str
+
+#: The type given to an entity whose real type is unknown; it never conflicts with a real type.
+GENERIC_TYPE = "entity"
+
+
+def edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
+    """Deterministic edge id: a short hash of (source, type, target)."""
+    return "e_" + content_hash([source, type, target])[:24]
+
+
+class Provenance(BaseModel):
+    """Where a node, edge or attribute value came from.
+
+    ``source_id`` is ``<source>/<document id>``; ``content_hash`` identifies the chunk or record.
+    No timestamp lives here, so re-ingesting the same content gives identical provenance
+    (ingestion times are kept in the ledger).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    source_id: str
+    content_hash: str = ""
+    extractor: str = ""
+    confidence: float = Field(default=1.0, ge=0.0, le=1.0)
+    start: int | None = None
+    end: int | None = None
+
+    def sort_key(self) -> tuple[str, str, str, int, int]:
+        return (self.source_id, self.content_hash, self.extractor, self.start or -1, self.end or -1)
+
+
+class ConflictValue(BaseModel):
+    """One competing attribute value with the sources that back it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: JSONValue
+    provenance: tuple[Provenance, ...]
+
+
+class AttributeConflict(BaseModel):
+    """Sources disagree on an attribute: every value is kept with its provenance."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    values: tuple[ConflictValue, ...]
+
+
+class _Element(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    attributes: dict[str, JSONValue] = Field(default_factory=dict)
+    #: Which sources back each attribute; a missing key falls back to the element's provenance.
+    attribute_provenance: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    conflicts: dict[str, AttributeConflict] = Field(default_factory=dict)
+    provenance: tuple[Provenance, ...] = ()
+
+
+class Node(_Element):
+    """An entity. ``name`` is what people call it; ``aliases`` are names absorbed by merges."""
+
+    id: NodeId
+    type: str = GENERIC_TYPE
+    name: str
+    summary: str | None = None
+    aliases: tuple[str, ...] = ()
+    #: Every name this node was given, with the sources that used it (name and aliases derive from it).
+    name_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    #: Every summary this node was given, with the sources that gave it.
+    summary_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+
+
+class Edge(_Element):
+    """A typed, directed relation. Its id is derived from (source, type, target)."""
+
+    source: NodeId
+    target: NodeId
+    type: str
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id(self) -> EdgeId:
+        return edge_id(self.source, self.type, self.target)

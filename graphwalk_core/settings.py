@@ -1,0 +1,63 @@
+"""Settings from the environment (prefix ``GRAPHWALK_``) or a ``.env`` file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DeciderName = Literal["jev", "local", "fake"]
+JevProvider = Literal["typesafe", "openrouter"]
+
+#: Pinned Jev model ids per provider; ``*-latest`` is refused.
+DEFAULT_JEV_MODELS: dict[str, str] = {"typesafe": "jev-1.13.0", "openrouter": "typesafe/jev-1.13"}
+DEFAULT_JEV_BASE_URLS: dict[str, str] = {
+    "typesafe": "https://api.typesafe.ai",
+    "openrouter": "https://openrouter.ai/api",
+}
+
+
+class GraphwalkSettings(BaseSettings):
+    """All graphwalk configuration. Every field maps to ``GRAPHWALK_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="GRAPHWALK_", env_file=".env", extra="ignore")
+
+    decider: DeciderName | None = Field(
+        default=None, description="jev | local | fake; default: jev when a Jev key is set, else local"
+    )
+    jev_provider: JevProvider = "typesafe"
+    jev_api_key: SecretStr | None = None
+    jev_base_url: str | None = Field(default=None, description="default: the provider's public URL")
+    jev_model: str | None = Field(default=None, description="default: the provider's pinned Jev id")
+    jev_max_retries: int = 3
+    jev_timeout_s: float = 30.0
+
+    llm_model: str | None = Field(default=None, description="a litellm model string; none: offline")
+    llm_api_base: str | None = None
+    llm_api_key: SecretStr | None = None
+
+    embed_model: str = "BAAI/bge-small-en-v1.5"
+    embed_model_path: Path | None = Field(default=None, description="a local fastembed model folder")
+
+    warehouse: Path = Field(default=Path("warehouse"), description="root folder of Parquet + DuckDB")
+
+    def resolved_decider(self) -> DeciderName:
+        """The decider to use: the explicit choice, else jev with a key, else local."""
+        if self.decider is not None:
+            return self.decider
+        return "jev" if self.jev_api_key is not None else "local"
+
+    def resolved_jev_model(self) -> str:
+        return self.jev_model or DEFAULT_JEV_MODELS[self.jev_provider]
+
+    def resolved_jev_base_url(self) -> str:
+        return self.jev_base_url or DEFAULT_JEV_BASE_URLS[self.jev_provider]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> GraphwalkSettings:
+    """The process-wide settings (read once)."""
+    return GraphwalkSettings()

@@ -1,0 +1,1 @@
+"""graphwalk_core.stores package."""
