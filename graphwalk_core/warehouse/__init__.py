@@ -1,0 +1,1 @@
+"""The warehouse: partitioned Parquet tables under a root folder, with DuckDB views over them."""
