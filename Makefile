@@ -33,3 +33,4 @@ lint: setup
 lock:
 	$(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
 		--no-emit-trusted-host --extra dev --output-file requirements.lock pyproject.toml
+	sed -i '/^graphwalk @/d; /^-e /d' requirements.lock

@@ -35,6 +35,12 @@ class GraphwalkSettings(BaseSettings):
     jev_max_retries: int = 3
     jev_timeout_s: float = 30.0
 
+    local_temperature: float = Field(default=0.05, gt=0, description="local decider softmax temperature")
+    local_stop_rule: Literal["gain", "description", "fixed"] = Field(
+        default="gain", description="how the local decider scores STOP (see decisions/local.py)"
+    )
+    local_stop_bias: float = Field(default=0.0, description="added to STOP's score by the local decider")
+
     llm_model: str | None = Field(default=None, description="a litellm model string; none: offline")
     llm_api_base: str | None = None
     llm_api_key: SecretStr | None = None

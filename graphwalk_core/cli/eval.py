@@ -1,5 +1,281 @@
-"""graphwalk eval commands (placeholder until its issue lands)."""
+"""graphwalk eval: run QA systems over datasets, write Parquet results, summary.md and plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+from graphwalk_core.errors import GraphwalkError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+
+Systems = Annotated[
+    list[str],
+    typer.Option(
+        "--system",
+        help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag",
+    ),
+]
+Split = Annotated[str, typer.Option(help="dev | test (tune on dev only)")]
+N = Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset")]
+Seed = Annotated[int, typer.Option(help="subset seed")]
+Decider = Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")]
+DataDir = Annotated[
+    Path | None, typer.Option(help="data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)")
+]
+Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
+Concurrency = Annotated[int, typer.Option(help="questions in flight")]
+Sets = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", help="system option KEY=VALUE (TraversalConfig field, linking, k, ...); repeatable"
+    ),
+]
+EmbedPath = Annotated[
+    Path | None, typer.Option(help="local fastembed model folder (default: the shared MiniLM)")
+]
+LLMModel = Annotated[
+    str | None, typer.Option(help="litellm model for readers/RAG (default: GRAPHWALK_LLM_MODEL)")
+]
+LLMBase = Annotated[str | None, typer.Option(help="LLM api base (default: GRAPHWALK_LLM_API_BASE)")]
+Quiet = Annotated[bool, typer.Option(help="no progress bar")]
+
+
+def parse_sets(items: list[str] | None) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs; values parse as JSON when they can (``true``, ``3``, ``0.5``), else strings."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _backends(decider: str | None, embed_path: Path | None, llm_model: str | None, llm_base: str | None):  # type: ignore[no-untyped-def]
+    """(decider or None, embedder, llm or None, skip reasons) from settings and options."""
+    from graphwalk_core.decisions.factory import make_decider
+    from graphwalk_core.embeddings.factory import default_model_path, make_embedder
+    from graphwalk_core.errors import ConfigError
+    from graphwalk_core.llm.factory import make_llm
+    from graphwalk_core.settings import get_settings
+
+    settings = get_settings()
+    update: dict[str, Any] = {}
+    if embed_path is not None or settings.embed_model_path is None:
+        update["embed_model_path"] = embed_path or default_model_path()
+    if llm_model:
+        update["llm_model"] = llm_model
+    if llm_base:
+        update["llm_api_base"] = llm_base
+    settings = settings.model_copy(update=update)
+    embedder = make_embedder(settings)
+    reasons: dict[str, str] = {}
+    try:
+        chosen = make_decider(settings, embedder=embedder, name=decider)
+    except ConfigError as exc:
+        chosen = None
+        reasons["decider"] = str(exc)
+    llm = make_llm(settings)
+    if llm is None:
+        reasons["llm"] = "no LLM configured (set GRAPHWALK_LLM_MODEL or --llm-model)"
+    return chosen, embedder, llm, reasons
+
+
+def evaluate(
+    datasets: list[Any],
+    systems: list[str],
+    *,
+    out: Path,
+    decider: str | None,
+    embed_path: Path | None,
+    llm_model: str | None,
+    llm_base: str | None,
+    concurrency: int,
+    overrides: dict[str, Any],
+    quiet: bool,
+) -> Path:
+    """Run every system on every dataset, then write the report into ``out``; returns summary.md."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from graphwalk_core.eval.report import results_table, write_report
+    from graphwalk_core.eval.runner import run_eval
+    from graphwalk_core.eval.systems.registry import build_system
+
+    console = Console(stderr=True)
+    chosen, embedder, llm, reasons = _backends(decider, embed_path, llm_model, llm_base)
+    tables, metas = [], []
+    for ds in datasets:
+        for name in systems:
+            system = build_system(
+                name, ds, decider=chosen, embedder=embedder, llm=llm, overrides=overrides, skip_reason=reasons
+            )
+            with Progress(
+                TextColumn(f"{ds.name} · {name}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("F1 {task.fields[f1]}"),
+                console=console,
+                disable=quiet,
+            ) as progress:
+                task = progress.add_task("run", total=len(ds.questions), f1="—")
+                scores: list[float] = []
+
+                def tick(
+                    record: Any, task: Any = task, scores: list[float] = scores, progress: Any = progress
+                ) -> None:
+                    if record.f1 is not None:
+                        scores.append(record.f1)
+                    progress.update(task, advance=1, f1=f"{sum(scores) / len(scores):.3f}" if scores else "—")
+
+                run = run_eval(ds, system, out_dir=out, concurrency=concurrency, progress=tick)
+            tables.append(results_table(run.results))
+            metas.append(run.metadata.model_dump(mode="json"))
+    paths = write_report(out, tables, run_metadata=metas)
+    Console().print(paths["summary_md"].read_text(encoding="utf-8"))
+    console.print(f"wrote {out}/results.parquet, summary.parquet, summary.md and plots")
+    return paths["summary_md"]
+
+
+def _guard(fn: Any) -> Any:
+    """Turn graphwalk errors into a clean exit with the message."""
+    try:
+        return fn()
+    except GraphwalkError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+
+
+def _load(name: str, **kwargs: Any) -> Any:
+    from graphwalk_core.eval.datasets import load_dataset
+
+    return load_dataset(name, **kwargs)
+
+
+@app.command("metaqa")
+def metaqa(
+    system: Systems,
+    out: Out,
+    hops: Annotated[list[int] | None, typer.Option("--hops", help="1, 2 and/or 3 (repeatable)")] = None,
+    split: Split = "dev",
+    n: N = None,
+    seed: Seed = 0,
+    decider: Decider = None,
+    data_dir: DataDir = None,
+    kb: Annotated[Path | None, typer.Option(help="the KB file (default: metaqa/kb.txt)")] = None,
+    concurrency: Concurrency = 4,
+    set_: Sets = None,
+    embed_model_path: EmbedPath = None,
+    llm_model: LLMModel = None,
+    llm_api_base: LLMBase = None,
+    quiet: Quiet = False,
+) -> None:
+    """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
+    _guard(
+        lambda: evaluate(
+            [
+                _load(f"metaqa-{h}hop", split=split, n=n, seed=seed, data_dir=data_dir, kb=kb)
+                for h in hops or [1]
+            ],
+            system,
+            out=out,
+            decider=decider,
+            embed_path=embed_model_path,
+            llm_model=llm_model,
+            llm_base=llm_api_base,
+            concurrency=concurrency,
+            overrides=parse_sets(set_),
+            quiet=quiet,
+        )
+    )
+
+
+def _text_command(dataset: str, doc: str) -> Any:
+    def command(
+        system: Systems,
+        out: Out,
+        file: Annotated[
+            Path | None, typer.Option("--file", help="question file (default: the shared sample)")
+        ] = None,
+        split: Split = "dev",
+        n: N = None,
+        seed: Seed = 0,
+        decider: Decider = None,
+        data_dir: DataDir = None,
+        concurrency: Concurrency = 4,
+        set_: Sets = None,
+        embed_model_path: EmbedPath = None,
+        llm_model: LLMModel = None,
+        llm_api_base: LLMBase = None,
+        quiet: Quiet = False,
+    ) -> None:
+        _guard(
+            lambda: evaluate(
+                [_load(dataset, split=split, n=n, seed=seed, data_dir=data_dir, path=file)],
+                system,
+                out=out,
+                decider=decider,
+                embed_path=embed_model_path,
+                llm_model=llm_model,
+                llm_base=llm_api_base,
+                concurrency=concurrency,
+                overrides=parse_sets(set_),
+                quiet=quiet,
+            )
+        )
+
+    command.__doc__ = doc
+    return command
+
+
+app.command("hotpotqa")(
+    _text_command(
+        "hotpotqa", "HotpotQA distractor (IRCoT JSONL or original JSON) over its ingested paragraphs."
+    )
+)
+app.command("2wiki")(
+    _text_command("2wiki", "2WikiMultihopQA (official JSON) over the pooled evidence graph and passages.")
+)
+
+
+@app.command("custom")
+def custom(
+    system: Systems,
+    out: Out,
+    questions: Annotated[Path, typer.Option(help="CSV or JSONL: question, answers[, start, id, hops]")],
+    kb: Annotated[Path | None, typer.Option(help="subject|relation|object triples file")] = None,
+    corpus: Annotated[Path | None, typer.Option(help="[{title, text}] passage JSON (ingested)")] = None,
+    n: N = None,
+    seed: Seed = 0,
+    decider: Decider = None,
+    concurrency: Concurrency = 4,
+    set_: Sets = None,
+    embed_model_path: EmbedPath = None,
+    llm_model: LLMModel = None,
+    llm_api_base: LLMBase = None,
+    quiet: Quiet = False,
+) -> None:
+    """Your own questions over a triples file (--kb) or a passage corpus (--corpus)."""
+    _guard(
+        lambda: evaluate(
+            [_load("custom", n=n, seed=seed, path=questions, kb=kb, corpus=corpus)],
+            system,
+            out=out,
+            decider=decider,
+            embed_path=embed_model_path,
+            llm_model=llm_model,
+            llm_base=llm_api_base,
+            concurrency=concurrency,
+            overrides=parse_sets(set_),
+            quiet=quiet,
+        )
+    )

@@ -1,6 +1,167 @@
-"""graphwalk ingest command (placeholder until its issue lands)."""
+"""graphwalk ingest: bring a graph up to date with a source (files or a SQL database)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from graphwalk_core.errors import GraphwalkError
+
+ExtractorName = Literal["llm", "nlp"]
+DeciderChoice = Literal["jev", "local", "fake"]
+RoutingChoice = Literal["jev", "exact"]
 
 
-def ingest() -> None:
-    """Not built yet."""
-    raise SystemExit("graphwalk ingest is not built yet")
+def _open_store(graph: str):  # type: ignore[no-untyped-def]
+    """The graph store: ``stores.open.open_store`` when present, else a SQL store (a path is SQLite)."""
+    try:
+        from graphwalk_core.stores.open import open_store  # type: ignore[import-not-found]
+    except ImportError:
+        from graphwalk_core.stores.sql import SQLGraphStore
+
+        return SQLGraphStore(graph if "://" in graph else f"sqlite:///{Path(graph).resolve()}")
+    return open_store(graph)
+
+
+def default_cache_path(graph: str) -> Path:
+    """Extraction cache next to a graph file (``<folder>/.graphwalk/extractions.sqlite``), else in ~/.cache."""
+    if "://" in graph:
+        from sqlalchemy.engine import make_url
+
+        url = make_url(graph)
+        if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+            return Path(url.database).resolve().parent / ".graphwalk" / "extractions.sqlite"
+        return Path.home() / ".cache" / "graphwalk" / "extractions.sqlite"
+    return Path(graph).resolve().parent / ".graphwalk" / "extractions.sqlite"
+
+
+async def _run(
+    source_arg: str,
+    graph: str,
+    *,
+    source_id: str | None,
+    mapping: str | None,
+    extractor_name: ExtractorName | None,
+    decider_name: DeciderChoice | None,
+    routing: RoutingChoice,
+    chunk_chars: int,
+    cache_path: Path | None,
+    quiet: bool,
+) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from graphwalk_core.ingest.extraction.cache import ExtractionCache
+    from graphwalk_core.ingest.extraction.nlp import NLPExtractor
+    from graphwalk_core.ingest.pipeline import ingest as run_ingest
+    from graphwalk_core.ingest.sources.specs import source_from_arg
+    from graphwalk_core.settings import get_settings
+
+    console = Console(quiet=quiet)
+    settings = get_settings()
+    source = source_from_arg(source_arg, source_id=source_id, mapping=mapping)
+    llm = None
+    if settings.llm_model and (extractor_name == "llm" or (extractor_name is None and routing == "jev")):
+        from graphwalk_core.llm.factory import make_llm
+
+        llm = make_llm(settings)
+    if extractor_name == "llm" and llm is None:
+        raise typer.BadParameter("--extractor llm needs GRAPHWALK_LLM_MODEL", param_hint="--extractor")
+    use_llm = extractor_name == "llm" or (extractor_name is None and llm is not None)
+    if use_llm:
+        from graphwalk_core.ingest.extraction.llm import LLMExtractor
+
+        assert llm is not None
+        extractor = LLMExtractor(llm)
+    else:
+        extractor = NLPExtractor()
+    decider = embedder = None
+    if routing == "jev":
+        from graphwalk_core.decisions.factory import make_decider
+        from graphwalk_core.embeddings.factory import make_embedder
+
+        embedder = make_embedder(settings)
+        decider = make_decider(settings, embedder=embedder, name=decider_name)
+    store = _open_store(graph)
+    cache = ExtractionCache(cache_path or default_cache_path(graph)) if extractor.cacheable else None
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    try:
+        with Progress(*columns, console=console, transient=True) as bar:
+            tasks: dict[str, int] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    tasks[stage] = bar.add_task(stage, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            report = await run_ingest(
+                source,
+                store,
+                extractor=extractor,
+                decider=decider,
+                embedder=embedder,
+                llm=llm,
+                routing=routing,
+                cache=cache,
+                max_chars=chunk_chars,
+                progress=progress,
+            )
+    finally:
+        if cache is not None:
+            cache.close()
+        await store.close()
+    table = Table(title=f"ingest {source.source_id} ({report.extractor}, routing {report.routing})")
+    table.add_column("")
+    table.add_column("")
+    for label, value in report.summary_rows():
+        table.add_row(label, value)
+    console.print(table)
+    for item in report.skipped:
+        console.print(f"[yellow]skipped[/yellow] {item.describe()}", highlight=False)
+    for doc_id in report.failed:
+        console.print(f"[red]incomplete[/red] {doc_id} (retried next run)", highlight=False)
+    return 1 if report.failed else 0
+
+
+def ingest(
+    source: Annotated[
+        str, typer.Argument(help="a folder or file (.txt .md .json .jsonl .csv), or a SQLAlchemy URL")
+    ],
+    graph: Annotated[str, typer.Option("--graph", "-g", help="graph store: a SQL URL or a SQLite file path")],
+    source_id: Annotated[str | None, typer.Option(help="source id (default: from the path)")] = None,
+    mapping: Annotated[str | None, typer.Option(help="YAML mapping for records / tables")] = None,
+    extractor: Annotated[
+        ExtractorName | None, typer.Option(help="llm | nlp (default: llm when GRAPHWALK_LLM_MODEL is set)")
+    ] = None,
+    decider: Annotated[
+        DeciderChoice | None, typer.Option(help="jev | local | fake (default: jev with a key, else local)")
+    ] = None,
+    routing: Annotated[RoutingChoice, typer.Option(help="jev (decisions) | exact (names only)")] = "jev",
+    chunk_chars: Annotated[int, typer.Option(min=50, help="chunk size in characters")] = 2000,
+    cache: Annotated[Path | None, typer.Option(help="extraction cache file")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no output")] = False,
+) -> None:
+    """Ingest SOURCE into GRAPH: unchanged documents are skipped, changed/deleted ones retracted."""
+    try:
+        code = asyncio.run(
+            _run(
+                source,
+                graph,
+                source_id=source_id,
+                mapping=mapping,
+                extractor_name=extractor,
+                decider_name=decider,
+                routing=routing,
+                chunk_chars=chunk_chars,
+                cache_path=cache,
+                quiet=quiet,
+            )
+        )
+    except GraphwalkError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)

@@ -1,6 +1,126 @@
-"""graphwalk query command (placeholder until its issue lands)."""
+"""``graphwalk query GRAPH QUESTION``: walk a graph to answer one question."""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+from pathlib import Path
+from typing import Annotated, get_args
+
+import typer
+from rich.console import Console
+
+from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.model import NodeId
+from graphwalk_core.settings import DeciderName, get_settings
+from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.traversal.answers import WalkResult
+from graphwalk_core.traversal.config import HopMode, Strategy, TraversalConfig
+from graphwalk_core.traversal.entry import NameEntryResolver, NameIndex
+from graphwalk_core.traversal.trace import render_trace
 
 
-def query() -> None:
-    """Not built yet."""
-    raise SystemExit("graphwalk query is not built yet")
+def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
+    if value not in allowed:
+        raise InputError(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
+    return value
+
+
+async def check_start(store: GraphStore, start: list[NodeId]) -> None:
+    """Raise InputError naming each unknown start node, with close names from the graph."""
+    found = await store.get_nodes(start)
+    missing = [s for s in start if s not in found]
+    if not missing:
+        return
+    index = await NameIndex.build(store)
+    names = list(index.names.values())
+    hints = []
+    for node in missing:
+        close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
+        hints.append(f"{node!r}" + (f" (did you mean: {', '.join(close)}?)" if close else ""))
+    raise InputError(f"start node not in the graph: {'; '.join(hints)}")
+
+
+async def _run(
+    graph: str, question: str, start: list[NodeId], config: TraversalConfig, decider_name: str | None
+) -> WalkResult:
+    from graphwalk_core.decisions.factory import make_decider
+    from graphwalk_core.embeddings.factory import make_embedder
+    from graphwalk_core.stores.open import open_store
+    from graphwalk_core.traversal.engine import Traverser
+
+    if not question.strip():
+        raise InputError("the question is empty")
+    if not Path(graph).exists() and "://" not in graph:
+        raise InputError(f"graph not found: {graph}")
+    store = open_store(graph)
+    try:
+        settings = get_settings()
+        embedder = make_embedder(settings)
+        if start:
+            await check_start(store, start)
+        else:
+            start = await (await NameEntryResolver.from_store(store, embedder=embedder)).resolve(question)
+            if not start:
+                raise InputError("no graph node is named in the question: pass --start NODE_ID")
+        decider = make_decider(settings, embedder=embedder, name=decider_name)
+        traverser = Traverser(store, decider, embedder=embedder, config=config)
+        return await traverser.walk(question, start)
+    finally:
+        await store.close()
+
+
+def print_result(result: WalkResult, console: Console) -> None:
+    """Answers with their witness paths, then the readable trace."""
+    console.print(f"[bold]status[/bold] {result.status}  decider={result.decider}  start={result.start}")
+    if result.abort_reason:
+        console.print(f"[yellow]aborted:[/yellow] {result.abort_reason}")
+    if result.error:
+        console.print(f"[red]error:[/red] {result.error}")
+    for rank, answer in enumerate(result.answers, start=1):
+        shown = ", ".join(answer.names[:10]) + (f" ... ({len(answer.names)})" if len(answer.names) > 10 else "")
+        console.print(
+            f"{rank}. [green]{shown}[/green] score={answer.score:.3f} votes={answer.votes} "
+            f"({answer.terminated_by})"
+        )
+        for hop in answer.witness:
+            arrow = f"--{hop.relation}-->" if hop.direction == "out" else f"<--{hop.relation}--"
+            console.print(f"     {hop.source} {arrow} {hop.target}  [dim]{hop.edge_id} {hop.source_ids}[/dim]")
+    render_trace(result.trace, console)
+
+
+def query(
+    graph: Annotated[str, typer.Argument(help="graph: triples .txt, Parquet folder, .db file or URL")],
+    question: Annotated[str, typer.Argument(help="the question to answer")],
+    start: Annotated[
+        list[str] | None, typer.Option("--start", help="start node id (repeatable); default: from the question")
+    ] = None,
+    strategy: Annotated[str, typer.Option(help="greedy | beam | sample")] = "greedy",
+    beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
+    hop_mode: Annotated[str, typer.Option("--hop-mode", help="entity | relation")] = "entity",
+    decider: Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")] = None,
+    trace: Annotated[Path | None, typer.Option("--trace", help="write the trace as JSON here")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+) -> None:
+    """Answer QUESTION by walking GRAPH; prints answers, witness paths and the trace."""
+    console = Console()
+    try:
+        config = TraversalConfig(
+            strategy=_choice(strategy, get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
+            hop_mode=_choice(hop_mode, get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
+            beam_width=beam_width,
+        )
+        if decider is not None:
+            _choice(decider, get_args(DeciderName), "--decider")
+        result = asyncio.run(_run(graph, question, list(start or []), config, decider))
+    except (GraphwalkError, ValueError) as err:
+        Console(stderr=True).print(f"[red]error:[/red] {err}")
+        raise typer.Exit(code=2) from err
+    if trace is not None:
+        trace.write_text(result.trace.model_dump_json(indent=2), encoding="utf-8")
+    if as_json:
+        typer.echo(result.model_dump_json())
+    else:
+        print_result(result, console)
+    if result.status == "error":
+        raise typer.Exit(code=1)

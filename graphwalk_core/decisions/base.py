@@ -42,6 +42,15 @@ class DecisionRequest(BaseModel):
     state: JSONContent
     questions: list[ChoiceQuestion] = Field(min_length=1)
 
+    @field_validator("questions")
+    @classmethod
+    def _unique_keys(cls, v: list[ChoiceQuestion]) -> list[ChoiceQuestion]:
+        keys = [q.key for q in v]
+        duplicates = sorted({k for k in keys if keys.count(k) > 1})
+        if duplicates:
+            raise ValueError(f"question keys must be unique within a request, repeated: {duplicates}")
+        return v
+
 
 class ChoiceResult(BaseModel):
     """A distribution over exactly the offered labels, summing to 1, in offer order."""
@@ -85,9 +94,7 @@ class DecisionBackend(Protocol):
     async def decide(self, request: DecisionRequest) -> DecisionResponse: ...
 
 
-def normalize_distribution(
-    offered: list[str], raw: dict[str, float], *, key: str = "?"
-) -> dict[str, float]:
+def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: str = "?") -> dict[str, float]:
     """Enforce the contract on a backend's distribution.
 
     - A label that was not offered is an error.

@@ -1,0 +1,74 @@
+"""Eval throughput: 1,000 MetaQA dev questions end to end with the fake decider (target ≤ 10 s).
+
+End to end = load the questions, build the KB graph, walk every question (relation-greedy preset, no
+embedder), score, checkpoint (fsync per question), and write the Parquet/summary report. Prints a table.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from rich.console import Console
+from rich.table import Table
+
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.eval.datasets import load_dataset
+from graphwalk_core.eval.datasets.base import default_data_dir
+from graphwalk_core.eval.report import results_table, write_report
+from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.systems.registry import build_system
+
+N_QUESTIONS = 1000
+TARGET_S = 10.0
+
+
+def main() -> int:
+    if not (default_data_dir() / "metaqa" / "kb.txt").is_file():
+        print(f"skipped: {default_data_dir()}/metaqa is absent")
+        return 0
+    preset = sys.argv[1] if len(sys.argv) > 1 else "relation-greedy"
+    laps: dict[str, float] = {}
+    start = clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        laps[name] = now - clock
+        clock = now
+
+    per_hop = N_QUESTIONS // 3
+    datasets = [
+        load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)
+    ]
+    lap("load questions")
+    decider = FakeDecisionBackend(seed=0)
+    systems = [build_system(preset, ds, decider=decider, embedder=None, llm=None) for ds in datasets]
+    lap("build graph + system")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [run_eval(ds, s, out_dir=Path(tmp), concurrency=4) for ds, s in zip(datasets, systems, strict=True)]
+        lap("walk + score + checkpoint")
+        write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
+        lap("report")
+    total = time.perf_counter() - start
+    n = sum(len(r.results) for r in runs)
+    table = Table(title=f"bench_eval: {n} MetaQA questions, fake decider, {preset}, no embedder")
+    table.add_column("stage")
+    table.add_column("seconds", justify="right")
+    for name, seconds in laps.items():
+        table.add_row(name, f"{seconds:.2f}")
+    table.add_row("total", f"{total:.2f}")
+    table.add_row("per question (walk stage)", f"{laps['walk + score + checkpoint'] / n * 1000:.1f} ms")
+    table.add_row("target", f"≤ {TARGET_S:.0f} s → {'met' if total <= TARGET_S else 'NOT met'}")
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""graphwalk demo: the whole Dagster asset graph offline, then where the results are."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def demo(
+    warehouse: Annotated[Path, typer.Option(help="warehouse root for Parquet, DuckDB and the graph")] = Path(
+        "warehouse"
+    ),
+    n: Annotated[int, typer.Option(min=1, help="questions per eval partition")] = 10,
+    fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
+) -> None:
+    """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""
+    from rich.console import Console
+
+    from graphwalk_core.demo import demo_plan, print_report
+
+    console = Console()
+    start = time.perf_counter()
+    if fresh:
+        shutil.rmtree(warehouse, ignore_errors=True)
+    plan = demo_plan()
+    from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
+
+    run_demo(warehouse, plan, n=n, log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"))
+    print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)

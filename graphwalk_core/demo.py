@@ -1,0 +1,79 @@
+"""The demo's plain parts: which eval partitions it runs, and the report it prints afterwards.
+
+The Dagster-calling part lives in ``graphwalk_dagster.demo`` (graphwalk_core never imports Dagster).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from graphwalk_core.eval.datasets.base import default_data_dir
+from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse.eval_data import CUSTOM_QUESTIONS
+
+#: Systems the demo runs on every dataset: two fast walks, and one LLM system (skipped offline, with why).
+DEMO_SYSTEMS = ("relation-greedy", "entity-greedy", "vector-rag")
+#: Benchmarks the demo adds when ../shared/data holds them.
+DEMO_BENCHMARKS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
+
+SUMMARY_SQL = """
+SELECT dataset, system, count(*) AS n,
+       count(*) FILTER (WHERE status = 'skipped') AS skipped,
+       round(avg(f1), 3) AS f1, round(avg(hits_at_1), 3) AS hits_at_1,
+       sum(decision_calls) AS decision_calls,
+       any_value(error) FILTER (WHERE status = 'skipped') AS skip_reason
+FROM eval_results GROUP BY ALL ORDER BY dataset, system
+"""
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """The eval partitions to run, and the datasets left out (with why)."""
+
+    partitions: list[tuple[str, str]]
+    left_out: dict[str, str] = field(default_factory=dict)
+
+
+def demo_plan(*, data_dir: Path | None = None, questions: Path = CUSTOM_QUESTIONS) -> DemoPlan:
+    """custom (the sample questions over the sample graph) + MetaQA 1/2/3-hop when the data is there."""
+    datasets: list[str] = []
+    left_out: dict[str, str] = {}
+    if questions.is_file():
+        datasets.append("custom")
+    else:
+        left_out["custom"] = f"no question file at {questions}"
+    kb = (data_dir or default_data_dir()) / "metaqa" / "kb.txt"
+    for name in DEMO_BENCHMARKS:
+        if kb.is_file():
+            datasets.append(name)
+        else:
+            left_out[name] = f"no MetaQA data at {kb.parent}"
+    return DemoPlan([(d, s) for d in datasets for s in DEMO_SYSTEMS], left_out)
+
+
+def print_report(
+    root: Path, console: Console, *, plan: DemoPlan | None = None, seconds: float | None = None
+) -> None:
+    """Where the results are, row counts per table, and the DuckDB summary over eval_results."""
+    warehouse = Warehouse(root)
+    console.print(f"\n[bold]Warehouse[/bold]: {warehouse.root}  (DuckDB: {warehouse.db_path})")
+    counts = Table("table", "rows", title="Tables (DuckDB views over hive-partitioned Parquet)")
+    for name in warehouse.tables():
+        counts.add_row(name, str(query(root, f'SELECT count(*) FROM "{name}"').rows[0][0]))
+    console.print(counts)
+    if plan is not None:
+        for name, reason in plan.left_out.items():
+            console.print(f"[yellow]left out[/yellow] {name}: {reason}")
+    if "eval_results" in warehouse.tables():
+        result = query(root, SUMMARY_SQL)
+        summary = Table(*result.columns, title="select dataset, system, avg(f1), ... from eval_results")
+        for row in result.rows:
+            summary.add_row(*("" if v is None else str(v) for v in row))
+        console.print(summary)
+    console.print(f'Query it: graphwalk sql "select * from eval_summary" --warehouse {root}')
+    if seconds is not None:
+        console.print(f"Demo finished in {seconds:.1f}s")

@@ -1,0 +1,67 @@
+"""An append-only JSONL checkpoint: one fsynced line per finished question, resumable after a kill."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.records import QuestionResult
+
+log = logging.getLogger(__name__)
+
+
+def read_checkpoint(path: Path) -> list[QuestionResult]:
+    """The records already written, in file order.
+
+    A torn last line (the process died mid-write) is cut off the file so appends stay valid;
+    a bad line anywhere else is an error naming it.
+    """
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    good_end = data.rfind(b"\n") + 1
+    if good_end < len(data):
+        log.warning(
+            "%s: dropping a torn last line (%d bytes) left by an interrupted run", path, len(data) - good_end
+        )
+        with path.open("r+b") as fh:
+            fh.truncate(good_end)
+            fh.flush()
+            os.fsync(fh.fileno())
+    records = []
+    for lineno, line in enumerate(data[:good_end].decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(QuestionResult.model_validate(json.loads(line)))
+        except ValueError as exc:
+            raise InputError(f"{path}:{lineno}: not a result record ({exc})") from exc
+    return records
+
+
+class CheckpointWriter:
+    """Appends records durably (write + fsync per record)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def append(self, record: QuestionResult) -> None:
+        line = record.model_dump_json() + "\n"
+        os.write(self._fd, line.encode("utf-8"))
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> CheckpointWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

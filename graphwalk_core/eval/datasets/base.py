@@ -1,0 +1,110 @@
+"""Dataset model: questions, the knowledge a system answers from, seeded subsets, data paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.metrics import MatchMode
+from graphwalk_core.model import content_hash
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+class Question(BaseModel):
+    """One evaluation question. ``gold`` is the full answer set; ``extra['start']`` a gold entry node."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    text: str
+    gold: list[str]
+    hops: int | None = None
+    qtype: str | None = None
+    topic: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def gold_start(self) -> str | None:
+        """The gold entry node (MetaQA's bracketed topic, 2Wiki's first evidence subject), if known."""
+        return self.extra.get("start") or None
+
+
+class Passage(BaseModel):
+    """A text passage; ``id`` becomes the document id whose provenance the graph keeps."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str
+    text: str
+
+
+class Knowledge(BaseModel):
+    """What systems answer from: a triples file, in-memory triples, and/or a corpus of passages.
+
+    ``graph`` says where a graph comes from: ``triples`` (``kb_path`` or ``triples``) or ``passages``
+    (built by the ingestion pipeline).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    graph: Literal["triples", "passages"]
+    kb_path: Path | None = None
+    triples: tuple[tuple[str, str, str], ...] = ()
+    passages: tuple[Passage, ...] = ()
+    source: str = "corpus"
+
+    def key(self) -> str:
+        """A stable identity (used to cache a graph built from this knowledge)."""
+        if self.kb_path is not None:
+            stat = self.kb_path.stat()
+            return content_hash([str(self.kb_path.resolve()), stat.st_size, stat.st_mtime_ns])
+        return content_hash(
+            [self.graph, self.source, list(self.triples), [p.model_dump() for p in self.passages]]
+        )
+
+
+class Dataset(BaseModel):
+    """A named split: its questions and the knowledge to answer them from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    split: str
+    questions: list[Question]
+    knowledge: Knowledge
+    #: How answers are compared: ``exact`` entity sets, or ``token`` (free text); see metrics.py.
+    match: MatchMode = "exact"
+    #: Anything worth recording with a run (files, counts, subset seed).
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+def seeded_subset(questions: list[Question], n: int | None, seed: int) -> list[Question]:
+    """The ``n`` questions whose hash of (seed, id) is smallest: independent of file order.
+
+    ``n=None`` keeps all questions (in file order).
+    """
+    if n is None:
+        return list(questions)
+    if n < 1:
+        raise InputError(f"--n must be at least 1, got {n}")
+    ranked = sorted(questions, key=lambda q: content_hash([seed, q.id]))
+    return ranked[:n]
+
+
+def default_data_dir() -> Path:
+    """``$GRAPHWALK_DATA_DIR``, else ``../shared/data`` beside the repository."""
+    env = os.environ.get("GRAPHWALK_DATA_DIR")
+    return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
+
+
+def require_file(path: Path, what: str) -> Path:
+    """``path`` if it is a file, else an InputError naming it and what it should hold."""
+    if not path.is_file():
+        raise InputError(f"{what} not found: {path} (set --data-dir or GRAPHWALK_DATA_DIR)")
+    return path

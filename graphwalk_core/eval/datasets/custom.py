@@ -1,0 +1,95 @@
+"""Custom questions from CSV or JSONL: ``question``, ``answers``, optional ``start``, ``id``, ``hops``."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file, seeded_subset
+from graphwalk_core.eval.datasets.twowiki import load_corpus
+
+
+def _answers(value: Any, where: str) -> list[str]:
+    if isinstance(value, list) and all(isinstance(a, str) for a in value):
+        return value
+    if isinstance(value, str):
+        return [a.strip() for a in value.split("|") if a.strip()]
+    raise InputError(f"{where}: 'answers' must be a list of strings or a '|'-separated string")
+
+
+def _question(row: dict[str, Any], index: int, where: str) -> Question:
+    text = str(row.get("question") or "").strip()
+    if not text:
+        raise InputError(f"{where}: 'question' is missing or empty")
+    if "answers" not in row:
+        raise InputError(f"{where}: 'answers' is missing")
+    hops = row.get("hops")
+    try:
+        hops_value = int(hops) if hops not in (None, "") else None
+    except ValueError as exc:
+        raise InputError(f"{where}: 'hops' must be an integer, got {hops!r}") from exc
+    start = row.get("start") or None
+    return Question(
+        id=str(row.get("id") or f"q{index:05d}"),
+        text=text,
+        gold=_answers(row["answers"], where),
+        hops=hops_value,
+        qtype=row.get("qtype") or None,
+        topic=start,
+        extra={"start": start} if start else {},
+    )
+
+
+def read_custom_questions(path: Path) -> list[Question]:
+    """Rows of a ``.csv`` (header row) or ``.jsonl`` file as questions; ids must be unique."""
+    require_file(path, "custom question file")
+    questions: list[Question] = []
+    if path.suffix == ".csv":
+        with path.open(newline="", encoding="utf-8") as fh:
+            for i, row in enumerate(csv.DictReader(fh), start=2):
+                questions.append(_question(row, i - 1, f"{path}:{i}"))
+    elif path.suffix in (".jsonl", ".ndjson"):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(row, dict):
+                raise InputError(f"{path}:{i}: expected a JSON object")
+            questions.append(_question(row, i, f"{path}:{i}"))
+    else:
+        raise InputError(f"{path}: custom questions must be .csv or .jsonl, got {path.suffix!r}")
+    seen: set[str] = set()
+    for q in questions:
+        if q.id in seen:
+            raise InputError(f"{path}: duplicate question id {q.id!r}")
+        seen.add(q.id)
+    return questions
+
+
+def load_custom(
+    path: Path, *, split: str, n: int | None, seed: int, kb: Path | None, corpus: Path | None
+) -> Dataset:
+    """Custom questions over a triples file (``kb``) or a ``[{title, text}]`` corpus."""
+    if (kb is None) == (corpus is None):
+        raise InputError("a custom dataset needs exactly one of --kb FILE (triples) or --corpus FILE")
+    if kb is not None:
+        knowledge = Knowledge(
+            graph="triples", kb_path=require_file(kb, "knowledge graph file"), source="custom"
+        )
+    else:
+        assert corpus is not None
+        knowledge = Knowledge(graph="passages", passages=tuple(load_corpus(corpus)), source="custom")
+    return Dataset(
+        name="custom",
+        split=split,
+        questions=seeded_subset(read_custom_questions(path), n, seed),
+        knowledge=knowledge,
+        match="exact",
+        info={"file": str(path)},
+    )

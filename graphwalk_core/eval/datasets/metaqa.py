@@ -1,0 +1,86 @@
+"""MetaQA vanilla 1/2/3-hop questions over the MetaQA KB (``kb.txt``)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file
+
+_TOPIC = re.compile(r"\[([^\]]+)\]")
+SPLITS = ("dev", "test")
+
+
+def parse_metaqa_line(line: str, *, path: Path, lineno: int) -> tuple[str, str, list[str]]:
+    """(question without brackets, topic entity, gold answers) from ``question<TAB>a|b|c``."""
+    parts = line.rstrip("\n").split("\t")
+    if len(parts) != 2:
+        raise InputError(f"{path}:{lineno}: expected 'question<TAB>answers', got {line[:80]!r}")
+    question, answers = parts
+    topics = _TOPIC.findall(question)
+    if len(topics) != 1:
+        raise InputError(f"{path}:{lineno}: expected one [bracketed] topic entity, found {len(topics)}")
+    text = _TOPIC.sub(lambda m: m.group(1), question).strip()
+    return text, topics[0], [a for a in answers.split("|") if a]
+
+
+def load_metaqa(hops: int, *, split: str, data_dir: Path, kb_path: Path | None = None) -> Dataset:
+    """All questions of one hop count and split (subset selection happens in the registry)."""
+    if hops not in (1, 2, 3):
+        raise InputError(f"MetaQA hops must be 1, 2 or 3, got {hops}")
+    if split not in SPLITS:
+        raise InputError(f"MetaQA split must be one of {SPLITS}, got {split!r}")
+    root = data_dir / "metaqa"
+    qa_path = require_file(root / f"{hops}-hop" / "vanilla" / f"qa_{split}.txt", "MetaQA QA file")
+    qtype_path = require_file(root / f"{hops}-hop" / f"qa_{split}_qtype.txt", "MetaQA qtype file")
+    kb = require_file(kb_path or root / "kb.txt", "MetaQA KB")
+    qa_lines = qa_path.read_text(encoding="utf-8").splitlines()
+    qtypes = qtype_path.read_text(encoding="utf-8").splitlines()
+    if len(qtypes) != len(qa_lines):
+        raise InputError(
+            f"{qtype_path}: {len(qtypes)} lines but {qa_path} has {len(qa_lines)}; they must pair up"
+        )
+    questions = []
+    for i, (line, qtype) in enumerate(zip(qa_lines, qtypes, strict=True), start=1):
+        text, topic, gold = parse_metaqa_line(line, path=qa_path, lineno=i)
+        questions.append(
+            Question(
+                id=f"metaqa-{hops}hop-{split}-{i:05d}",
+                text=text,
+                gold=gold,
+                hops=hops,
+                qtype=qtype.strip() or None,
+                topic=topic,
+                extra={"start": topic},
+            )
+        )
+    return Dataset(
+        name=f"metaqa-{hops}hop",
+        split=split,
+        questions=questions,
+        knowledge=Knowledge(graph="triples", kb_path=kb, source="metaqa"),
+        match="exact",
+        info={"qa_file": str(qa_path), "kb": str(kb)},
+    )
+
+
+#: MetaQA node types from the relation an entity appears in: subjects are films.
+METAQA_OBJECT_TYPES: dict[str, str] = {
+    "directed_by": "person",
+    "written_by": "person",
+    "starred_actors": "person",
+    "release_year": "year",
+    "in_language": "language",
+    "has_tags": "tag",
+    "has_genre": "genre",
+    "has_imdb_votes": "imdb_votes",
+    "has_imdb_rating": "imdb_rating",
+}
+
+
+def metaqa_node_type(relation: str, role: str) -> str:
+    """``film`` for subjects, the relation's object type for objects (``entity`` when unknown)."""
+    if role == "subject":
+        return "film"
+    return METAQA_OBJECT_TYPES.get(relation, "entity")

@@ -1,0 +1,64 @@
+"""``load_dataset``: one entry point for every dataset name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets import hotpotqa, twowiki
+from graphwalk_core.eval.datasets.base import Dataset, default_data_dir, seeded_subset
+from graphwalk_core.eval.datasets.custom import load_custom
+from graphwalk_core.eval.datasets.metaqa import load_metaqa
+
+DATASET_NAMES = (
+    "metaqa-1hop",
+    "metaqa-2hop",
+    "metaqa-3hop",
+    "hotpotqa",
+    "2wiki",
+    "2wiki-retrieval",
+    "custom",
+)
+
+
+def load_dataset(
+    name: str,
+    *,
+    split: str = "dev",
+    n: int | None = None,
+    seed: int = 0,
+    data_dir: Path | None = None,
+    path: Path | None = None,
+    kb: Path | None = None,
+    corpus: Path | None = None,
+) -> Dataset:
+    """Load ``name`` (see ``DATASET_NAMES``), keeping a seeded subset of ``n`` questions.
+
+    ``path`` overrides the question file (hotpotqa, 2wiki, 2wiki-retrieval, custom); ``kb`` the
+    triples file (metaqa, custom); ``corpus`` the passage corpus (2wiki-retrieval, custom).
+    """
+    root = data_dir or default_data_dir()
+    if name.startswith("metaqa-") and name in DATASET_NAMES:
+        full = load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb)
+        return full.model_copy(
+            update={"questions": seeded_subset(full.questions, n, seed), "info": {**full.info, "seed": seed}}
+        )
+    if name == "hotpotqa":
+        ds = hotpotqa.load_hotpotqa(path or root / hotpotqa.DEFAULT_FILE, split=split, n=n, seed=seed)
+    elif name == "2wiki":
+        ds = twowiki.load_twowiki(path or root / twowiki.DEFAULT_FILE, split=split, n=n, seed=seed)
+    elif name == "2wiki-retrieval":
+        ds = twowiki.load_twowiki_retrieval(
+            corpus or root / twowiki.CORPUS_FILE,
+            path or root / twowiki.RETRIEVAL_FILE,
+            split=split,
+            n=n,
+            seed=seed,
+        )
+    elif name == "custom":
+        if path is None:
+            raise InputError("the custom dataset needs a question file (path=... / --questions FILE)")
+        ds = load_custom(path, split=split, n=n, seed=seed, kb=kb, corpus=corpus)
+    else:
+        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
+    return ds.model_copy(update={"info": {**ds.info, "seed": seed}})

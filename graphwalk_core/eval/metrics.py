@@ -1,0 +1,154 @@
+"""Answer-set metrics (SQuAD-style normalization), latency percentiles and bootstrap intervals.
+
+Definitions (also in docs/eval-tables.md):
+
+- ``normalize_answer``: lowercase, drop punctuation, drop the articles a/an/the, collapse whitespace.
+- An answer *set* is the normalized answers with empty strings and duplicates removed; a prediction
+  keeps its order (its first element is the top answer).
+- Empty gold: every metric is 1.0 when the prediction is empty too, else 0.0. Non-empty gold with an
+  empty prediction scores 0.0 everywhere.
+- ``exact`` matching (entity-set datasets such as MetaQA): two answers match when their normalized forms
+  are equal. EM = 1 when the two sets are equal. F1 = harmonic mean of set precision |P∩G|/|P| and set
+  recall |P∩G|/|G|. hits@1 = 1 when the top prediction is in the gold set.
+- ``token`` matching (free-text datasets such as HotpotQA and 2Wiki): as above, but a pair of answers
+  earns its SQuAD token F1 instead of 0/1. Precision is the mean over predictions of the best token F1
+  against any gold answer, recall the mean over gold answers of the best token F1 against any
+  prediction. With one predicted and one gold answer, F1 is the SQuAD token F1. EM and hits@1 still
+  need exact normalized equality.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+
+MatchMode = Literal["exact", "token"]
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalization: lowercase, no punctuation, no articles, single spaces."""
+    text = text.lower().translate(_PUNCT)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def answer_set(answers: Iterable[str]) -> list[str]:
+    """Normalized answers in first-seen order, empties and duplicates removed."""
+    seen: dict[str, None] = {}
+    for answer in answers:
+        norm = normalize_answer(answer)
+        if norm:
+            seen.setdefault(norm, None)
+    return list(seen)
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD token F1 between two already-normalized answers."""
+    pred_tokens, gold_tokens = prediction.split(), gold.split()
+    common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(pred_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _empty_case(pred: list[str], gold: list[str]) -> float | None:
+    if not gold:
+        return 1.0 if not pred else 0.0
+    if not pred:
+        return 0.0
+    return None
+
+
+def exact_match(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """1.0 when the normalized answer sets are equal."""
+    pred, gold_set = answer_set(predicted), answer_set(gold)
+    empty = _empty_case(pred, gold_set)
+    if empty is not None:
+        return empty
+    return 1.0 if set(pred) == set(gold_set) else 0.0
+
+
+def f1_score(predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact") -> float:
+    """Set F1 (``exact``) or soft token-level set F1 (``token``); see the module docstring."""
+    if match not in ("exact", "token"):
+        raise ValueError(f"unknown match mode {match!r}; use 'exact' or 'token'")
+    pred, gold_set = answer_set(predicted), answer_set(gold)
+    empty = _empty_case(pred, gold_set)
+    if empty is not None:
+        return empty
+    if match == "exact":
+        common = len(set(pred) & set(gold_set))
+        precision, recall = common / len(pred), common / len(gold_set)
+    else:
+        precision = sum(max(token_f1(p, g) for g in gold_set) for p in pred) / len(pred)
+        recall = sum(max(token_f1(p, g) for p in pred) for g in gold_set) / len(gold_set)
+    if precision + recall == 0:
+        return 0.0
+    return 2 * precision * recall / (precision + recall)
+
+
+def hits_at_1(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """1.0 when the top (first) prediction is a gold answer."""
+    pred, gold_set = answer_set(predicted), answer_set(gold)
+    empty = _empty_case(pred, gold_set)
+    if empty is not None:
+        return empty
+    return 1.0 if pred[0] in gold_set else 0.0
+
+
+def linking_correct(linked: Sequence[str] | None, gold_start: str | None) -> bool | None:
+    """Whether the first linked start is the gold start; None when either is unknown.
+
+    A system that reports an empty link (it found no entry node) is a linking miss.
+    """
+    if linked is None or gold_start is None:
+        return None
+    if not linked:
+        return False
+    return normalize_answer(linked[0]) == normalize_answer(gold_start)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (linear interpolation, numpy's default); None for no values."""
+    if len(values) == 0:
+        return None
+    return float(np.percentile(np.asarray(values, dtype=float), q))
+
+
+def mean_or_none(values: Sequence[float | None]) -> float | None:
+    """Mean of the non-None values; None when there are none."""
+    present = [v for v in values if v is not None]
+    return float(sum(present) / len(present)) if present else None
+
+
+def cost_per_1k(costs: Sequence[float | None]) -> float | None:
+    """Provider-reported cost per 1,000 questions: the mean of the reported costs × 1000.
+
+    None when no question reported a cost (nothing is ever estimated).
+    """
+    mean = mean_or_none(costs)
+    return None if mean is None else mean * 1000.0
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean (seeded); None for no values."""
+    if len(values) == 0:
+        return None
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(data), size=(n_resamples, len(data)))
+    means = data[idx].mean(axis=1)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(low), float(high)

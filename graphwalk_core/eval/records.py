@@ -1,0 +1,114 @@
+"""Per-question result records and run metadata (what the checkpoint and the Parquet tables hold)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from graphwalk_core.eval import metrics
+from graphwalk_core.eval.datasets.base import Dataset, Question
+from graphwalk_core.eval.systems.base import Status, SystemAnswer
+
+
+class QuestionResult(BaseModel):
+    """One question answered (or skipped, or failed) by one system, scored."""
+
+    run_id: str
+    dataset: str
+    split: str
+    system: str
+    question_id: str
+    question: str
+    hops: int | None = None
+    qtype: str | None = None
+    gold: list[str]
+    predicted: list[str]
+    em: float | None
+    f1: float | None
+    hits_at_1: float | None
+    linking_correct: bool | None = None
+    linked_start: list[str] | None = None
+    gold_start: str | None = None
+    latency_s: float
+    decision_calls: int
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    status: Status
+    error: str | None = None
+    passages: list[str] = Field(default_factory=list)
+    decider: str | None = None
+    llm_model: str | None = None
+    embedder: str | None = None
+    extractor: str | None = None
+    trace: dict[str, Any] | None = None
+
+
+def score_answer(
+    dataset: Dataset,
+    question: Question,
+    answer: SystemAnswer,
+    *,
+    run_id: str,
+    system: str,
+    ids: dict[str, Any],
+) -> QuestionResult:
+    """Score ``answer`` against the question's gold; skipped and failed answers get no scores."""
+    scored = answer.status in ("ok", "aborted") and not question.extra.get("no_gold")
+    gold, pred = question.gold, answer.answers
+    return QuestionResult(
+        run_id=run_id,
+        dataset=dataset.name,
+        split=dataset.split,
+        system=system,
+        question_id=question.id,
+        question=question.text,
+        hops=question.hops,
+        qtype=question.qtype,
+        gold=gold,
+        predicted=pred,
+        em=metrics.exact_match(pred, gold) if scored else None,
+        f1=metrics.f1_score(pred, gold, match=dataset.match) if scored else None,
+        hits_at_1=metrics.hits_at_1(pred, gold) if scored else None,
+        linking_correct=metrics.linking_correct(answer.linked_start, question.gold_start)
+        if answer.status != "skipped"
+        else None,
+        linked_start=answer.linked_start,
+        gold_start=question.gold_start,
+        latency_s=answer.latency_s,
+        decision_calls=answer.decision_calls,
+        llm_calls=answer.llm_calls,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        cost_usd=answer.cost_usd,
+        status=answer.status,
+        error=answer.error,
+        passages=answer.passages,
+        decider=ids.get("decider"),
+        llm_model=ids.get("llm"),
+        embedder=ids.get("embedder"),
+        extractor=ids.get("extractor"),
+        trace=answer.trace,
+    )
+
+
+class RunMetadata(BaseModel):
+    """What produced a run: enough to reproduce it and to tell two runs apart."""
+
+    run_id: str
+    dataset: str
+    split: str
+    system: str
+    n_questions: int
+    question_ids_hash: str
+    system_identity: dict[str, Any]
+    dataset_info: dict[str, Any]
+    git_sha: str | None
+    package_versions: dict[str, str | None]
+    python: str
+    started_at: str
+    finished_at: str | None = None
+    concurrency: int
+    resumed_from: int = 0

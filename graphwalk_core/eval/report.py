@@ -1,0 +1,206 @@
+"""Per-question and summary tables (Parquet), and summary.md in the results-table format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from graphwalk_core.eval import metrics
+from graphwalk_core.eval.records import QuestionResult
+from graphwalk_core.warehouse.files import write_table_atomic, write_text_atomic
+
+RESULTS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("dataset", pa.string()),
+        ("split", pa.string()),
+        ("hops", pa.int32()),
+        ("qtype", pa.string()),
+        ("system", pa.string()),
+        ("question_id", pa.string()),
+        ("question", pa.string()),
+        ("gold", pa.list_(pa.string())),
+        ("predicted", pa.list_(pa.string())),
+        ("f1", pa.float64()),
+        ("em", pa.float64()),
+        ("hits_at_1", pa.float64()),
+        ("linking_correct", pa.bool_()),
+        ("linked_start", pa.list_(pa.string())),
+        ("gold_start", pa.string()),
+        ("latency_s", pa.float64()),
+        ("decision_calls", pa.int32()),
+        ("llm_calls", pa.int32()),
+        ("input_tokens", pa.int64()),
+        ("output_tokens", pa.int64()),
+        ("cost_usd", pa.float64()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("passages", pa.list_(pa.string())),
+        ("decider", pa.string()),
+        ("llm_model", pa.string()),
+        ("embedder", pa.string()),
+        ("extractor", pa.string()),
+    ]
+)
+
+SUMMARY_SCHEMA = pa.schema(
+    [
+        ("dataset", pa.string()),
+        ("split", pa.string()),
+        ("hops", pa.int32()),
+        ("system", pa.string()),
+        ("n", pa.int64()),
+        ("n_ok", pa.int64()),
+        ("n_error", pa.int64()),
+        ("n_skipped", pa.int64()),
+        ("skip_reason", pa.string()),
+        ("f1", pa.float64()),
+        ("f1_ci_low", pa.float64()),
+        ("f1_ci_high", pa.float64()),
+        ("em", pa.float64()),
+        ("em_ci_low", pa.float64()),
+        ("em_ci_high", pa.float64()),
+        ("hits_at_1", pa.float64()),
+        ("hits_at_1_ci_low", pa.float64()),
+        ("hits_at_1_ci_high", pa.float64()),
+        ("latency_p50_s", pa.float64()),
+        ("latency_p95_s", pa.float64()),
+        ("cost_per_1k_usd", pa.float64()),
+        ("decision_calls_per_q", pa.float64()),
+        ("llm_calls_per_q", pa.float64()),
+        ("input_tokens_per_q", pa.float64()),
+        ("output_tokens_per_q", pa.float64()),
+        ("linking_acc", pa.float64()),
+    ]
+)
+
+
+def results_table(results: Iterable[QuestionResult]) -> pa.Table:
+    """One row per question result (columns documented in docs/eval-tables.md)."""
+    rows = [r.model_dump(include=set(RESULTS_SCHEMA.names)) for r in results]
+    return pa.Table.from_pylist(rows, schema=RESULTS_SCHEMA)
+
+
+def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, seed: int) -> dict:
+    answered = [r for r in rows if r["status"] != "skipped"]
+    out: dict = dict(zip(("dataset", "split", "hops", "system"), key, strict=True))
+    out.update(
+        n=len(rows),
+        n_ok=sum(r["status"] == "ok" for r in rows),
+        n_error=sum(r["status"] == "error" for r in rows),
+        n_skipped=sum(r["status"] == "skipped" for r in rows),
+        skip_reason=next((r["error"] for r in rows if r["status"] == "skipped"), None),
+    )
+    for name in ("f1", "em", "hits_at_1"):
+        # errors count as 0 (a failed answer is a wrong answer); skipped questions are excluded
+        values = [
+            0.0 if r["status"] == "error" else r[name]
+            for r in answered
+            if r["status"] == "error" or r[name] is not None
+        ]
+        ci = metrics.bootstrap_ci(values, seed=seed)
+        out[name] = metrics.mean_or_none(values)
+        out[f"{name}_ci_low"], out[f"{name}_ci_high"] = ci if ci else (None, None)
+    latencies = [r["latency_s"] for r in answered]
+    out["latency_p50_s"] = metrics.percentile(latencies, 50)
+    out["latency_p95_s"] = metrics.percentile(latencies, 95)
+    out["cost_per_1k_usd"] = metrics.cost_per_1k([r["cost_usd"] for r in answered])
+    for col, field in (
+        ("decision_calls_per_q", "decision_calls"),
+        ("llm_calls_per_q", "llm_calls"),
+        ("input_tokens_per_q", "input_tokens"),
+        ("output_tokens_per_q", "output_tokens"),
+    ):
+        out[col] = metrics.mean_or_none([r[field] for r in answered])
+    links = [r["linking_correct"] for r in answered if r["linking_correct"] is not None]
+    out["linking_acc"] = metrics.mean_or_none([1.0 if v else 0.0 for v in links])
+    return out
+
+
+def summary_table(results_tables: Sequence[pa.Table], *, seed: int = 0) -> pa.Table:
+    """Per dataset × split × hops × system: n, F1/EM/hits@1 with 95% bootstrap CIs, latency, cost, calls.
+
+    Scores average over answered questions; an errored question scores 0, a skipped one is excluded
+    (and counted in ``n_skipped`` with its reason).
+    """
+    groups: dict[tuple[str, str, int | None, str], list[dict]] = {}
+    for table in results_tables:
+        for row in table.to_pylist():
+            key = (row["dataset"], row["split"], row["hops"], row["system"])
+            groups.setdefault(key, []).append(row)
+    order = sorted(groups, key=lambda k: (k[0], k[1], -1 if k[2] is None else k[2], k[3]))
+    return pa.Table.from_pylist([_summary_row(k, groups[k], seed=seed) for k in order], schema=SUMMARY_SCHEMA)
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(row: dict, name: str) -> str:
+    if row[name] is None:
+        return "—"
+    low, high = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
+    return f"{row[name]:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def summary_markdown(summary: pa.Table) -> str:
+    """Markdown tables, one per dataset/split, in the results-table layout."""
+    rows = summary.to_pylist()
+    lines: list[str] = []
+    header = (
+        "| hops | system | n | F1 [95% CI] | EM | hits@1 | p50 s | p95 s | $/1k q "
+        "| decision calls/q | LLM calls/q | linking acc. |"
+    )
+    current = None
+    for row in rows:
+        if (row["dataset"], row["split"]) != current:
+            current = (row["dataset"], row["split"])
+            lines += ["", f"### {row['dataset']} ({row['split']})", "", header, "|" + "---|" * 12]
+        if row["n_skipped"] == row["n"]:
+            lines.append(
+                f"| {row['hops'] or '—'} | {row['system']} | {row['n']} | skipped: {row['skip_reason']} "
+                "| | | | | | | | |"
+            )
+            continue
+        lines.append(
+            f"| {row['hops'] if row['hops'] is not None else '—'} | {row['system']} | {row['n']} "
+            f"| {_ci(row, 'f1')} | {_fmt(row['em'])} | {_fmt(row['hits_at_1'])} "
+            f"| {_fmt(row['latency_p50_s'], 2)} | {_fmt(row['latency_p95_s'], 2)} "
+            f"| {_fmt(row['cost_per_1k_usd'], 4)} | {_fmt(row['decision_calls_per_q'], 2)} "
+            f"| {_fmt(row['llm_calls_per_q'], 2)} | {_fmt(row['linking_acc'])} |"
+        )
+        if row["n_error"]:
+            lines.append(f"|  | ↳ {row['n_error']} errors (scored 0) | | | | | | | | | | |")
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def write_report(
+    out_dir: Path,
+    results_tables: Sequence[pa.Table],
+    *,
+    run_metadata: Sequence[dict] = (),
+    plots: bool = True,
+) -> dict[str, Path]:
+    """Write results.parquet, summary.parquet, summary.md, runs.json and (optionally) the PNG plots."""
+    out_dir = Path(out_dir)
+    combined = pa.concat_tables(list(results_tables)) if results_tables else RESULTS_SCHEMA.empty_table()
+    summary = summary_table([combined])
+    paths = {
+        "results": write_table_atomic(combined, out_dir / "results.parquet"),
+        "summary": write_table_atomic(summary, out_dir / "summary.parquet"),
+        "summary_md": write_text_atomic(
+            "# Evaluation summary\n\n" + summary_markdown(summary), out_dir / "summary.md"
+        ),
+        "runs": write_text_atomic(
+            json.dumps(list(run_metadata), indent=2, default=str), out_dir / "runs.json"
+        ),
+    }
+    if plots:
+        from graphwalk_core.eval.plots import plot_cost_vs_f1, plot_f1_by_hops
+
+        paths["f1_by_hops"] = plot_f1_by_hops(summary, out_dir / "f1_by_hops.png")
+        paths["cost_vs_f1"] = plot_cost_vs_f1(summary, out_dir / "cost_vs_f1.png")
+    return paths

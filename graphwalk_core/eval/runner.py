@@ -1,0 +1,154 @@
+"""Run one system over one dataset: bounded concurrency, rate-limit backoff, resumable checkpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint
+from graphwalk_core.eval.datasets.base import Dataset, Question
+from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
+from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
+from graphwalk_core.eval.systems.base import QASystem, SystemAnswer
+from graphwalk_core.model import canonical_json, content_hash
+from graphwalk_core.warehouse.files import write_text_atomic
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT = "results.jsonl"
+METADATA = "run.json"
+
+
+class EvalRun(BaseModel):
+    """A finished (or resumed-and-finished) run: its metadata, results in dataset order, and folder."""
+
+    metadata: RunMetadata
+    results: list[QuestionResult]
+    path: Path
+
+
+def is_rate_limited(exc: BaseException) -> bool:
+    """Whether ``exc`` (or its cause) is an HTTP 429 / rate-limit error from any backend."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if getattr(current, "status_code", None) == 429 or "ratelimit" in type(current).__name__.lower():
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def run_id_for(dataset: Dataset, system: QASystem) -> str:
+    """Deterministic run id: same dataset questions + same system identity → same id (resume)."""
+    ids = [q.id for q in dataset.questions]
+    digest = content_hash([dataset.name, dataset.split, ids, system.name, system.identity()])
+    return f"{dataset.name}-{dataset.split}-{system.name}-{digest[:10]}"
+
+
+async def _answer_with_backoff(
+    system: QASystem, question: Question, *, max_retries: int, base_delay_s: float
+) -> SystemAnswer:
+    """Ask the system; back off and retry on rate limits; any other exception becomes status=error."""
+    for attempt in range(max_retries + 1):
+        start = time.perf_counter()
+        try:
+            answer = await system.answer(question)
+        except Exception as exc:
+            if is_rate_limited(exc) and attempt < max_retries:
+                delay = base_delay_s * 2**attempt
+                log.warning("rate limited on %s; retrying in %.1fs", question.id, delay)
+                await asyncio.sleep(delay)
+                continue
+            return SystemAnswer(
+                status="error",
+                error=f"{type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - start,
+            )
+        if answer.latency_s == 0.0 and answer.status != "skipped":
+            answer = answer.model_copy(update={"latency_s": time.perf_counter() - start})
+        return answer
+    raise AssertionError("unreachable")
+
+
+async def run_eval_async(
+    dataset: Dataset,
+    system: QASystem,
+    *,
+    out_dir: Path,
+    concurrency: int = 4,
+    progress: Callable[[QuestionResult], Any] | None = None,
+    max_rate_limit_retries: int = 5,
+    rate_limit_base_delay_s: float = 2.0,
+) -> EvalRun:
+    """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>``."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    run_id = run_id_for(dataset, system)
+    folder = Path(out_dir) / "runs" / run_id
+    folder.mkdir(parents=True, exist_ok=True)
+    checkpoint = folder / CHECKPOINT
+    done = {r.question_id: r for r in read_checkpoint(checkpoint)}
+    identity = system.identity()
+    meta = RunMetadata(
+        run_id=run_id,
+        dataset=dataset.name,
+        split=dataset.split,
+        system=system.name,
+        n_questions=len(dataset.questions),
+        question_ids_hash=content_hash([q.id for q in dataset.questions]),
+        system_identity=json.loads(canonical_json(identity)),
+        dataset_info=json.loads(canonical_json(dataset.info)),
+        git_sha=git_sha(),
+        package_versions=package_versions(),
+        python=python_version(),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        concurrency=concurrency,
+        resumed_from=len(done),
+    )
+    write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
+    for record in done.values():
+        if progress is not None:
+            progress(record)
+    pending = [q for q in dataset.questions if q.id not in done]
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(question: Question, writer: CheckpointWriter) -> None:
+        async with semaphore:
+            answer = await _answer_with_backoff(
+                system, question, max_retries=max_rate_limit_retries, base_delay_s=rate_limit_base_delay_s
+            )
+        record = score_answer(dataset, question, answer, run_id=run_id, system=system.name, ids=identity)
+        writer.append(record)
+        done[question.id] = record
+        if progress is not None:
+            progress(record)
+
+    with CheckpointWriter(checkpoint) as writer:
+        await asyncio.gather(*(one(q, writer) for q in pending))
+    meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
+    write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
+    results = [done[q.id] for q in dataset.questions]
+    return EvalRun(metadata=meta, results=results, path=folder)
+
+
+def run_eval(
+    dataset: Dataset,
+    system: QASystem,
+    *,
+    out_dir: Path,
+    concurrency: int = 4,
+    progress: Callable[[QuestionResult], Any] | None = None,
+) -> EvalRun:
+    """Run ``system`` over every question of ``dataset``; questions already checkpointed are not rerun."""
+    return asyncio.run(
+        run_eval_async(dataset, system, out_dir=out_dir, concurrency=concurrency, progress=progress)
+    )

@@ -1,0 +1,96 @@
+"""The QASystem protocol, its answer record, and the placeholder for systems that cannot run."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from graphwalk_core.eval.datasets.base import Question
+
+Status = Literal["ok", "error", "aborted", "skipped"]
+
+
+class SystemAnswer(BaseModel):
+    """One system's answer to one question, with what it cost.
+
+    ``cost_usd`` is provider-reported only (None when nothing reported it). ``linked_start`` is the
+    entry node(s) the system chose itself (None when it was given the gold start or does not link).
+    ``passages`` are ids of the source passages the system retrieved or reached, best first.
+    """
+
+    answers: list[str] = Field(default_factory=list)
+    latency_s: float = 0.0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    decision_calls: int = 0
+    llm_calls: int = 0
+    linked_start: list[str] | None = None
+    passages: list[str] = Field(default_factory=list)
+    trace: dict[str, Any] | None = None
+    status: Status = "ok"
+    error: str | None = None
+
+
+@runtime_checkable
+class QASystem(Protocol):
+    """Anything that answers questions. ``identity`` is recorded with every run."""
+
+    @property
+    def name(self) -> str: ...
+
+    def identity(self) -> dict[str, Any]:
+        """Config and model ids (decider, embedder, llm, extractor) that define this system's results."""
+
+    async def answer(self, question: Question) -> SystemAnswer: ...
+
+
+class SkippedSystem:
+    """A system whose backend is not configured: every question is recorded as skipped, with why."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self._name = name
+        self.reason = reason
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def identity(self) -> dict[str, Any]:
+        return {"system": self._name, "skipped": self.reason}
+
+    async def answer(self, question: Question) -> SystemAnswer:
+        return SystemAnswer(status="skipped", error=self.reason)
+
+
+class UsageTally:
+    """Accumulates calls, tokens and provider-reported cost across one question's backend calls."""
+
+    def __init__(self) -> None:
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost_usd: float | None = None
+        self.llm_calls = 0
+        self.decision_calls = 0
+
+    def add(self, usage: Any, *, llm: bool) -> None:
+        """Add one call's ``Usage`` (input/output tokens and an optional reported cost)."""
+        self.input_tokens += int(usage.input_tokens)
+        self.output_tokens += int(usage.output_tokens)
+        if usage.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + float(usage.cost_usd)
+        if llm:
+            self.llm_calls += 1
+        else:
+            self.decision_calls += 1
+
+    def fields(self) -> dict[str, Any]:
+        """Keyword arguments for ``SystemAnswer``."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost_usd": self.cost_usd,
+            "llm_calls": self.llm_calls,
+            "decision_calls": self.decision_calls,
+        }

@@ -1,0 +1,201 @@
+"""graphwalk as a QA system: presets (relation/entity × greedy/beam) with the v2 prompt knobs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+from graphwalk_core.decisions.base import DecisionBackend
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Question
+from graphwalk_core.eval.systems.base import SystemAnswer
+from graphwalk_core.eval.systems.graphs import passage_of
+from graphwalk_core.model import NodeId
+from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.traversal.answers import WalkResult
+from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES, Budget, TraversalConfig
+from graphwalk_core.traversal.engine import Traverser
+
+Linking = Literal["gold", "resolve"]
+#: Resolves a question to entry node ids (empty: no entry found); see ``entry.py``.
+EntryFn = Callable[[GraphStore, str], Awaitable[list[NodeId]]]
+
+#: The four walk presets: (hop mode, strategy).
+PRESETS: dict[str, tuple[str, str]] = {
+    "relation-greedy": ("relation", "greedy"),
+    "relation-beam": ("relation", "beam"),
+    "entity-greedy": ("entity", "greedy"),
+    "entity-beam": ("entity", "beam"),
+}
+
+#: The v2 knobs, all on by default; each can be switched off through ``overrides``.
+V2_KNOBS: dict[str, Any] = {"show_types": True, "stop_style": "literal", "answer_type": "hint"}
+
+
+def preset_config(preset: str, *, glosses: dict[str, str] | None = None, **overrides: Any) -> TraversalConfig:
+    """The TraversalConfig of a preset: v2 knobs on, no STOP at the start, 3 hops + STOP, 12 calls.
+
+    ``glosses`` are relation glosses (MetaQA's by default when the graph is MetaQA); ``overrides`` are
+    any TraversalConfig fields, e.g. ``show_types=False`` or ``beam_width=5``.
+    """
+    if preset not in PRESETS:
+        raise InputError(f"unknown graphwalk preset {preset!r}; choose one of {', '.join(PRESETS)}")
+    hop_mode, strategy = PRESETS[preset]
+    fields: dict[str, Any] = {
+        "hop_mode": hop_mode,
+        "strategy": strategy,
+        "allow_stop_at_start": False,
+        "max_frontier": 2000,
+        "budget": Budget(max_depth=4, max_decision_calls=12),
+        **V2_KNOBS,
+        "relation_glosses": glosses or {},
+    }
+    fields.update(overrides)
+    try:
+        return TraversalConfig(**fields)
+    except ValueError as exc:
+        raise InputError(f"invalid graphwalk config override: {exc}") from exc
+
+
+def answers_of(result: WalkResult) -> list[str]:
+    """The predicted answer names: the best answer's node set (one node in entity mode)."""
+    return list(result.answers[0].names) if result.answers else []
+
+
+def passages_of(result: WalkResult) -> list[str]:
+    """Passage ids the walk reached via provenance: witness-path edge sources, best answer first."""
+    seen: dict[str, None] = {}
+    for answer in result.answers:
+        paths = [answer.witness, *answer.witnesses.values()]
+        for path in paths:
+            for hop in path:
+                for source_id in hop.source_ids:
+                    seen.setdefault(passage_of(source_id), None)
+    return list(seen)
+
+
+class GraphwalkSystem:
+    """Walks the graph from the gold start (``linking="gold"``) or a resolved one (``"resolve"``)."""
+
+    def __init__(
+        self,
+        name: str,
+        store: GraphStore,
+        decider: DecisionBackend,
+        *,
+        config: TraversalConfig,
+        embedder: Embedder | None = None,
+        linking: Linking = "gold",
+        entry: EntryFn | None = None,
+        ingest: dict[str, Any] | None = None,
+    ) -> None:
+        if linking == "resolve" and entry is None:
+            raise InputError("linking='resolve' needs an entry resolver")
+        self._name = name
+        self.store = store
+        self.decider = decider
+        self.embedder = embedder
+        self.config = config
+        self.linking = linking
+        self.entry = entry
+        self.ingest = ingest or {}
+        self.traverser = Traverser(store, decider, embedder, config)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def identity(self) -> dict[str, Any]:
+        return {
+            "system": self._name,
+            "decider": self.decider.model_id,
+            "embedder": self.embedder.model_id if self.embedder is not None else None,
+            "linking": self.linking,
+            "config": self.config.model_dump(mode="json"),
+            "extractor": self.ingest.get("extractor"),
+            "ingest": self.ingest or None,
+        }
+
+    async def start_nodes(self, question: Question) -> tuple[list[NodeId], list[str] | None]:
+        """(start node ids, the linked start to score, or None when the gold start was given)."""
+        if self.linking == "gold":
+            if question.gold_start is None:
+                raise InputError(f"question {question.id} has no gold start: use linking='resolve'")
+            return [question.gold_start], None
+        assert self.entry is not None
+        starts = await self.entry(self.store, question.text)
+        nodes = await self.store.get_nodes(starts)
+        return starts, [nodes[s].name if s in nodes else s for s in starts]
+
+    async def walk(self, question: Question) -> tuple[WalkResult | None, list[str] | None, float]:
+        """The walk (None when no entry node was found), the linked start, and the linking time."""
+        t0 = time.perf_counter()
+        starts, linked = await self.start_nodes(question)
+        link_s = time.perf_counter() - t0
+        if not starts:
+            return None, linked, link_s
+        return await self.traverser.walk(question.text, starts), linked, link_s
+
+    async def answer(self, question: Question) -> SystemAnswer:
+        start = time.perf_counter()
+        try:
+            result, linked, _ = await self.walk(question)
+        except InputError as exc:
+            return SystemAnswer(status="error", error=str(exc), latency_s=time.perf_counter() - start)
+        if result is None:
+            return SystemAnswer(linked_start=linked, latency_s=time.perf_counter() - start)
+        return walk_answer(result, linked=linked, latency_s=time.perf_counter() - start)
+
+
+def walk_answer(result: WalkResult, *, linked: list[str] | None, latency_s: float) -> SystemAnswer:
+    """A SystemAnswer from a walk: answers, calls, tokens, reported cost, passages and the trace."""
+    totals = result.trace.totals
+    return SystemAnswer(
+        answers=answers_of(result),
+        latency_s=latency_s,
+        input_tokens=totals.input_tokens,
+        output_tokens=totals.output_tokens,
+        cost_usd=totals.cost_usd,
+        decision_calls=totals.decision_calls,
+        linked_start=linked,
+        passages=passages_of(result),
+        trace=compact_trace(result),
+        status=result.status,
+        error=result.error or result.abort_reason,
+    )
+
+
+def compact_trace(result: WalkResult) -> dict[str, Any]:
+    """The walk in brief for the results file: start, answers' relation paths and each step's choice.
+
+    (The full trace, with every option, is too large to keep per question; ``graphwalk query --trace``
+    shows it.)
+    """
+    return {
+        "start": result.start,
+        "status": result.status,
+        "terminated_by": result.terminated_by,
+        "answers": [
+            {"names": a.names[:10], "n": len(a.names), "score": a.score, "path": a.relation_path}
+            for a in result.answers[:3]
+        ],
+        "steps": [
+            {
+                "depth": s.depth,
+                "beam": s.beam_id,
+                "at": s.current_names[:3] or s.current[:3],
+                "chosen": s.chosen,
+                "option": s.options.get(s.chosen) if s.chosen else None,
+                "p": s.distribution.get(s.chosen) if s.chosen else None,
+                "forced": s.forced,
+            }
+            for s in result.trace.steps
+        ],
+    }
+
+
+def metaqa_glosses(source: str) -> dict[str, str]:
+    """Relation glosses for a graph source (MetaQA's nine relations; none elsewhere)."""
+    return dict(METAQA_RELATION_GLOSSES) if source == "metaqa" else {}

@@ -1,0 +1,155 @@
+"""``build_system``: a QA system by name for a dataset, or a SkippedSystem saying what is missing."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from graphwalk_core.decisions.base import DecisionBackend
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Dataset
+from graphwalk_core.eval.ingestion import PassageIngester
+from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
+from graphwalk_core.eval.systems.documents import document_index
+from graphwalk_core.eval.systems.graphs import open_graph
+from graphwalk_core.eval.systems.graphwalk import PRESETS, GraphwalkSystem, metaqa_glosses, preset_config
+from graphwalk_core.eval.systems.iter_rag import IterRAGSystem
+from graphwalk_core.eval.systems.reader import GraphReaderSystem
+from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
+from graphwalk_core.llm.base import LLMBackend
+from graphwalk_core.stores.base import GraphStore
+
+SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag")
+NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
+NEEDS_DECIDER = (*PRESETS, "graph-reader")
+#: Option keys build_system understands besides TraversalConfig fields.
+SYSTEM_OPTIONS = ("linking", "k", "read_from", "walker", "routing", "max_calls", "max_lookups", "max_docs")
+
+
+def _entry_resolver(store: GraphStore, embedder: Embedder | None) -> Any:
+    """The traversal package's name resolver as ``async (store, question) -> start ids``."""
+    try:
+        from graphwalk_core.traversal.entry import NameEntryResolver  # type: ignore[import-not-found]
+    except ImportError as exc:  # pragma: no cover - depends on the traversal package
+        raise InputError("linking='resolve' needs graphwalk_core.traversal.entry (not available)") from exc
+    resolver = NameEntryResolver(store, embedder=embedder)
+
+    async def resolve(_store: GraphStore, question: str) -> list[str]:
+        return list(await resolver.resolve(question))
+
+    return resolve
+
+
+async def dataset_graph(
+    dataset: Dataset, *, decider: DecisionBackend | None, embedder: Embedder | None, routing: str = "exact"
+) -> tuple[GraphStore, PassageIngester | None]:
+    """The dataset's graph: its triples, else its passages ingested (NLP extractor, exact routing)."""
+    if dataset.knowledge.graph == "triples":
+        return await open_graph(dataset.knowledge), None
+    ingester = PassageIngester(
+        source_id=dataset.knowledge.source,
+        routing=routing,
+        decider=decider,
+        embedder=embedder,  # type: ignore[arg-type]
+    )
+    store = await open_graph(dataset.knowledge, ingest=ingester, ingest_key=ingester.key())
+    return store, ingester
+
+
+async def build_system_async(
+    name: str,
+    dataset: Dataset,
+    *,
+    decider: DecisionBackend | None,
+    embedder: Embedder | None,
+    llm: LLMBackend | None,
+    overrides: dict[str, Any] | None = None,
+    skip_reason: dict[str, str] | None = None,
+) -> QASystem:
+    """See ``build_system``."""
+    if name not in SYSTEM_NAMES:
+        raise InputError(f"unknown system {name!r}; choose one of {', '.join(SYSTEM_NAMES)}")
+    options = dict(overrides or {})
+    reasons = skip_reason or {}
+    if name in NEEDS_LLM and llm is None:
+        return SkippedSystem(name, reasons.get("llm", "no LLM configured (set GRAPHWALK_LLM_MODEL)"))
+    if name in NEEDS_DECIDER and decider is None:
+        return SkippedSystem(name, reasons.get("decider", "no decider configured"))
+    if name in ("vector-rag", "iter-rag") and embedder is None:
+        return SkippedSystem(name, "no embedder configured")
+    knowledge = dataset.knowledge
+    store: GraphStore | None = None
+    extractor: dict[str, Any] = {}
+    if name in NEEDS_DECIDER or not knowledge.passages:
+        store, ingester = await dataset_graph(
+            dataset, decider=decider, embedder=embedder, routing=options.pop("routing", "exact")
+        )
+        extractor = ingester.identity() if ingester is not None else {}
+    if name in ("vector-rag", "iter-rag"):
+        assert llm is not None and embedder is not None
+        index = await document_index(knowledge, embedder, store=store)
+        if name == "vector-rag":
+            return VectorRAGSystem(index, llm, k=int(options.get("k", 5)))
+        return IterRAGSystem(
+            index,
+            llm,
+            k=int(options.get("k", 5)),
+            max_calls=int(options.get("max_calls", 5)),
+            max_lookups=int(options.get("max_lookups", 8)),
+            max_docs=int(options.get("max_docs", 40)),
+        )
+    assert decider is not None and store is not None
+    has_gold_start = all(q.gold_start for q in dataset.questions)
+    linking = options.pop("linking", "gold" if has_gold_start else "resolve")
+    preset = options.pop("walker", "relation-greedy" if name == "graph-reader" else name)
+    read_from = options.pop("read_from", "passages" if knowledge.passages else "facts")
+    for key in ("k", "max_calls", "max_lookups", "max_docs"):
+        options.pop(key, None)
+    config = preset_config(preset, glosses=metaqa_glosses(knowledge.source), **options)
+    entry = _entry_resolver(store, embedder) if linking == "resolve" else None
+    walker = GraphwalkSystem(
+        preset if name != "graph-reader" else f"graph-reader/{preset}",
+        store,
+        decider,
+        config=config,
+        embedder=embedder,
+        linking=linking,
+        entry=entry,
+        ingest=extractor,
+    )
+    if name == "graph-reader":
+        assert llm is not None
+        return GraphReaderSystem(walker, llm, knowledge, read_from=read_from)
+    return walker
+
+
+def build_system(
+    name: str,
+    dataset: Dataset,
+    *,
+    decider: DecisionBackend | None,
+    embedder: Embedder | None,
+    llm: LLMBackend | None,
+    overrides: dict[str, Any] | None = None,
+    skip_reason: dict[str, str] | None = None,
+) -> QASystem:
+    """Build system ``name`` (see ``SYSTEM_NAMES``) for ``dataset``.
+
+    A system whose backend is missing (no LLM for vector-rag/iter-rag/graph-reader, no decider for the
+    walks) comes back as a ``SkippedSystem`` with the reason (``skip_reason`` may word it, e.g. "no Jev
+    key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
+    ``linking`` (gold|resolve), ``k``, ``read_from`` (facts|passages), ``walker`` (graph-reader's preset),
+    ``routing`` (exact|jev ingestion routing), ``max_calls``/``max_lookups``/``max_docs`` (iter-rag).
+    """
+    return asyncio.run(
+        build_system_async(
+            name,
+            dataset,
+            decider=decider,
+            embedder=embedder,
+            llm=llm,
+            overrides=overrides,
+            skip_reason=skip_reason,
+        )
+    )

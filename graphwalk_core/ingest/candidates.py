@@ -1,0 +1,186 @@
+"""Candidate index for routing: exact name/alias, name-word Jaccard and embedding cosine.
+
+It covers the graph as it was when the run started AND every node planned earlier in the same run, so
+a later mention can merge into a node that no store holds yet. Vectors are embedded lazily in batches
+and cached by normalized name (a new node reuses its mention's vector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
+
+DEFAULT_COSINE_THRESHOLD = 0.75
+DEFAULT_JACCARD_THRESHOLD = 0.5
+DEFAULT_MAX_CANDIDATES = 5
+#: A name word carried by more nodes than this does not open the lexical candidate pool.
+DEFAULT_MAX_WORD_DF = 200
+
+
+@dataclass
+class IndexEntry:
+    """What routing knows about one node (stored or planned in this run)."""
+
+    id: str
+    name: str
+    type: str
+    aliases: list[str] = field(default_factory=list)
+    summary: str | None = None
+    relations: list[str] = field(default_factory=list)
+    stored: bool = False
+
+
+class Candidate(NamedTuple):
+    node_id: str
+    score: float
+    how: str  # exact | jaccard | cosine
+
+
+class CandidateIndex:
+    """Incremental index over node names; ``candidates`` scores a batch of mention names at once."""
+
+    def __init__(
+        self,
+        embedder: Embedder | None = None,
+        *,
+        cosine_threshold: float = DEFAULT_COSINE_THRESHOLD,
+        jaccard_threshold: float = DEFAULT_JACCARD_THRESHOLD,
+        max_candidates: int = DEFAULT_MAX_CANDIDATES,
+        max_word_df: int = DEFAULT_MAX_WORD_DF,
+    ) -> None:
+        self.embedder = embedder
+        self.cosine_threshold = cosine_threshold
+        self.jaccard_threshold = jaccard_threshold
+        self.max_candidates = max_candidates
+        self.max_word_df = max_word_df
+        self.entries: dict[str, IndexEntry] = {}
+        self._exact: dict[str, list[str]] = {}
+        self._words: dict[str, set[str]] = {}
+        self._names: dict[str, frozenset[str]] = {}
+        self._rows: list[str] = []
+        self._matrix = np.zeros((0, embedder.dim if embedder else 0), dtype=np.float32)
+        self._unembedded: list[str] = []
+        self._vectors: dict[str, np.ndarray] = {}
+        self.embedded_texts = 0
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.entries
+
+    def exact(self, name: str) -> list[str]:
+        """Ids of nodes whose name or an alias normalizes like ``name`` (insertion order)."""
+        return list(self._exact.get(normalize_name(name), ()))
+
+    def add(self, entry: IndexEntry) -> None:
+        """Index a node (or refresh its names when already indexed)."""
+        if entry.id in self.entries:
+            for name in (entry.name, *entry.aliases):
+                self.add_name(entry.id, name)
+            return
+        self.entries[entry.id] = entry
+        for name in (entry.name, *entry.aliases):
+            self._index_name(entry.id, name)
+        self._names[entry.id] = name_words(entry.name)
+        if self.embedder is not None:
+            self._unembedded.append(entry.id)
+
+    def add_name(self, node_id: str, name: str) -> None:
+        """A mention named ``name`` merged into ``node_id``: later exact lookups find it."""
+        entry = self.entries[node_id]
+        if name != entry.name and name not in entry.aliases:
+            entry.aliases.append(name)
+        self._index_name(node_id, name)
+
+    def add_relation(self, node_id: str, text: str, limit: int = 8) -> None:
+        entry = self.entries.get(node_id)
+        if entry is not None and len(entry.relations) < limit and text not in entry.relations:
+            entry.relations.append(text)
+
+    def _index_name(self, node_id: str, name: str) -> None:
+        ids = self._exact.setdefault(normalize_name(name), [])
+        if node_id not in ids:
+            ids.append(node_id)
+        for word in name_words(name):
+            self._words.setdefault(word, set()).add(node_id)
+
+    def embed(self, names: Sequence[str]) -> np.ndarray:
+        """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
+        assert self.embedder is not None
+        keys = [normalize_name(n) for n in names]
+        missing = list(dict.fromkeys(k for k in keys if k not in self._vectors))
+        if missing:
+            vectors = self.embedder.embed(missing)
+            self.embedded_texts += len(missing)
+            for key, vec in zip(missing, vectors, strict=True):
+                self._vectors[key] = vec
+        if not keys:
+            return np.zeros((0, self.embedder.dim), dtype=np.float32)
+        return np.stack([self._vectors[k] for k in keys])
+
+    def _flush_vectors(self) -> None:
+        if not self._unembedded:
+            return
+        ids = self._unembedded
+        self._unembedded = []
+        vectors = self.embed([self.entries[i].name for i in ids])
+        start = len(self._rows)
+        needed = start + len(ids)
+        if needed > self._matrix.shape[0]:
+            grown = np.zeros((max(needed, 2 * self._matrix.shape[0], 64), self._matrix.shape[1]), np.float32)
+            grown[:start] = self._matrix[:start]
+            self._matrix = grown
+        self._matrix[start:needed] = vectors
+        self._rows.extend(ids)
+
+    def candidates(self, names: Sequence[str], *, fuzzy: bool = True) -> list[list[Candidate]]:
+        """Up to ``max_candidates`` per name: exact matches first, then Jaccard/cosine by score.
+
+        Cosine runs only for names without an exact match (one matrix product for the batch).
+        """
+        out: list[list[Candidate]] = []
+        need_vectors: list[int] = []
+        for i, name in enumerate(names):
+            found: dict[str, Candidate] = {nid: Candidate(nid, 1.0, "exact") for nid in self.exact(name)}
+            if fuzzy:
+                words = name_words(name)
+                pool: set[str] = set()
+                for word in words:
+                    ids = self._words.get(word)
+                    if ids is not None and len(ids) <= self.max_word_df:
+                        pool |= ids
+                for nid in pool:
+                    if nid not in found:
+                        score = jaccard(words, self._names[nid])
+                        if score >= self.jaccard_threshold:
+                            found[nid] = Candidate(nid, score, "jaccard")
+                if not any(c.how == "exact" for c in found.values()) and self.embedder is not None:
+                    need_vectors.append(i)
+            out.append(list(found.values()))
+        if need_vectors:
+            self._flush_vectors()
+            if self._rows:
+                vectors = self.embed([names[i] for i in need_vectors])
+                scores = self._matrix[: len(self._rows)] @ vectors.T
+                for col, i in enumerate(need_vectors):
+                    column = scores[:, col]
+                    k = min(self.max_candidates, len(column))
+                    top = np.argpartition(-column, k - 1)[:k]
+                    have = {c.node_id: c for c in out[i]}
+                    for row in top:
+                        score = float(column[row])
+                        nid = self._rows[row]
+                        if score >= self.cosine_threshold and (nid not in have or have[nid].score < score):
+                            have[nid] = Candidate(nid, score, "cosine")
+                    out[i] = list(have.values())
+        return [
+            sorted(c, key=lambda x: (x.how != "exact", -x.score, x.node_id))[: self.max_candidates]
+            for c in out
+        ]

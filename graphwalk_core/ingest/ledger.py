@@ -1,0 +1,63 @@
+"""The hash ledger, kept in store metadata: (source, document) -> content hash, extractor, time, status.
+
+Keys are ``ingest/ledger/<source id>/<document id>``; values are JSON :class:`LedgerEntry` objects.
+Ingestion times live only here (provenance carries none), so re-ingesting gives identical elements.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Literal
+
+from pydantic import BaseModel
+
+from graphwalk_core.stores.base import GraphStore
+
+LEDGER_PREFIX = "ingest/ledger/"
+Status = Literal["complete", "incomplete"]
+
+
+class LedgerEntry(BaseModel):
+    document_id: str
+    content_hash: str
+    extractor: str
+    status: Status = "complete"
+    ingested_at: str = ""
+    errors: list[str] = []
+
+    def matches(self, content_hash: str, extractor: str) -> bool:
+        """True when the document needs no work: same content, same extractor, complete."""
+        return self.status == "complete" and self.content_hash == content_hash and self.extractor == extractor
+
+
+def ledger_key(source_id: str, document_id: str) -> str:
+    return f"{LEDGER_PREFIX}{source_id}/{document_id}"
+
+
+def provenance_source(source_id: str, document_id: str) -> str:
+    """``Provenance.source_id`` of a document: ``<source>/<document>``."""
+    return f"{source_id}/{document_id}"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+async def read_ledger(store: GraphStore, source_id: str) -> dict[str, LedgerEntry]:
+    """Every ledger entry of one source, by document id."""
+    prefix = f"{LEDGER_PREFIX}{source_id}/"
+    out: dict[str, LedgerEntry] = {}
+    for key in await store.metadata_keys(prefix):
+        raw = await store.get_metadata(key)
+        if raw is not None:
+            entry = LedgerEntry.model_validate_json(raw)
+            out[entry.document_id] = entry
+    return out
+
+
+async def write_entry(store: GraphStore, source_id: str, entry: LedgerEntry) -> None:
+    await store.set_metadata(ledger_key(source_id, entry.document_id), entry.model_dump_json())
+
+
+async def delete_entry(store: GraphStore, source_id: str, document_id: str) -> None:
+    await store.set_metadata(ledger_key(source_id, document_id), None)

@@ -1,0 +1,163 @@
+"""The JSON-serializable outputs of the ingestion stages (what the Dagster assets pass along)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from graphwalk_core.decisions.base import Usage
+from graphwalk_core.ingest.chunking import Chunk
+from graphwalk_core.ingest.extraction.base import Extraction
+from graphwalk_core.ingest.ledger import LedgerEntry
+from graphwalk_core.ingest.sources.base import SkippedItem, SourceDocument
+from graphwalk_core.model import Edge, Node
+
+RoutingMode = Literal["jev", "exact"]
+
+
+class Cost(BaseModel):
+    """Calls, tokens and provider-reported cost (None when no provider reported one)."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+    def add(self, usage: Usage, calls: int = 1) -> None:
+        self.calls += calls
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        if usage.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
+
+    def plus(self, other: Cost) -> Cost:
+        cost = (
+            None
+            if self.cost_usd is None and other.cost_usd is None
+            else (self.cost_usd or 0) + (other.cost_usd or 0)
+        )
+        return Cost(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost_usd=cost,
+        )
+
+
+class DocumentDiff(BaseModel):
+    """A source's documents against the ledger. ``documents`` are the ones to process (new, changed,
+    incomplete), in id order. ``kept`` are ledgered documents whose input was skipped this time: they
+    are neither processed nor retracted (unreadable input loses no data)."""
+
+    source_id: str
+    extractor: str
+    new: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    incomplete: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    deleted: list[str] = Field(default_factory=list)
+    kept: list[str] = Field(default_factory=list)
+    skipped: list[SkippedItem] = Field(default_factory=list)
+    documents: list[SourceDocument] = Field(default_factory=list)
+    ledger: dict[str, LedgerEntry] = Field(default_factory=dict)
+
+    @property
+    def retracting(self) -> set[str]:
+        """Document ids whose old provenance this run retracts."""
+        return set(self.changed) | set(self.incomplete) | set(self.deleted)
+
+
+class DocumentRef(BaseModel):
+    """A document to process, as the later stages need it (its ledger facts)."""
+
+    id: str
+    content_hash: str
+    extractor: str
+
+
+class ChunkSet(BaseModel):
+    """Chunks of the documents to process. A structured document is one chunk with a preset extraction."""
+
+    source_id: str
+    chunks: list[Chunk] = Field(default_factory=list)
+    documents: list[DocumentRef] = Field(default_factory=list)
+    retracting: list[str] = Field(default_factory=list, description="document ids whose old data goes")
+    preset: dict[str, Extraction] = Field(default_factory=dict, description="chunk id -> extraction")
+
+
+class ChunkExtraction(BaseModel):
+    chunk: Chunk
+    extractor: str
+    extraction: Extraction | None = None
+    error: str | None = None
+    cached: bool = False
+
+
+class ExtractionSet(BaseModel):
+    """One extraction (or error) per chunk, in chunk order, with what it cost."""
+
+    source_id: str
+    documents: list[DocumentRef] = Field(default_factory=list)
+    retracting: list[str] = Field(default_factory=list)
+    items: list[ChunkExtraction] = Field(default_factory=list)
+    cost: Cost = Field(default_factory=Cost)
+    cache_hits: int = 0
+
+    @property
+    def failures(self) -> int:
+        return sum(1 for i in self.items if i.error is not None)
+
+
+class MentionDecision(BaseModel):
+    """Where one mention went: ``merge`` into an indexed node, ``new`` node, or ``pinned`` (fixed id)."""
+
+    chunk_id: str
+    name: str
+    type: str
+    node_id: str
+    action: Literal["merge", "new", "pinned"]
+    via: Literal["none", "exact", "decider", "llm", "fallback", "pinned"]
+    probability: float = 1.0
+    candidates: list[str] = Field(default_factory=list)
+
+
+class DocumentPlan(BaseModel):
+    """Everything one document writes: incoming node and edge data keyed by their final ids."""
+
+    document_id: str
+    content_hash: str
+    extractor: str
+    status: Literal["complete", "incomplete"] = "complete"
+    errors: list[str] = Field(default_factory=list)
+    nodes: list[Node] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+
+class RoutingPlan(BaseModel):
+    source_id: str
+    routing: RoutingMode
+    documents: list[DocumentPlan] = Field(default_factory=list)
+    mentions: list[MentionDecision] = Field(default_factory=list)
+    cost: Cost = Field(default_factory=Cost)
+    escalations: int = 0
+    fallbacks: int = 0
+
+
+class UpdateReport(BaseModel):
+    """What ``apply_plan`` changed (per document, atomically)."""
+
+    source_id: str
+    nodes_added: int = 0
+    nodes_merged: int = 0
+    nodes_retracted: int = 0
+    nodes_deleted: int = 0
+    edges_added: int = 0
+    edges_merged: int = 0
+    edges_retracted: int = 0
+    edges_deleted: int = 0
+    conflicts: int = 0
+    ledger_written: int = 0
+    ledger_deleted: int = 0
+    documents_applied: list[str] = Field(default_factory=list)
+    documents_incomplete: list[str] = Field(default_factory=list)

@@ -1,0 +1,405 @@
+"""Routing: each extracted mention goes to an existing node or a NEW one.
+
+Per chunk, in order: candidates come from the :class:`CandidateIndex` (the graph at the start of the run
+plus every node planned earlier in the run) and from earlier mentions of the same chunk (name-word
+Jaccard), so two differently named mentions of one entity in one chunk can merge. One decision request
+per chunk asks one :class:`ChoiceQuestion` per mention with candidates, over ``c1..cN`` and ``NEW``;
+mentions without candidates are NEW with no call, years route by exact name. Below ``route_threshold``
+an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name.
+``routing="exact"`` merges on identical normalized names with no calls (the baseline).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, DecisionError, DecisionRequest
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.errors import BackendError
+from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
+from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
+from graphwalk_core.ingest.ledger import provenance_source
+from graphwalk_core.ingest.models import (
+    ChunkExtraction,
+    Cost,
+    DocumentPlan,
+    ExtractionSet,
+    MentionDecision,
+    RoutingMode,
+    RoutingPlan,
+)
+from graphwalk_core.ingest.resolution import mention_node, new_node_id, relation_edge
+from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
+from graphwalk_core.llm.base import LLMBackend, Message
+from graphwalk_core.model import GENERIC_TYPE, Edge, Node, Provenance
+from graphwalk_core.model.merge import source_ids
+from graphwalk_core.stores.base import GraphStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_ROUTE_THRESHOLD = 0.6
+NEW = "NEW"
+#: Types whose identity is their text: routed by exact name, never asked.
+LITERAL_TYPES = frozenset({"year", "date", "number"})
+ROUTE_TASK = (
+    "Does the mention (in the passage) denote one of the candidate entities? "
+    "Choose that candidate, or NEW if it is a different entity."
+)
+ESCALATION_PROMPT = (
+    "You resolve entity mentions. Given a passage, a mention and candidate entities, reply with a JSON "
+    'object {"choice": LABEL} where LABEL is the candidate that denotes the same entity, or "NEW".'
+)
+
+
+class RouteChoice(BaseModel):
+    choice: str
+
+
+@dataclass
+class _Mention:
+    entity: ExtractedEntity
+    candidates: list[Candidate] = field(default_factory=list)
+    peers: list[int] = field(default_factory=list)  # earlier mentions of the same chunk
+    target: str | None = None
+    action: str = "new"
+    via: str = "none"
+    probability: float = 1.0
+
+
+class Router:
+    """Routes chunk after chunk against one growing index (strictly sequential, so order is the plan)."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        decider: DecisionBackend | None,
+        embedder: Embedder | None,
+        llm: LLMBackend | None,
+        routing: RoutingMode,
+        *,
+        route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
+        index: CandidateIndex | None = None,
+        card_relations: int = 8,
+    ) -> None:
+        if routing == "jev" and decider is None:
+            from graphwalk_core.errors import ConfigError
+
+            raise ConfigError(
+                "routing='jev' needs a decider (jev, local or fake); use routing='exact' for none"
+            )
+        self.store = store
+        self.decider = decider
+        self.llm = llm
+        self.routing = routing
+        self.route_threshold = route_threshold
+        self.index = index or CandidateIndex(embedder if routing == "jev" else None)
+        self.card_relations = card_relations
+        self.cost = Cost()
+        self.escalations = 0
+        self.fallbacks = 0
+        self._cards: dict[str, dict[str, object]] = {}
+
+    async def load_graph(self, exclude_sources: set[str]) -> None:
+        """Index every stored node except those backed only by documents this run retracts."""
+        async for node in self.store.iter_nodes():
+            if exclude_sources and source_ids(node) <= exclude_sources:
+                continue
+            self.index.add(
+                IndexEntry(
+                    id=node.id,
+                    name=node.name,
+                    type=node.type,
+                    aliases=list(node.aliases),
+                    summary=node.summary,
+                    stored=True,
+                )
+            )
+
+    async def _card(self, node_id: str) -> dict[str, object]:
+        """An option card: name, type, aliases, summary and a few relations."""
+        if node_id in self._cards:
+            return self._cards[node_id]
+        entry = self.index.entries[node_id]
+        relations = list(entry.relations)
+        if entry.stored and len(relations) < self.card_relations:
+            adjacent = (await self.store.adjacent(node_id))[: self.card_relations - len(relations)]
+            names = await self.store.get_nodes([a.neighbor for a in adjacent])
+            for a in adjacent:
+                other = names[a.neighbor].name if a.neighbor in names else a.neighbor
+                relations.append(
+                    f"{a.relation} -> {other}" if a.direction == "out" else f"{other} -> {a.relation}"
+                )
+        card: dict[str, object] = {"name": entry.name, "type": entry.type}
+        if entry.aliases:
+            card["aliases"] = entry.aliases[:5]
+        if entry.summary:
+            card["summary"] = entry.summary
+        if relations:
+            card["relations"] = relations
+        self._cards[node_id] = card
+        return card
+
+    def _candidates(self, mentions: list[_Mention]) -> None:
+        fuzzy = self.routing == "jev"
+        routable = [i for i, m in enumerate(mentions) if m.entity.node_id is None]
+        names = [mentions[i].entity.name for i in routable]
+        for i, found in zip(routable, self.index.candidates(names, fuzzy=fuzzy), strict=True):
+            mention = mentions[i]
+            if mention.entity.type in LITERAL_TYPES:
+                mention.candidates = [c for c in found if c.how == "exact"][:1]
+                continue
+            mention.candidates = found
+            if fuzzy:
+                words = name_words(mention.entity.name)
+                mention.peers = [
+                    j
+                    for j in routable
+                    if j < i
+                    and mentions[j].entity.type not in LITERAL_TYPES
+                    and jaccard(words, name_words(mentions[j].entity.name)) >= self.index.jaccard_threshold
+                ]
+
+    def _exact_choice(self, mention: _Mention) -> str | None:
+        exact = [c.node_id for c in mention.candidates if c.how == "exact"]
+        if not exact:
+            return None
+        same_type = [
+            nid for nid in exact if self.index.entries[nid].type in (mention.entity.type, GENERIC_TYPE)
+        ]
+        return (same_type or exact)[0]
+
+    async def _questions(
+        self, mentions: list[_Mention]
+    ) -> tuple[list[ChoiceQuestion], dict[str, dict[str, str | int]]]:
+        """One question per mention with candidates; labels map to node ids (str) or peer indexes (int)."""
+        questions: list[ChoiceQuestion] = []
+        labels: dict[str, dict[str, str | int]] = {}
+        for i, mention in enumerate(mentions):
+            if mention.entity.node_id is not None or mention.entity.type in LITERAL_TYPES:
+                continue
+            if not mention.candidates and not mention.peers:
+                continue
+            options: dict[str, object] = {}
+            mapping: dict[str, str | int] = {}
+            for n, cand in enumerate(mention.candidates, start=1):
+                options[f"c{n}"] = await self._card(cand.node_id)
+                mapping[f"c{n}"] = cand.node_id
+            for j in mention.peers:
+                label = f"c{len(mapping) + 1}"
+                peer = mentions[j].entity
+                options[label] = {
+                    "name": peer.name,
+                    "type": peer.type,
+                    "summary": peer.description,
+                    "note": "named earlier in this passage",
+                }
+                mapping[label] = j
+            options[NEW] = "a new entity, none of the above"
+            key = f"m{i}"
+            mention_card = {"name": mention.entity.name, "type": mention.entity.type}
+            if mention.entity.description:
+                mention_card["description"] = mention.entity.description
+            questions.append(
+                ChoiceQuestion(
+                    key=key, instructions={"task": ROUTE_TASK, "mention": mention_card}, options=options
+                )
+            )
+            labels[key] = mapping
+        return questions, labels
+
+    async def _escalate(self, passage: str, question: ChoiceQuestion) -> str | None:
+        assert self.llm is not None
+        content = json.dumps(
+            {"passage": passage, "question": question.instructions, "options": question.options}, default=str
+        )
+        try:
+            result = await self.llm.complete(
+                [Message(role="system", content=ESCALATION_PROMPT), Message(role="user", content=content)],
+                schema=RouteChoice,
+            )
+        except BackendError as exc:
+            log.warning("routing escalation failed for %s: %s", question.key, exc)
+            return None
+        self.cost.add(result.usage, calls=result.attempts)
+        choice = result.parsed.choice if result.parsed is not None else None
+        return choice if choice in question.options else None
+
+    async def _decide(self, passage: str, mentions: list[_Mention]) -> None:
+        """Set ``via``/``probability`` and a provisional choice (stored in ``target`` as a label)."""
+        questions, labels = await self._questions(mentions)
+        if not questions:
+            return
+        assert self.decider is not None
+        chosen: dict[str, tuple[str, float, str]] = {}
+        try:
+            response = await self.decider.decide(DecisionRequest(state=passage, questions=questions))
+            self.cost.add(response.usage)
+            for q in questions:
+                result = response.results[q.key]
+                chosen[q.key] = (result.top, result.probabilities[result.top], "decider")
+        except DecisionError as exc:
+            log.warning("routing decision failed (%s): merging on exact names only", exc)
+            self.cost.calls += 1
+            self.fallbacks += len(questions)
+            for q in questions:
+                chosen[q.key] = (NEW, 1.0, "fallback")
+        if self.llm is not None:
+            low = [
+                q
+                for q in questions
+                if chosen[q.key][2] == "decider" and chosen[q.key][1] < self.route_threshold
+            ]
+            picks = await asyncio.gather(*(self._escalate(passage, q) for q in low))
+            for q, pick in zip(low, picks, strict=True):
+                self.escalations += 1
+                if pick is not None:
+                    result = response.results[q.key]
+                    chosen[q.key] = (pick, result.probabilities[pick], "llm")
+        for key, (label, p, via) in chosen.items():
+            mention = mentions[int(key[1:])]
+            mention.via, mention.probability = via, p
+            if via == "fallback":
+                mention.target = self._exact_choice(mention)
+                mention.action = "merge" if mention.target else "new"
+                continue
+            picked = labels[key].get(label)
+            if isinstance(picked, int):
+                mention.action, mention.target = "peer", str(picked)
+            elif picked is not None:
+                mention.action, mention.target = "merge", picked
+            else:
+                mention.action, mention.target = "new", None
+
+    async def route_chunk(
+        self, item: ChunkExtraction, source_id: str
+    ) -> tuple[list[MentionDecision], list[Node], list[Edge]]:
+        """Route one chunk's mentions, update the index, and return decisions and incoming elements."""
+        assert item.extraction is not None
+        chunk = item.chunk
+        extraction: Extraction = item.extraction
+        mentions = [_Mention(entity=e) for e in extraction.entities]
+        self._candidates(mentions)
+        if self.routing == "jev":
+            await self._decide(chunk.text, mentions)
+        doc_source = provenance_source(source_id, chunk.document_id)
+        resolved: list[str] = []
+        decisions: list[MentionDecision] = []
+        nodes: list[Node] = []
+        for i, mention in enumerate(mentions):
+            entity = mention.entity
+            if entity.node_id is not None:
+                target, action, via = entity.node_id, "pinned", "pinned"
+                self.index.add(
+                    IndexEntry(id=target, name=entity.name, type=entity.type, summary=entity.description)
+                )
+            else:
+                if mention.via == "none":  # no question was asked
+                    mention.target = self._exact_choice(mention)
+                    mention.action = "merge" if mention.target else "new"
+                    mention.via = "exact" if mention.target else "none"
+                if mention.action == "peer":
+                    mention.target, mention.action = resolved[int(mention.target or 0)], "merge"
+                if mention.action == "merge" and mention.target is not None:
+                    target = mention.target
+                    self.index.add_name(target, entity.name)
+                else:
+                    salt = f"{doc_source}@{chunk.index}#{i}"
+                    target = new_node_id(entity.name, entity.type, salt, lambda nid: nid in self.index)
+                    self.index.add(
+                        IndexEntry(id=target, name=entity.name, type=entity.type, summary=entity.description)
+                    )
+                    mention.action = "new"
+                action, via = mention.action, mention.via
+            resolved.append(target)
+            provenance = Provenance(
+                source_id=doc_source,
+                content_hash=chunk.content_hash,
+                extractor=item.extractor,
+                confidence=round(mention.probability, 6),
+                start=chunk.start,
+                end=chunk.end,
+            )
+            nodes.append(mention_node(target, entity, provenance))
+            decisions.append(
+                MentionDecision(
+                    chunk_id=chunk.id,
+                    name=entity.name,
+                    type=entity.type,
+                    node_id=target,
+                    action=action,
+                    via=via,
+                    probability=mention.probability,
+                    candidates=[c.node_id for c in mention.candidates],
+                )
+            )
+        by_name: dict[str, tuple[str, Provenance]] = {}
+        for mention, target, node in zip(mentions, resolved, nodes, strict=True):
+            by_name.setdefault(normalize_name(mention.entity.name), (target, node.provenance[0]))
+            if mention.entity.node_id is not None:
+                by_name.setdefault(mention.entity.node_id, (target, node.provenance[0]))
+        edges: list[Edge] = []
+        for relation in extraction.relations:
+            source = by_name.get(relation.source) or by_name.get(normalize_name(relation.source))
+            target = by_name.get(relation.target) or by_name.get(normalize_name(relation.target))
+            if source is None or target is None or source[0] == target[0]:
+                continue
+            provenance = source[1].model_copy(
+                update={"confidence": min(source[1].confidence, target[1].confidence)}
+            )
+            edges.append(relation_edge(source[0], target[0], relation, provenance))
+            self.index.add_relation(source[0], f"{relation.type} -> {self.index.entries[target[0]].name}")
+            self.index.add_relation(target[0], f"{self.index.entries[source[0]].name} -> {relation.type}")
+            self._cards.pop(source[0], None)
+            self._cards.pop(target[0], None)
+        for target in resolved:
+            self._cards.pop(target, None)
+        return decisions, nodes, edges
+
+
+async def route_extractions(
+    extractions: ExtractionSet,
+    store: GraphStore,
+    decider: DecisionBackend | None,
+    embedder: Embedder | None,
+    llm: LLMBackend | None,
+    routing: RoutingMode = "jev",
+    *,
+    route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
+    router: Router | None = None,
+) -> RoutingPlan:
+    """Route every chunk (in order) and collect one :class:`DocumentPlan` per document to process."""
+    source_id = extractions.source_id
+    if router is None:
+        router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
+        await router.load_graph({provenance_source(source_id, d) for d in extractions.retracting})
+    plans = {
+        ref.id: DocumentPlan(document_id=ref.id, content_hash=ref.content_hash, extractor=ref.extractor)
+        for ref in extractions.documents
+    }
+    mentions: list[MentionDecision] = []
+    for item in extractions.items:
+        plan = plans[item.chunk.document_id]
+        if item.extraction is None:
+            plan.status = "incomplete"
+            plan.errors.append(
+                f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}"
+            )
+            continue
+        decisions, nodes, edges = await router.route_chunk(item, source_id)
+        mentions.extend(decisions)
+        plan.nodes.extend(nodes)
+        plan.edges.extend(edges)
+    return RoutingPlan(
+        source_id=source_id,
+        routing=routing,
+        documents=list(plans.values()),
+        mentions=mentions,
+        cost=router.cost,
+        escalations=router.escalations,
+        fallbacks=router.fallbacks,
+    )

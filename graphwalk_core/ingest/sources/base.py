@@ -1,0 +1,108 @@
+"""The Source protocol and its JSON-serializable outputs: documents and profiles."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from graphwalk_core.ingest.extraction.base import Extraction
+from graphwalk_core.model import JSONValue
+
+DocumentKind = Literal["text", "record", "row"]
+
+
+class SourceDocument(BaseModel):
+    """One unit of the ledger: a text file, one CSV/JSON record, or one SQL row.
+
+    ``records`` holds the raw record(s) behind a record/row document. ``extraction`` is set when a
+    declarative mapping (or a SQL schema) already turned the record into entities and relations, so
+    the document skips chunking and text extraction. ``extractor`` then names that mapping.
+    """
+
+    id: str
+    text: str
+    content_hash: str
+    kind: DocumentKind = "text"
+    metadata: dict[str, JSONValue] = Field(default_factory=dict)
+    records: list[dict[str, JSONValue]] | None = None
+    extraction: Extraction | None = None
+    extractor: str | None = None
+
+
+class SkippedItem(BaseModel):
+    """Input that could not be read (the run goes on); ``document_id`` is what it would have been."""
+
+    path: str
+    reason: str
+    line: int | None = None
+    document_id: str | None = None
+
+    def describe(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.reason}"
+
+
+class ColumnProfile(BaseModel):
+    name: str
+    type: str = ""
+    nullable: bool = True
+    primary_key: bool = False
+
+
+class ForeignKeyProfile(BaseModel):
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str]
+
+
+class TableProfile(BaseModel):
+    """A SQL table, or a CSV/JSON record file seen as a table."""
+
+    name: str
+    rows: int = 0
+    columns: list[ColumnProfile] = Field(default_factory=list)
+    primary_key: list[str] = Field(default_factory=list)
+    foreign_keys: list[ForeignKeyProfile] = Field(default_factory=list)
+
+
+class SourceProfile(BaseModel):
+    """What a source holds, before anything is extracted."""
+
+    source_id: str
+    kind: Literal["files", "sql"]
+    location: str
+    documents: int = 0
+    files_by_type: dict[str, int] = Field(default_factory=dict)
+    bytes: int = 0
+    encodings: dict[str, int] = Field(default_factory=dict)
+    rows: int = 0
+    tables: list[TableProfile] = Field(default_factory=list)
+    skipped: list[SkippedItem] = Field(default_factory=list)
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Anything that yields documents with stable ids and content hashes."""
+
+    @property
+    def source_id(self) -> str: ...
+
+    async def profile(self) -> SourceProfile: ...
+
+    def documents(self) -> AsyncIterator[SourceDocument]:
+        """Every readable document, in a stable order."""
+
+    @property
+    def skipped(self) -> list[SkippedItem]:
+        """Input skipped by the last ``documents()`` pass (file, line, reason)."""
+
+
+def check_source_id(source_id: str) -> str:
+    """Source ids prefix provenance (``<source>/<doc>``) and ledger keys, so no ``/`` and not blank."""
+    if not source_id or "/" in source_id or source_id != source_id.strip():
+        from graphwalk_core.errors import InputError
+
+        raise InputError(f"invalid source id {source_id!r}: non-blank, no '/' and no outer spaces")
+    return source_id

@@ -1,0 +1,344 @@
+"""FileSource: a folder (or one file) of .txt, .md, .json, .jsonl and .csv files.
+
+Document ids are stable: the relative POSIX path for a text file, ``<path>#<index>`` for the
+``index``-th record of a record file (bad records keep their slot, so one bad row shifts nothing).
+Unreadable input becomes a :class:`SkippedItem` naming the file (and line); the rest is read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.sources.base import (
+    ColumnProfile,
+    SkippedItem,
+    SourceDocument,
+    SourceProfile,
+    TableProfile,
+    check_source_id,
+)
+from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for
+from graphwalk_core.ingest.text import snake_case
+from graphwalk_core.model import JSONValue, content_hash, text_hash
+
+TEXT_SUFFIXES = frozenset({".txt", ".md"})
+RECORD_SUFFIXES = frozenset({".csv", ".json", ".jsonl"})
+#: Default per-file byte limit.
+DEFAULT_MAX_BYTES = 10_000_000
+_INT = re.compile(r"-?\d{1,18}")
+_FLOAT = re.compile(r"-?\d+\.\d+")
+
+
+class _Scan:
+    """One pass over the files: documents, skips and profile counters."""
+
+    def __init__(self) -> None:
+        self.documents: list[SourceDocument] = []
+        self.skipped: list[SkippedItem] = []
+        self.by_type: Counter[str] = Counter()
+        self.encodings: Counter[str] = Counter()
+        self.bytes = 0
+        self.rows = 0
+        self.tables: list[TableProfile] = []
+
+
+class FileSource:
+    """Documents from files under ``path`` (hidden files and folders are ignored)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        source_id: str | None = None,
+        mappings: Mappings | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        self.root = Path(path)
+        if not self.root.exists():
+            raise InputError(f"source path {self.root} does not exist")
+        if max_bytes <= 0:
+            raise InputError(f"max_bytes must be > 0, got {max_bytes}")
+        self._source_id = check_source_id(source_id or snake_case(self.root.stem) or "files")
+        self.mappings = mappings or {}
+        self.max_bytes = max_bytes
+        self._skipped: list[SkippedItem] = []
+
+    @property
+    def source_id(self) -> str:
+        return self._source_id
+
+    @property
+    def skipped(self) -> list[SkippedItem]:
+        return list(self._skipped)
+
+    def _files(self) -> list[tuple[str, Path]]:
+        if self.root.is_file():
+            return [(self.root.name, self.root)]
+        out = []
+        for path in self.root.rglob("*"):
+            rel = path.relative_to(self.root)
+            if any(part.startswith(".") for part in rel.parts) or not path.is_file():
+                continue
+            out.append((rel.as_posix(), path))
+        return sorted(out)
+
+    def scan(self) -> _Scan:
+        """Read every file once (synchronously): documents, skips and profile counters."""
+        scan = _Scan()
+        for rel, path in self._files():
+            suffix = path.suffix.lower()
+            if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
+                scan.skipped.append(
+                    SkippedItem(path=rel, reason=f"unsupported file type {suffix or '(none)'}")
+                )
+                continue
+            text = self._read_text(rel, path, scan)
+            if text is None:
+                continue
+            scan.by_type[suffix.lstrip(".")] += 1
+            if suffix in TEXT_SUFFIXES:
+                scan.documents.append(_text_document(rel, suffix, text))
+            else:
+                self._read_records(rel, suffix, text, scan)
+        self._skipped = scan.skipped
+        return scan
+
+    def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
+        try:
+            size = path.stat().st_size
+            if size > self.max_bytes:
+                scan.skipped.append(
+                    SkippedItem(path=rel, reason=f"file is {size} bytes, over the limit of {self.max_bytes}")
+                )
+                return None
+            data = path.read_bytes()
+        except OSError as exc:
+            scan.skipped.append(SkippedItem(path=rel, reason=f"cannot read: {exc.strerror}"))
+            return None
+        nul = data.find(b"\x00", 0, 8192)
+        if nul >= 0:
+            scan.skipped.append(SkippedItem(path=rel, reason=f"binary file (NUL byte at offset {nul})"))
+            return None
+        encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            line = data[: exc.start].count(b"\n") + 1
+            byte = data[exc.start : exc.start + 1].hex()
+            scan.skipped.append(
+                SkippedItem(
+                    path=rel, line=line, reason=f"not UTF-8: invalid byte 0x{byte} at offset {exc.start}"
+                )
+            )
+            return None
+        scan.encodings[encoding] += 1
+        scan.bytes += len(data)
+        return text
+
+    def _read_records(self, rel: str, suffix: str, text: str, scan: _Scan) -> None:
+        mapping = mapping_for(self.mappings, rel)
+        rows: list[tuple[int, int, dict[str, JSONValue]]] = []  # (index, line, record)
+        columns: dict[str, None] = {}
+        if suffix == ".csv":
+            records = _csv_records(rel, text, scan.skipped)
+        elif suffix == ".jsonl":
+            records = _jsonl_records(rel, text, scan.skipped)
+        else:
+            records = _json_records(rel, text, scan.skipped)
+        for index, line, record in records:
+            columns.update(dict.fromkeys(record))
+            rows.append((index, line, record))
+        for index, line, record in rows:
+            doc = _record_document(rel, index, line, record, mapping, scan.skipped)
+            if doc is not None:
+                scan.documents.append(doc)
+                scan.rows += 1
+        scan.tables.append(
+            TableProfile(name=rel, rows=len(rows), columns=[ColumnProfile(name=c) for c in columns])
+        )
+
+    async def profile(self) -> SourceProfile:
+        scan = self.scan()
+        return SourceProfile(
+            source_id=self.source_id,
+            kind="files",
+            location=str(self.root),
+            documents=len(scan.documents),
+            files_by_type=dict(sorted(scan.by_type.items())),
+            bytes=scan.bytes,
+            encodings=dict(sorted(scan.encodings.items())),
+            rows=scan.rows,
+            tables=scan.tables,
+            skipped=scan.skipped,
+        )
+
+    async def documents(self) -> AsyncIterator[SourceDocument]:
+        for doc in self.scan().documents:
+            yield doc
+
+
+def _text_document(rel: str, suffix: str, text: str) -> SourceDocument:
+    title = Path(rel).stem
+    if suffix == ".md":
+        for line in text.splitlines():
+            if line.startswith("# "):
+                title = line[2:].strip()
+                break
+    return SourceDocument(
+        id=rel,
+        text=text,
+        content_hash=text_hash(text),
+        kind="text",
+        metadata={"path": rel, "type": suffix.lstrip("."), "title": title},
+    )
+
+
+def _record_document(
+    rel: str,
+    index: int,
+    line: int,
+    record: dict[str, JSONValue],
+    mapping: RecordMapping | None,
+    skipped: list[SkippedItem],
+) -> SourceDocument | None:
+    doc_id = f"{rel}#{index}"
+    extraction = None
+    if mapping is not None:
+        try:
+            extraction = mapping.to_extraction(record, where=f"{rel}:{line}")
+        except InputError as exc:
+            reason = str(exc).removeprefix(f"{rel}:{line}: ")
+            skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=doc_id))
+            return None
+    text = "\n".join(f"{k}: {v}" for k, v in record.items() if v not in (None, ""))
+    return SourceDocument(
+        id=doc_id,
+        text=text,
+        content_hash=content_hash(record),
+        kind="record",
+        metadata={"path": rel, "index": index, "line": line},
+        records=[record],
+        extraction=extraction,
+        extractor=mapping.version if mapping is not None else None,
+    )
+
+
+def _cell(value: str) -> JSONValue:
+    """CSV cells: integers and decimals become numbers, blanks become None, the rest stays text."""
+    value = value.strip()
+    if not value:
+        return None
+    if _INT.fullmatch(value):
+        return int(value)
+    if _FLOAT.fullmatch(value):
+        return float(value)
+    return value
+
+
+def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    out: list[tuple[int, int, dict[str, Any]]] = []
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        skipped.append(SkippedItem(path=rel, line=reader.line_num, reason=f"malformed CSV header: {exc}"))
+        return out
+    if not header:
+        skipped.append(SkippedItem(path=rel, line=1, reason="empty CSV file (no header row)"))
+        return out
+    header = [h.strip() for h in header]
+    if len(set(header)) != len(header) or not all(header):
+        skipped.append(
+            SkippedItem(path=rel, line=1, reason=f"CSV header has blank or repeated names: {header}")
+        )
+        return out
+    index = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            skipped.append(
+                SkippedItem(
+                    path=rel,
+                    line=reader.line_num,
+                    reason=f"malformed CSV: {exc}",
+                    document_id=f"{rel}#{index}",
+                )
+            )
+            break
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            skipped.append(
+                SkippedItem(
+                    path=rel,
+                    line=reader.line_num,
+                    reason=f"malformed CSV row: {len(row)} fields, the header has {len(header)}",
+                    document_id=f"{rel}#{index}",
+                )
+            )
+        else:
+            out.append((index, reader.line_num, {h: _cell(c) for h, c in zip(header, row, strict=True)}))
+        index += 1
+    return out
+
+
+def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
+    out: list[tuple[int, int, dict[str, Any]]] = []
+    index = 0
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        doc_id = f"{rel}#{index}"
+        index += 1
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            skipped.append(
+                SkippedItem(path=rel, line=line_no, reason=f"invalid JSON: {exc.msg}", document_id=doc_id)
+            )
+            continue
+        if not isinstance(value, dict):
+            skipped.append(
+                SkippedItem(
+                    path=rel,
+                    line=line_no,
+                    reason=f"a record must be a JSON object, got {type(value).__name__}",
+                    document_id=doc_id,
+                )
+            )
+            continue
+        out.append((index - 1, line_no, value))
+    return out
+
+
+def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=f"invalid JSON: {exc.msg}"))
+        return []
+    items = value if isinstance(value, list) else [value]
+    out: list[tuple[int, int, dict[str, Any]]] = []
+    for index, item in enumerate(items):
+        if isinstance(item, dict):
+            out.append((index, 1, item))
+        else:
+            skipped.append(
+                SkippedItem(
+                    path=rel,
+                    reason=f"record #{index} must be a JSON object, got {type(item).__name__}",
+                    document_id=f"{rel}#{index}",
+                )
+            )
+    return out

@@ -1,0 +1,140 @@
+"""Declarative mapping from structured records (CSV/JSON rows) to entities and relations, loadable from YAML.
+
+Example (YAML)::
+
+    type: film
+    name: title
+    attributes: [year, rating]      # omitted: every column that is not the name or a relation
+    relations:
+      - {column: director, type: directed_by, target_type: person}
+      - {column: stars, type: starred_actors, target_type: person, split: "|"}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
+from graphwalk_core.ingest.text import snake_case
+from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
+
+
+class RelationColumn(BaseModel):
+    """A column whose value names another entity: ``record --type--> value``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    column: str
+    type: str
+    target_type: str = GENERIC_TYPE
+    split: str | None = None
+
+
+class RecordMapping(BaseModel):
+    """How one record becomes an entity: the name column, the type, attribute and relation columns."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    type: str = GENERIC_TYPE
+    description: str | None = Field(default=None, description="a column holding a description")
+    attributes: list[str] | None = None
+    relations: list[RelationColumn] = Field(default_factory=list)
+
+    @property
+    def version(self) -> str:
+        """``mapping:<hash>``: recorded as the extractor, so editing the mapping reprocesses the records."""
+        return "mapping:" + content_hash(self.model_dump(mode="json"))[:12]
+
+    def to_extraction(self, record: dict[str, JSONValue], *, where: str) -> Extraction:
+        """The entity (and relations) of one record; ``where`` names the record in errors."""
+        name = _text(record.get(self.name))
+        if not name:
+            raise InputError(f"{where}: the name column {self.name!r} is missing or empty")
+        relation_columns = {r.column for r in self.relations}
+        keys = self.attributes
+        if keys is None:
+            keys = [k for k in record if k not in relation_columns and k not in (self.name, self.description)]
+        attributes = {snake_case(k): v for k in keys if (v := _literal(record.get(k))) is not None}
+        entities = [
+            ExtractedEntity(
+                name=name,
+                type=self.type,
+                description=_text(record.get(self.description)) if self.description else None,
+                attributes=attributes,
+            )
+        ]
+        relations: list[ExtractedRelation] = []
+        for rel in self.relations:
+            raw = _text(record.get(rel.column))
+            if not raw:
+                continue
+            targets = [t.strip() for t in raw.split(rel.split)] if rel.split else [raw]
+            for target in dict.fromkeys(t for t in targets if t):
+                if target == name:
+                    continue
+                entities.append(ExtractedEntity(name=target, type=rel.target_type))
+                relations.append(ExtractedRelation(source=name, type=rel.type, target=target))
+        return Extraction(entities=entities, relations=relations)
+
+
+def _text(value: Any) -> str:
+    return " ".join(str(value).split()) if value is not None else ""
+
+
+def _literal(value: Any) -> str | int | float | bool | None:
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    return None
+
+
+#: Mappings keyed by a file glob (relative path, e.g. ``films.csv`` or ``*.csv``) or a SQL table name.
+Mappings = dict[str, RecordMapping]
+
+
+def load_mappings(value: str | Path | dict[str, Any] | None) -> Mappings:
+    """Mappings from a YAML file path or a dict (e.g. inline in sources.yaml).
+
+    A single mapping (an object with a ``name`` key) applies to every record file (``*``); otherwise
+    the object maps file globs or table names to mappings.
+    """
+    if value is None:
+        return {}
+    where = "mapping"
+    if isinstance(value, str | Path):
+        path = Path(value)
+        where = str(path)
+        try:
+            value = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise InputError(f"cannot read mapping file {path}: {exc.strerror}") from exc
+        except yaml.YAMLError as exc:
+            raise InputError(f"mapping file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: a mapping must be a YAML object, got {type(value).__name__}")
+    items = {"*": value} if "name" in value else value
+    out: Mappings = {}
+    for key, spec in items.items():
+        try:
+            out[str(key)] = RecordMapping.model_validate(spec)
+        except ValidationError as exc:
+            raise InputError(f"{where}: invalid mapping for {key!r}: {exc}") from exc
+    return out
+
+
+def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
+    """The mapping whose glob matches ``key`` exactly first, else the first glob that matches."""
+    if key in mappings:
+        return mappings[key]
+    for pattern, mapping in mappings.items():
+        if fnmatch.fnmatchcase(key, pattern):
+            return mapping
+    return None

@@ -1,0 +1,85 @@
+"""Source specs (``sources.yaml``): a list of ``{id, kind: files|sql, path_or_url, mapping?, extractor?}``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.sources.base import Source, check_source_id
+from graphwalk_core.ingest.sources.files import DEFAULT_MAX_BYTES, FileSource
+from graphwalk_core.ingest.sources.mapping import load_mappings
+from graphwalk_core.ingest.sources.sql import SQLSource
+
+
+class SourceSpec(BaseModel):
+    """One declared source. Relative paths (source, mapping) resolve against ``base_dir``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    kind: Literal["files", "sql"]
+    path_or_url: str
+    mapping: str | dict[str, Any] | None = None
+    extractor: Literal["llm", "nlp"] | None = None
+    max_bytes: int = DEFAULT_MAX_BYTES
+    base_dir: str | None = None
+
+    def resolve(self, value: str) -> Path:
+        path = Path(value)
+        return path if path.is_absolute() or self.base_dir is None else Path(self.base_dir) / path
+
+
+def load_sources(path: str | Path) -> list[SourceSpec]:
+    """Parse a sources.yaml file; errors name the file and the entry."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read sources file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"sources file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(raw, list):
+        raise InputError(f"sources file {path}: expected a list of sources, got {type(raw).__name__}")
+    specs: list[SourceSpec] = []
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise InputError(f"sources file {path}: entry #{index} is not an object")
+        try:
+            spec = SourceSpec.model_validate({**entry, "base_dir": str(path.parent.resolve())})
+            check_source_id(spec.id)
+        except (ValidationError, InputError) as exc:
+            raise InputError(f"sources file {path}: entry #{index} ({entry.get('id', '?')}): {exc}") from exc
+        specs.append(spec)
+    ids = [s.id for s in specs]
+    if len(set(ids)) != len(ids):
+        raise InputError(f"sources file {path}: repeated source ids in {ids}")
+    return specs
+
+
+def open_source(spec: SourceSpec) -> Source:
+    """The Source a spec declares."""
+    mapping = spec.mapping
+    mappings = load_mappings(spec.resolve(mapping) if isinstance(mapping, str) else mapping)
+    if spec.kind == "files":
+        return FileSource(
+            spec.resolve(spec.path_or_url), source_id=spec.id, mappings=mappings, max_bytes=spec.max_bytes
+        )
+    url = spec.path_or_url
+    if "://" not in url:
+        url = f"sqlite:///{spec.resolve(url)}"
+    return SQLSource(url, source_id=spec.id, mappings=mappings)
+
+
+def source_from_arg(arg: str, *, source_id: str | None = None, mapping: str | None = None) -> Source:
+    """A source from a CLI argument: a SQLAlchemy URL, a ``.sqlite``/``.db`` file, or a path."""
+    mappings = load_mappings(mapping)
+    if "://" in arg:
+        return SQLSource(arg, source_id=source_id, mappings=mappings)
+    path = Path(arg)
+    if path.suffix.lower() in {".sqlite", ".sqlite3", ".db"}:
+        return SQLSource(f"sqlite:///{path.resolve()}", source_id=source_id, mappings=mappings)
+    return FileSource(path, source_id=source_id, mappings=mappings)

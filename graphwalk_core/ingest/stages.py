@@ -1,0 +1,208 @@
+"""The ingestion stages: plain functions with pydantic (JSON-serializable) outputs.
+
+``profile_source -> diff_documents -> chunk_documents -> extract_chunks -> route_extractions ->
+apply_plan``. The pipeline (``graphwalk ingest``) and the Dagster assets both call these.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from graphwalk_core.errors import BackendError
+from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS, Chunk, chunk_text
+from graphwalk_core.ingest.extraction.base import Extractor
+from graphwalk_core.ingest.extraction.cache import ExtractionCache
+from graphwalk_core.ingest.extraction.nlp import NLP_VERSION
+from graphwalk_core.ingest.ledger import (
+    LedgerEntry,
+    delete_entry,
+    now_iso,
+    provenance_source,
+    read_ledger,
+    write_entry,
+)
+from graphwalk_core.ingest.models import (
+    ChunkExtraction,
+    ChunkSet,
+    DocumentDiff,
+    DocumentRef,
+    ExtractionSet,
+    RoutingPlan,
+    UpdateReport,
+)
+from graphwalk_core.ingest.resolution import WriteCounts, retract_document, write_elements
+from graphwalk_core.ingest.routing import route_extractions
+from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceDocument, SourceProfile
+from graphwalk_core.stores.base import GraphStore
+
+__all__ = [
+    "apply_plan",
+    "chunk_documents",
+    "diff_documents",
+    "extract_chunks",
+    "profile_source",
+    "route_extractions",
+]
+
+#: LLM extraction calls in flight at once.
+DEFAULT_EXTRACT_CONCURRENCY = 8
+
+
+async def profile_source(source: Source) -> SourceProfile:
+    """What the source holds (counts, bytes, encodings, tables, skipped input)."""
+    return await source.profile()
+
+
+def _extractor_version(extractor: Extractor | str | None) -> str:
+    if extractor is None:
+        return NLP_VERSION
+    return extractor if isinstance(extractor, str) else extractor.version
+
+
+def _kept_by_skips(skipped: list[SkippedItem], doc_id: str) -> bool:
+    for item in skipped:
+        if item.document_id is not None:
+            if item.document_id == doc_id:
+                return True
+        elif doc_id == item.path or doc_id.startswith(item.path + "#"):
+            return True
+    return False
+
+
+async def diff_documents(
+    source: Source, store: GraphStore, *, extractor: Extractor | str | None = None
+) -> DocumentDiff:
+    """Compare the source's documents with the ledger: new / changed / incomplete / unchanged / deleted.
+
+    A document is unchanged when its content hash and extractor (the mapping for structured records)
+    match a complete ledger entry. Ledgered documents whose input was skipped are kept, not deleted.
+    """
+    version = _extractor_version(extractor)
+    ledger = await read_ledger(store, source.source_id)
+    docs: list[SourceDocument] = [d async for d in source.documents()]
+    diff = DocumentDiff(source_id=source.source_id, extractor=version, skipped=source.skipped, ledger=ledger)
+    seen: set[str] = set()
+    for doc in sorted(docs, key=lambda d: d.id):
+        if doc.id in seen:
+            continue
+        seen.add(doc.id)
+        entry = ledger.get(doc.id)
+        doc_version = doc.extractor or version
+        if entry is None:
+            diff.new.append(doc.id)
+        elif entry.matches(doc.content_hash, doc_version):
+            diff.unchanged.append(doc.id)
+            continue
+        elif entry.status == "incomplete" and entry.content_hash == doc.content_hash:
+            diff.incomplete.append(doc.id)
+        else:
+            diff.changed.append(doc.id)
+        diff.documents.append(doc)
+    for doc_id in sorted(set(ledger) - seen):
+        (diff.kept if _kept_by_skips(diff.skipped, doc_id) else diff.deleted).append(doc_id)
+    return diff
+
+
+def chunk_documents(diff: DocumentDiff, *, max_chars: int = DEFAULT_CHUNK_CHARS) -> ChunkSet:
+    """Text documents -> paragraph-packed chunks; a structured document -> one chunk with its extraction."""
+    out = ChunkSet(source_id=diff.source_id, retracting=sorted(diff.retracting))
+    for doc in diff.documents:
+        out.documents.append(
+            DocumentRef(id=doc.id, content_hash=doc.content_hash, extractor=doc.extractor or diff.extractor)
+        )
+        if doc.extraction is not None:
+            chunk = Chunk(
+                document_id=doc.id,
+                index=0,
+                text=doc.text,
+                start=0,
+                end=len(doc.text),
+                content_hash=doc.content_hash,
+            )
+            out.chunks.append(chunk)
+            out.preset[chunk.id] = doc.extraction
+        else:
+            out.chunks.extend(chunk_text(doc.id, doc.text, max_chars=max_chars))
+    return out
+
+
+async def extract_chunks(
+    chunks: ChunkSet,
+    extractor: Extractor,
+    cache: ExtractionCache | None = None,
+    *,
+    concurrency: int = DEFAULT_EXTRACT_CONCURRENCY,
+) -> ExtractionSet:
+    """Extract every chunk (cached ones cost nothing); a failing chunk records its error, the run goes on."""
+    out = ExtractionSet(source_id=chunks.source_id, documents=chunks.documents, retracting=chunks.retracting)
+    extractors = {ref.id: ref.extractor for ref in chunks.documents}
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(chunk: Chunk) -> ChunkExtraction:
+        version = extractors.get(chunk.document_id, extractor.version)
+        preset = chunks.preset.get(chunk.id)
+        if preset is not None:
+            return ChunkExtraction(chunk=chunk, extractor=version, extraction=preset)
+        use_cache = cache is not None and extractor.cacheable
+        if use_cache:
+            hit = cache.get(chunk.content_hash, extractor.version, extractor.model_id)
+            if hit is not None:
+                return ChunkExtraction(chunk=chunk, extractor=version, extraction=hit, cached=True)
+        async with gate:
+            try:
+                result = await extractor.extract(chunk.text)
+            except BackendError as exc:
+                return ChunkExtraction(chunk=chunk, extractor=version, error=str(exc))
+        out.cost.add(result.usage, calls=result.calls)
+        if use_cache:
+            cache.put(chunk.content_hash, extractor.version, extractor.model_id, result.extraction)
+        return ChunkExtraction(chunk=chunk, extractor=version, extraction=result.extraction)
+
+    out.items = list(await asyncio.gather(*(one(c) for c in chunks.chunks)))
+    out.cache_hits = sum(1 for i in out.items if i.cached)
+    return out
+
+
+async def apply_plan(
+    store: GraphStore,
+    diff: DocumentDiff,
+    plan: RoutingPlan,
+    *,
+    on_document: Callable[[str], None] | None = None,
+) -> UpdateReport:
+    """Write the plan: deleted documents are retracted first, then each processed document retracts its
+    old provenance (when it had any) and folds in its new elements. Each document, with its ledger
+    entry, is one transaction: a crash between documents loses and duplicates nothing."""
+    report = UpdateReport(source_id=diff.source_id)
+    counts = WriteCounts()
+    source_id = diff.source_id
+    for doc_id in diff.deleted:
+        async with store.transaction():
+            await retract_document(store, provenance_source(source_id, doc_id), counts)
+            await delete_entry(store, source_id, doc_id)
+        report.ledger_deleted += 1
+    retracting = diff.retracting
+    for doc in plan.documents:
+        async with store.transaction():
+            if doc.document_id in retracting:
+                await retract_document(store, provenance_source(source_id, doc.document_id), counts)
+            await write_elements(store, doc.nodes, doc.edges, counts)
+            entry = LedgerEntry(
+                document_id=doc.document_id,
+                content_hash=doc.content_hash,
+                extractor=doc.extractor,
+                status=doc.status,
+                ingested_at=now_iso(),
+                errors=doc.errors,
+            )
+            await write_entry(store, source_id, entry)
+        report.ledger_written += 1
+        report.documents_applied.append(doc.document_id)
+        if doc.status == "incomplete":
+            report.documents_incomplete.append(doc.document_id)
+        if on_document is not None:
+            on_document(doc.document_id)
+    for name, value in vars(counts).items():
+        setattr(report, name, value)
+    return report

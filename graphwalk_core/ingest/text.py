@@ -1,0 +1,47 @@
+"""Small text helpers shared by extraction, routing and resolution: name normalization and snake_case."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+def normalize_name(name: str) -> str:
+    """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``."""
+    text = unicodedata.normalize("NFKD", name)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
+
+
+def name_words(name: str) -> frozenset[str]:
+    """The set of normalized words of a name (for Jaccard similarity)."""
+    return frozenset(_WORDS.findall(normalize_name(name)))
+
+
+def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (0 for two empty sets)."""
+    if not a and not b:
+        return 0.0
+    return len(a & b) / len(a | b)
+
+
+def snake_case(text: str) -> str:
+    """``"Film Director"`` / ``"filmDirector"`` / ``"film-director"`` -> ``"film_director"``."""
+    text = _CAMEL.sub("_", text.strip())
+    return "_".join(_NON_WORD.sub(" ", text.lower()).split())
+
+
+def singular(word: str) -> str:
+    """A crude English singular for table names: ``films`` -> ``film``, ``countries`` -> ``country``."""
+    irregular = {"people": "person", "children": "child", "men": "man", "women": "woman"}
+    if word in irregular:
+        return irregular[word]
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return word

@@ -1,0 +1,273 @@
+"""Pure merge logic shared by every store: union provenance, record conflicts, derive surface names.
+
+Every function here is order-independent: merging A into B gives the same element as merging B into A
+(apart from the id, which is the first argument's). Nothing is silently overwritten: disagreeing
+attribute values (and disagreeing real types) become :class:`AttributeConflict` records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model.elements import (
+    GENERIC_TYPE,
+    AttributeConflict,
+    ConflictValue,
+    Edge,
+    JSONValue,
+    Node,
+    Provenance,
+)
+from graphwalk_core.model.hashing import canonical_json
+
+#: Reserved key (not an attribute): ``Node.conflicts[key]`` records disagreeing real node types and
+#: ``Node.attribute_provenance[key]`` the sources backing the node's real type (after a merge).
+TYPE_CONFLICT_KEY = "@type"
+
+_E = TypeVar("_E", Node, Edge)
+#: canonical JSON of a value -> (value, provenance backing it)
+_ValueState = dict[str, tuple[JSONValue, tuple[Provenance, ...]]]
+
+
+def union_provenance(*groups: Iterable[Provenance]) -> tuple[Provenance, ...]:
+    """All provenance of ``groups``, deduplicated and sorted by ``Provenance.sort_key``."""
+    return tuple(sorted({p for group in groups for p in group}, key=Provenance.sort_key))
+
+
+def support(provenance: Iterable[Provenance]) -> int:
+    """How many distinct sources back a value."""
+    return len({p.source_id for p in provenance})
+
+
+def _best_value(state: _ValueState) -> str:
+    """The canonical key of the value backed by most sources (ties: smallest canonical JSON)."""
+    return min(state, key=lambda k: (-support(state[k][1]), k))
+
+
+def _attribute_state(element: Node | Edge, key: str) -> _ValueState:
+    """Every value an element holds for ``key``, with the provenance backing each."""
+    conflict = element.conflicts.get(key)
+    if conflict is not None:
+        return {canonical_json(cv.value): (cv.value, tuple(cv.provenance)) for cv in conflict.values}
+    if key not in element.attributes:
+        return {}
+    value = element.attributes[key]
+    provenance = element.attribute_provenance.get(key, element.provenance)
+    return {canonical_json(value): (value, tuple(provenance))}
+
+
+def _union_states(*states: _ValueState) -> _ValueState:
+    merged: _ValueState = {}
+    for state in states:
+        for k, (value, provenance) in state.items():
+            old = merged.get(k)
+            merged[k] = (value, union_provenance(old[1] if old else (), provenance))
+    return merged
+
+
+def _resolved(
+    key: str, state: _ValueState
+) -> tuple[JSONValue, tuple[Provenance, ...], AttributeConflict | None]:
+    """(main value, its provenance, the conflict or None) for a non-empty value state."""
+    best = _best_value(state)
+    value, provenance = state[best]
+    if len(state) == 1:
+        return value, provenance, None
+    values = tuple(ConflictValue(value=v, provenance=p) for _, (v, p) in sorted(state.items()))
+    return value, provenance, AttributeConflict(key=key, values=values)
+
+
+def _rebuild_attributes(
+    states: Mapping[str, _ValueState],
+) -> tuple[dict[str, JSONValue], dict[str, tuple[Provenance, ...]], dict[str, AttributeConflict]]:
+    attributes: dict[str, JSONValue] = {}
+    attribute_provenance: dict[str, tuple[Provenance, ...]] = {}
+    conflicts: dict[str, AttributeConflict] = {}
+    for key in sorted(states):
+        if not states[key]:
+            continue
+        value, provenance, conflict = _resolved(key, states[key])
+        attributes[key] = value
+        attribute_provenance[key] = provenance
+        if conflict is not None:
+            conflicts[key] = conflict
+    return attributes, attribute_provenance, conflicts
+
+
+def _merged_attributes(
+    existing: Node | Edge, incoming: Node | Edge
+) -> tuple[dict[str, JSONValue], dict[str, tuple[Provenance, ...]], dict[str, AttributeConflict]]:
+    keys = (set(existing.attributes) | set(existing.conflicts) | set(incoming.attributes)) | set(
+        incoming.conflicts
+    )
+    keys.discard(TYPE_CONFLICT_KEY)
+    return _rebuild_attributes(
+        {k: _union_states(_attribute_state(existing, k), _attribute_state(incoming, k)) for k in keys}
+    )
+
+
+def _type_state(node: Node) -> _ValueState:
+    conflict = node.conflicts.get(TYPE_CONFLICT_KEY)
+    if conflict is not None:
+        return {canonical_json(cv.value): (cv.value, tuple(cv.provenance)) for cv in conflict.values}
+    provenance = node.attribute_provenance.get(TYPE_CONFLICT_KEY, node.provenance)
+    return {canonical_json(node.type): (node.type, tuple(provenance))}
+
+
+def _apply_type(
+    state: _ValueState,
+    attribute_provenance: dict[str, tuple[Provenance, ...]],
+    conflicts: dict[str, AttributeConflict],
+) -> str:
+    """The node type from ``state``; records who backs it and any conflict among real types.
+
+    The generic type never conflicts: it yields to any real type, and its sources back nothing.
+    """
+    real = {k: v for k, v in state.items() if v[0] != GENERIC_TYPE}
+    if not real:
+        return GENERIC_TYPE
+    value, provenance, conflict = _resolved(TYPE_CONFLICT_KEY, real)
+    attribute_provenance[TYPE_CONFLICT_KEY] = provenance
+    if conflict is not None:
+        conflicts[TYPE_CONFLICT_KEY] = conflict
+    return value
+
+
+def _name_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
+    """The node's name sources, or (when it has none) its name and aliases backed by its provenance."""
+    if node.name_sources:
+        return dict(node.name_sources)
+    return {name: tuple(node.provenance) for name in (node.name, *node.aliases)}
+
+
+def _summary_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
+    if node.summary_sources or node.summary is None:
+        return dict(node.summary_sources)
+    return {node.summary: tuple(node.provenance)}
+
+
+def _union_sources(
+    a: Mapping[str, tuple[Provenance, ...]], b: Mapping[str, tuple[Provenance, ...]]
+) -> dict[str, tuple[Provenance, ...]]:
+    return {k: union_provenance(a.get(k, ()), b.get(k, ())) for k in sorted(set(a) | set(b))}
+
+
+def _best_text(sources: Mapping[str, tuple[Provenance, ...]]) -> str:
+    """Backed by most distinct sources; ties: longest, then lexicographically smallest."""
+    return min(sources, key=lambda t: (-support(sources[t]), -len(t), t))
+
+
+def derive_surface(node: Node) -> Node:
+    """Re-derive ``name``, ``aliases`` and ``summary`` from ``name_sources`` / ``summary_sources``.
+
+    With no ``name_sources`` the node is returned unchanged.
+    """
+    if not node.name_sources:
+        return node
+    name = _best_text(node.name_sources)
+    aliases = tuple(sorted(n for n in node.name_sources if n != name))
+    summary = _best_text(node.summary_sources) if node.summary_sources else None
+    return node.model_copy(update={"name": name, "aliases": aliases, "summary": summary})
+
+
+def merge_node_data(existing: Node, incoming: Node) -> Node:
+    """Fold ``incoming`` into ``existing`` (``existing.id`` kept); see the module docstring."""
+    attributes, attribute_provenance, conflicts = _merged_attributes(existing, incoming)
+    type_state = _union_states(_type_state(existing), _type_state(incoming))
+    node_type = _apply_type(type_state, attribute_provenance, conflicts)
+    merged = Node(
+        id=existing.id,
+        type=node_type,
+        name=existing.name,
+        attributes=attributes,
+        attribute_provenance=attribute_provenance,
+        conflicts=conflicts,
+        provenance=union_provenance(existing.provenance, incoming.provenance),
+        name_sources=_union_sources(_name_sources(existing), _name_sources(incoming)),
+        summary_sources=_union_sources(_summary_sources(existing), _summary_sources(incoming)),
+    )
+    return derive_surface(merged)
+
+
+def merge_edge_data(existing: Edge, incoming: Edge) -> Edge:
+    """Fold ``incoming`` into ``existing``: both must be the same (source, type, target)."""
+    if existing.id != incoming.id:
+        raise InputError(
+            f"cannot merge different edges: {existing.source} -{existing.type}-> {existing.target} "
+            f"and {incoming.source} -{incoming.type}-> {incoming.target}"
+        )
+    attributes, attribute_provenance, conflicts = _merged_attributes(existing, incoming)
+    return existing.model_copy(
+        update={
+            "attributes": attributes,
+            "attribute_provenance": attribute_provenance,
+            "conflicts": conflicts,
+            "provenance": union_provenance(existing.provenance, incoming.provenance),
+        }
+    )
+
+
+def _without(provenance: Iterable[Provenance], source_id: str) -> tuple[Provenance, ...]:
+    return tuple(p for p in provenance if p.source_id != source_id)
+
+
+def _retract_state(state: _ValueState, source_id: str) -> _ValueState:
+    kept = {k: (v, _without(p, source_id)) for k, (v, p) in state.items()}
+    return {k: vp for k, vp in kept.items() if vp[1]}
+
+
+def _retract_sources(
+    sources: Mapping[str, tuple[Provenance, ...]], source_id: str
+) -> dict[str, tuple[Provenance, ...]]:
+    kept = {k: _without(p, source_id) for k, p in sources.items()}
+    return {k: p for k, p in kept.items() if p}
+
+
+def retract_source(element: _E, source_id: str) -> _E | None:
+    """Remove every provenance from ``source_id``; None when the element has none left.
+
+    Attributes left without sources are dropped, a conflict left with one value becomes a plain
+    attribute, and a node's name, aliases and summary are re-derived.
+    """
+    provenance = _without(element.provenance, source_id)
+    if not provenance:
+        return None
+    keys = (set(element.attributes) | set(element.conflicts)) - {TYPE_CONFLICT_KEY}
+    attributes, attribute_provenance, conflicts = _rebuild_attributes(
+        {k: _retract_state(_attribute_state(element, k), source_id) for k in keys}
+    )
+    update: dict[str, object] = {
+        "attributes": attributes,
+        "attribute_provenance": attribute_provenance,
+        "conflicts": conflicts,
+        "provenance": provenance,
+    }
+    if isinstance(element, Edge):
+        return element.model_copy(update=update)
+    type_state = _retract_state(_type_state(element), source_id)
+    update["type"] = _apply_type(type_state, attribute_provenance, conflicts)
+    update["name_sources"] = _retract_sources(element.name_sources, source_id)
+    summary_sources = _retract_sources(element.summary_sources, source_id)
+    update["summary_sources"] = summary_sources
+    if element.summary_sources:
+        update["summary"] = _best_text(summary_sources) if summary_sources else None
+    # With no name sources left the node keeps its current name (a node always has one).
+    return derive_surface(element.model_copy(update=update))
+
+
+def source_ids(element: Node | Edge) -> set[str]:
+    """Every source id an element cites (element, attribute, conflict, name and summary provenance)."""
+    groups: list[Iterable[Provenance]] = [element.provenance, *element.attribute_provenance.values()]
+    groups += [cv.provenance for c in element.conflicts.values() for cv in c.values]
+    if isinstance(element, Node):
+        groups += [*element.name_sources.values(), *element.summary_sources.values()]
+    return {p.source_id for group in groups for p in group}
+
+
+def rewired(edge: Edge, old: str, new: str) -> Edge:
+    """``edge`` with endpoint ``old`` replaced by ``new`` (both ends of a self-loop)."""
+    source = new if edge.source == old else edge.source
+    target = new if edge.target == old else edge.target
+    return edge.model_copy(update={"source": source, "target": target})

@@ -1,0 +1,423 @@
+"""Graph import/export: MetaQA-style triples files and Parquet tables.
+
+Parquet layout (one folder; every table sorted deterministically, readable by DuckDB):
+
+``nodes.parquet``   id, type, name, summary, aliases (list<string>), attributes (canonical JSON object);
+                    sorted by id.
+``edges.parquet``   id, source, target, type, attributes (canonical JSON object);
+                    sorted by (source, type, target).
+``provenance.parquet``
+                    element_kind ("node" | "edge"), element_id, scope ("element" | "attribute" |
+                    "name" | "summary"), key (attribute key, name or summary text; null for scope
+                    element), position (order within its list), source_id, content_hash, extractor,
+                    confidence, start, end. A null source_id marks an entry backed by no provenance.
+                    Sorted by (element_kind, element_id, scope, key, position).
+``conflicts.parquet``
+                    element_kind, element_id, key, value_index, value (canonical JSON), position and
+                    the provenance columns as above; one row per (value, provenance).
+                    Sorted by (element_kind, element_id, key, value_index, position).
+``metadata.parquet`` key, value; sorted by key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import (
+    AttributeConflict,
+    ConflictValue,
+    Edge,
+    Node,
+    NodeId,
+    Provenance,
+    canonical_json,
+    edge_id,
+)
+from graphwalk_core.stores.base import GraphStore
+
+TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
+_PROV_FIELDS = [
+    ("source_id", pa.string()),
+    ("content_hash", pa.string()),
+    ("extractor", pa.string()),
+    ("confidence", pa.float64()),
+    ("start", pa.int64()),
+    ("end", pa.int64()),
+]
+SCHEMAS: dict[str, pa.Schema] = {
+    "nodes": pa.schema(
+        [
+            ("id", pa.string()),
+            ("type", pa.string()),
+            ("name", pa.string()),
+            ("summary", pa.string()),
+            ("aliases", pa.list_(pa.string())),
+            ("attributes", pa.string()),
+        ]
+    ),
+    "edges": pa.schema(
+        [
+            ("id", pa.string()),
+            ("source", pa.string()),
+            ("target", pa.string()),
+            ("type", pa.string()),
+            ("attributes", pa.string()),
+        ]
+    ),
+    "provenance": pa.schema(
+        [
+            ("element_kind", pa.string()),
+            ("element_id", pa.string()),
+            ("scope", pa.string()),
+            ("key", pa.string()),
+            ("position", pa.int32()),
+            *_PROV_FIELDS,
+        ]
+    ),
+    "conflicts": pa.schema(
+        [
+            ("element_kind", pa.string()),
+            ("element_id", pa.string()),
+            ("key", pa.string()),
+            ("value_index", pa.int32()),
+            ("value", pa.string()),
+            ("position", pa.int32()),
+            *_PROV_FIELDS,
+        ]
+    ),
+    "metadata": pa.schema([("key", pa.string()), ("value", pa.string())]),
+}
+
+# ---------------------------------------------------------------------- triples
+
+
+def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
+    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
+
+    A malformed line raises InputError naming the file and line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"triples file not found: {path}")
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            parts = line.rstrip("\r\n").split("|")
+            if len(parts) == 3 and all(parts):
+                yield parts[0], parts[1], parts[2]
+            elif line.strip():
+                raise InputError(
+                    f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
+                    f"got {line.rstrip()!r}"
+                )
+
+
+def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:
+    """Write ``subject|relation|object`` lines; returns the number written."""
+    count = 0
+    with Path(path).open("w", encoding="utf-8") as out:
+        for triple in triples:
+            if len(triple) != 3 or any(not t or "|" in t or "\n" in t for t in triple):
+                raise InputError(
+                    f"cannot write triple {triple!r}: fields must be non-empty, without | or newline"
+                )
+            out.write("|".join(triple) + "\n")
+            count += 1
+    return count
+
+
+# ---------------------------------------------------------------------- Parquet: write
+
+
+class SimpleNode(NamedTuple):
+    """A node with only an id (also its name), a type and element provenance: read/written cheaply."""
+
+    id: NodeId
+    type: str
+    provenance: tuple[Provenance, ...]
+
+    def to_model(self) -> Node:
+        return Node(id=self.id, type=self.type, name=self.id, provenance=self.provenance)
+
+
+class SimpleEdge(NamedTuple):
+    """An edge with only element provenance: read/written cheaply."""
+
+    source: NodeId
+    type: str
+    target: NodeId
+    provenance: tuple[Provenance, ...]
+
+    def to_model(self) -> Edge:
+        return Edge(source=self.source, type=self.type, target=self.target, provenance=self.provenance)
+
+
+_PROV_NAMES = [name for name, _ in _PROV_FIELDS]
+_NO_PROVENANCE: tuple[None, ...] = (None,) * len(_PROV_FIELDS)
+_SORTS = {
+    "nodes": ["id"],
+    "edges": ["source", "type", "target"],
+    "provenance": ["element_kind", "element_id", "scope", "key", "position"],
+    "conflicts": ["element_kind", "element_id", "key", "value_index", "position"],
+    "metadata": ["key"],
+}
+
+
+def _prov_values(p: Provenance | None) -> tuple[Any, ...]:
+    if p is None:
+        return _NO_PROVENANCE
+    return (p.source_id, p.content_hash, p.extractor, p.confidence, p.start, p.end)
+
+
+class _Columns:
+    """Column-wise accumulation of the Parquet tables."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, dict[str, list[Any]]] = {t: {c: [] for c in SCHEMAS[t].names} for t in TABLES}
+
+    def add(self, table: str, *values: Any) -> None:
+        for column, value in zip(self.cols[table].values(), values, strict=True):
+            column.append(value)
+
+    def provenance(
+        self, kind: str, element_id: str, scope: str, key: str | None, group: Iterable[Provenance]
+    ) -> None:
+        items: list[Provenance | None] = list(group)
+        if scope != "element" and not items:
+            items = [None]  # an entry that is present but backed by nothing
+        for position, p in enumerate(items):
+            self.add("provenance", kind, element_id, scope, key, position, *_prov_values(p))
+
+    def element(self, kind: str, element_id: str, element: Node | Edge) -> None:
+        self.provenance(kind, element_id, "element", None, element.provenance)
+        for key, group in element.attribute_provenance.items():
+            self.provenance(kind, element_id, "attribute", key, group)
+        for key, conflict in element.conflicts.items():
+            for index, cv in enumerate(conflict.values):
+                items: list[Provenance | None] = list(cv.provenance) or [None]
+                value = canonical_json(cv.value)
+                for position, p in enumerate(items):
+                    self.add("conflicts", kind, element_id, key, index, value, position, *_prov_values(p))
+
+    def node(self, node: Node | SimpleNode) -> None:
+        if isinstance(node, SimpleNode):
+            self.add("nodes", node.id, node.type, node.id, None, [], "{}")
+            self.provenance("node", node.id, "element", None, node.provenance)
+            return
+        attributes = canonical_json(node.attributes)
+        self.add("nodes", node.id, node.type, node.name, node.summary, list(node.aliases), attributes)
+        self.element("node", node.id, node)
+        for name, group in node.name_sources.items():
+            self.provenance("node", node.id, "name", name, group)
+        for summary, group in node.summary_sources.items():
+            self.provenance("node", node.id, "summary", summary, group)
+
+    def edge(self, edge: Edge | SimpleEdge) -> None:
+        if isinstance(edge, SimpleEdge):
+            eid = edge_id(edge.source, edge.type, edge.target)
+            self.add("edges", eid, edge.source, edge.target, edge.type, "{}")
+            self.provenance("edge", eid, "element", None, edge.provenance)
+            return
+        eid = edge.id
+        self.add("edges", eid, edge.source, edge.target, edge.type, canonical_json(edge.attributes))
+        self.element("edge", eid, edge)
+
+    def table(self, name: str) -> pa.Table:
+        table = pa.table(self.cols[name], schema=SCHEMAS[name])
+        return table.sort_by([(c, "ascending") for c in _SORTS[name]])
+
+
+def write_parquet_graph(
+    directory: str | Path,
+    nodes: Iterable[Node | SimpleNode],
+    edges: Iterable[Edge | SimpleEdge],
+    metadata: Mapping[str, str],
+) -> Path:
+    """Write the five Parquet tables into ``directory`` (created if needed)."""
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    columns = _Columns()
+    for node in nodes:
+        columns.node(node)
+    for edge in edges:
+        columns.edge(edge)
+    for key, value in metadata.items():
+        columns.add("metadata", key, value)
+    for name in TABLES:
+        pq.write_table(columns.table(name), out / f"{name}.parquet")
+    return out
+
+
+async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
+    """Write any store's nodes, edges, provenance, conflicts and metadata as Parquet tables."""
+    nodes = [n async for n in store.iter_nodes()]
+    edges = [e async for e in store.iter_edges()]
+    metadata = {k: v for k in await store.metadata_keys() if (v := await store.get_metadata(k)) is not None}
+    return write_parquet_graph(directory, nodes, edges, metadata)
+
+
+# ---------------------------------------------------------------------- Parquet: read
+
+
+def _read_table(directory: Path, name: str) -> dict[str, list[Any]]:
+    path = directory / f"{name}.parquet"
+    if not path.is_file():
+        raise InputError(f"graph folder {directory} has no {name}.parquet")
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot read {path}: {exc}") from exc
+    missing = set(SCHEMAS[name].names) - set(table.column_names)
+    if missing:
+        raise InputError(f"{path} lacks columns {sorted(missing)}")
+    return {c: table.column(c).to_pylist() for c in SCHEMAS[name].names}
+
+
+class _ProvenanceReader:
+    """Turns provenance columns into (shared, deduplicated) Provenance objects."""
+
+    def __init__(self) -> None:
+        self.cache: dict[tuple[Any, ...], Provenance | None] = {_NO_PROVENANCE: None}
+
+    def __call__(self, values: tuple[Any, ...]) -> Provenance | None:
+        p = self.cache.get(values, _MISSING)
+        if p is _MISSING:
+            p = self.cache[values] = Provenance(**dict(zip(_PROV_NAMES, values, strict=True)))
+        return p  # type: ignore[return-value]
+
+
+_MISSING: Any = object()
+#: (kind, element id) -> scope -> key -> provenance list
+_Groups = dict[tuple[str, str], dict[str, dict[str | None, list[Provenance]]]]
+
+
+def _group_provenance(cols: dict[str, list[Any]], read: _ProvenanceReader) -> _Groups:
+    groups: _Groups = {}
+    prov_cols = [cols[n] for n in _PROV_NAMES]
+    rows = zip(cols["element_kind"], cols["element_id"], cols["scope"], cols["key"], *prov_cols, strict=True)
+    for kind, element_id, scope, key, *values in rows:  # already sorted by position
+        scopes = groups.setdefault((kind, element_id), {})
+        entry = scopes.setdefault(scope, {}).setdefault(key, [])
+        p = read(tuple(values))
+        if p is not None:
+            entry.append(p)
+    return groups
+
+
+def _group_conflicts(
+    cols: dict[str, list[Any]], read: _ProvenanceReader
+) -> dict[tuple[str, str], dict[str, AttributeConflict]]:
+    values: dict[tuple[str, str, str], dict[int, tuple[str, list[Provenance]]]] = {}
+    prov_cols = [cols[n] for n in _PROV_NAMES]
+    ids = (cols["element_kind"], cols["element_id"], cols["key"], cols["value_index"], cols["value"])
+    for kind, element_id, key, index, value, *prov in zip(*ids, *prov_cols, strict=True):
+        entry = values.setdefault((kind, element_id, key), {}).setdefault(index, (value, []))
+        p = read(tuple(prov))
+        if p is not None:
+            entry[1].append(p)
+    conflicts: dict[tuple[str, str], dict[str, AttributeConflict]] = {}
+    for (kind, element_id, key), by_index in values.items():
+        cvs = tuple(
+            ConflictValue(value=json.loads(v), provenance=tuple(p)) for _, (v, p) in sorted(by_index.items())
+        )
+        conflicts.setdefault((kind, element_id), {})[key] = AttributeConflict(key=key, values=cvs)
+    return conflicts
+
+
+def _element_fields(
+    scopes: Mapping[str, Mapping[str | None, list[Provenance]]], conflicts: dict[str, AttributeConflict]
+) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "provenance": tuple(scopes.get("element", {}).get(None, ())),
+        "attribute_provenance": {k: tuple(v) for k, v in scopes.get("attribute", {}).items()},
+        "conflicts": conflicts,
+    }
+    return fields
+
+
+def read_parquet_graph(
+    directory: str | Path,
+) -> tuple[list[Node | SimpleNode], list[Edge | SimpleEdge], dict[str, str]]:
+    """(nodes, edges, metadata) from the Parquet tables in ``directory``.
+
+    Elements with nothing but element provenance (and, for nodes, name == id) come back as
+    :class:`SimpleNode` / :class:`SimpleEdge`; call ``to_model()`` for the pydantic model.
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise InputError(f"graph folder not found: {folder}")
+    tables = {name: _read_table(folder, name) for name in TABLES}
+    read = _ProvenanceReader()
+    groups = _group_provenance(tables["provenance"], read)
+    conflicts = _group_conflicts(tables["conflicts"], read)
+    interned: dict[tuple[Provenance, ...], tuple[Provenance, ...]] = {}
+    nodes: list[Node | SimpleNode] = []
+    n = tables["nodes"]
+    for node_id, kind, name, summary, aliases, attributes in zip(
+        n["id"], n["type"], n["name"], n["summary"], n["aliases"], n["attributes"], strict=True
+    ):
+        scopes = groups.get(("node", node_id), {})
+        element = tuple(scopes.get("element", {}).get(None, ()))
+        if (
+            name == node_id
+            and summary is None
+            and not aliases
+            and attributes == "{}"
+            and set(scopes) <= {"element"}
+            and ("node", node_id) not in conflicts
+        ):
+            nodes.append(SimpleNode(node_id, kind, interned.setdefault(element, element)))
+            continue
+        fields = _element_fields(scopes, conflicts.get(("node", node_id), {}))
+        fields["name_sources"] = {k: tuple(v) for k, v in scopes.get("name", {}).items()}
+        fields["summary_sources"] = {k: tuple(v) for k, v in scopes.get("summary", {}).items()}
+        nodes.append(
+            Node(
+                id=node_id,
+                type=kind,
+                name=name,
+                summary=summary,
+                aliases=tuple(aliases or ()),
+                attributes=json.loads(attributes),
+                **fields,
+            )
+        )
+    edges: list[Edge | SimpleEdge] = []
+    e = tables["edges"]
+    for eid, source, target, kind, attributes in zip(
+        e["id"], e["source"], e["target"], e["type"], e["attributes"], strict=True
+    ):
+        scopes = groups.get(("edge", eid), {})
+        element = tuple(scopes.get("element", {}).get(None, ()))
+        if attributes == "{}" and set(scopes) <= {"element"} and ("edge", eid) not in conflicts:
+            edges.append(SimpleEdge(source, kind, target, interned.setdefault(element, element)))
+            continue
+        fields = _element_fields(scopes, conflicts.get(("edge", eid), {}))
+        attrs = json.loads(attributes)
+        edges.append(Edge(source=source, target=target, type=kind, attributes=attrs, **fields))
+    metadata = dict(zip(tables["metadata"]["key"], tables["metadata"]["value"], strict=True))
+    return nodes, edges, metadata
+
+
+def to_model(element: Node | Edge | SimpleNode | SimpleEdge) -> Node | Edge:
+    """The pydantic model of an element read by :func:`read_parquet_graph`."""
+    return element.to_model() if isinstance(element, SimpleNode | SimpleEdge) else element
+
+
+async def import_parquet(directory: str | Path, store: GraphStore) -> tuple[int, int]:
+    """Add the Parquet graph in ``directory`` to ``store`` in one transaction; returns (nodes, edges)."""
+    nodes, edges, metadata = read_parquet_graph(directory)
+    async with store.transaction():
+        for node in nodes:
+            await store.upsert_node(to_model(node))  # type: ignore[arg-type]
+        for edge in edges:
+            await store.upsert_edge(to_model(edge))  # type: ignore[arg-type]
+        for key, value in metadata.items():
+            await store.set_metadata(key, value)
+    return len(nodes), len(edges)

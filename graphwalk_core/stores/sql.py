@@ -1,0 +1,446 @@
+"""SQL graph store on SQLAlchemy 2: the durable system of record (SQLite file by default, any URL).
+
+Elements are stored whole as JSON (``data``) next to queryable columns; ``node_names`` indexes
+names and aliases case-insensitively and ``element_sources`` indexes every source an element cites.
+Calls run synchronously inside the async methods (SQLite is local and fast). ``transaction()``
+wraps every write inside in one SQL transaction; nested blocks are savepoints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from itertools import islice
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Index,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    tuple_,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+
+from graphwalk_core.errors import BackendError, InputError
+from graphwalk_core.model import Edge, EdgeId, Node, NodeId
+from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
+from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
+from graphwalk_core.stores.memory import check_direction, name_key
+
+_CHUNK = 500
+schema = MetaData()
+nodes_table = Table(
+    "nodes",
+    schema,
+    Column("id", String, primary_key=True),
+    Column("type", String, nullable=False, index=True),
+    Column("name", String, nullable=False),
+    Column("data", Text, nullable=False),
+)
+node_names_table = Table(
+    "node_names",
+    schema,
+    Column("name_key", String, primary_key=True),
+    Column("node_id", String, primary_key=True),
+    Index("ix_node_names_node_id", "node_id"),
+)
+edges_table = Table(
+    "edges",
+    schema,
+    Column("id", String, primary_key=True),
+    Column("source", String, nullable=False, index=True),
+    Column("target", String, nullable=False, index=True),
+    Column("type", String, nullable=False, index=True),
+    Column("data", Text, nullable=False),
+    Index("ix_edges_order", "source", "type", "target"),
+)
+sources_table = Table(
+    "element_sources",
+    schema,
+    Column("source_id", String, primary_key=True),
+    Column("element_kind", String, primary_key=True),
+    Column("element_id", String, primary_key=True),
+    Index("ix_element_sources_element", "element_kind", "element_id"),
+)
+metadata_table = Table(
+    "metadata",
+    schema,
+    Column("key", String, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+
+def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive lists of at most ``size`` items (itertools.batched is Python 3.12+)."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def _row(element: Node | Edge) -> dict[str, str]:
+    if isinstance(element, Node):
+        data = element.model_dump_json()
+        return {"id": element.id, "type": element.type, "name": element.name, "data": data}
+    data = element.model_dump_json(exclude={"id"})
+    ends = {"source": element.source, "target": element.target}
+    return {"id": element.id, **ends, "type": element.type, "data": data}
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def _sqlite_transactions(engine: Engine) -> None:
+    """Let SQLAlchemy, not pysqlite, emit BEGIN, so transactions and SAVEPOINTs behave."""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN")
+
+
+class SQLGraphStore:
+    """A :class:`~graphwalk_core.stores.base.GraphStore` in a SQL database (see the module docstring)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        shown = redact_url(url)
+        try:
+            self._engine = create_engine(url)
+            if self._engine.dialect.name == "sqlite":
+                _sqlite_transactions(self._engine)
+            schema.create_all(self._engine)
+        except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+            raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or type(exc).__name__)
+            raise BackendError(f"cannot open graph store {shown}: {reason}") from None
+        self._conn: Connection | None = None
+
+    def __repr__(self) -> str:
+        return f"SQLGraphStore({redact_url(self.url)!r})"
+
+    # ------------------------------------------------------------------ connections and transactions
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """The open transaction's connection, else a fresh one committed on exit."""
+        if self._conn is not None:
+            yield self._conn
+        else:
+            with self._engine.begin() as conn:
+                yield conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SQLGraphStore]:
+        """Every write inside commits together or not at all (nested blocks are savepoints)."""
+        if self._conn is not None:
+            with self._conn.begin_nested():
+                yield self
+            return
+        with self._engine.begin() as conn:
+            self._conn = conn
+            try:
+                yield self
+            finally:
+                self._conn = None
+
+    # ------------------------------------------------------------------ row helpers
+
+    def _unindex(self, conn: Connection, kind: str, ids: list[str]) -> None:
+        s = sources_table.c
+        conn.execute(delete(sources_table).where(s.element_kind == kind, s.element_id.in_(ids)))
+        if kind == "node":
+            conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
+
+    def _write(self, conn: Connection, nodes: Iterable[Node], edges: Iterable[Edge]) -> tuple[int, int]:
+        """Insert or replace ``nodes`` then ``edges`` (whose endpoints must exist) in batches."""
+        counts = [0, 0]
+        for kind, elements in (("node", nodes), ("edge", edges)):
+            for batch in batched(elements, _CHUNK):
+                unique: dict[str, Any] = {e.id: e for e in batch}
+                ids = list(unique)
+                if kind == "edge":
+                    self._check_endpoints(conn, unique.values())
+                table = nodes_table if kind == "node" else edges_table
+                conn.execute(delete(table).where(table.c.id.in_(ids)))
+                self._unindex(conn, kind, ids)
+                conn.execute(insert(table), [_row(e) for e in unique.values()])
+                sources = [
+                    {"source_id": source, "element_kind": kind, "element_id": i}
+                    for i, e in unique.items()
+                    for source in sorted(source_ids(e))
+                ]
+                if sources:
+                    conn.execute(insert(sources_table), sources)
+                if kind == "node":
+                    names = [
+                        {"name_key": key, "node_id": i}
+                        for i, n in unique.items()
+                        for key in sorted({name_key(x) for x in (n.name, *n.aliases)})
+                    ]
+                    conn.execute(insert(node_names_table), names)
+                counts[kind == "edge"] += len(unique)
+        return counts[0], counts[1]
+
+    def _check_endpoints(self, conn: Connection, edges: Iterable[Edge]) -> None:
+        ends = {n for e in edges for n in (e.source, e.target)}
+        known = set(conn.scalars(select(nodes_table.c.id).where(nodes_table.c.id.in_(list(ends)))))
+        for e in edges:
+            missing = [n for n in (e.source, e.target) if n not in known]
+            if missing:
+                raise InputError(f"edge {e.source} -{e.type}-> {e.target}: unknown node(s) {missing}")
+
+    def _remove_edges(self, conn: Connection, ids: list[EdgeId]) -> None:
+        for i in range(0, len(ids), _CHUNK):
+            chunk = ids[i : i + _CHUNK]
+            conn.execute(delete(edges_table).where(edges_table.c.id.in_(chunk)))
+            self._unindex(conn, "edge", chunk)
+
+    def _nodes_by_id(self, conn: Connection, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
+        found: dict[NodeId, Node] = {}
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), _CHUNK):
+            chunk = unique[i : i + _CHUNK]
+            rows = conn.execute(select(nodes_table.c.data).where(nodes_table.c.id.in_(chunk)))
+            for (data,) in rows:
+                node = Node.model_validate_json(data)
+                found[node.id] = node
+        return found
+
+    def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
+        order = (edges_table.c.source, edges_table.c.type, edges_table.c.target)
+        rows = conn.execute(select(edges_table.c.data).where(*conditions).order_by(*order))
+        return [Edge.model_validate_json(data) for (data,) in rows]
+
+    def _incident(
+        self, conn: Connection, node_id: NodeId, direction: Direction, edge_types: Collection[str] | None
+    ) -> list[tuple[Edge, str]]:
+        """(edge, "out" | "in") incident to ``node_id``: outgoing first, each sorted."""
+        check_direction(direction)
+        typed = [] if edge_types is None else [edges_table.c.type.in_(list(edge_types))]
+        found: list[tuple[Edge, str]] = []
+        if direction != "in":
+            found += [(e, "out") for e in self._edges_where(conn, edges_table.c.source == node_id, *typed)]
+        if direction != "out":
+            found += [(e, "in") for e in self._edges_where(conn, edges_table.c.target == node_id, *typed)]
+        return found
+
+    # ------------------------------------------------------------------ GraphStore: writes
+
+    async def upsert_node(self, node: Node) -> None:
+        """Insert or replace the node with this id."""
+        with self._connection() as conn:
+            self._write(conn, [node], [])
+
+    async def upsert_edge(self, edge: Edge) -> None:
+        """Insert or replace the edge with this id; both endpoints must exist."""
+        with self._connection() as conn:
+            self._write(conn, [], [edge])
+
+    async def upsert_many(self, nodes: Iterable[Node] = (), edges: Iterable[Edge] = ()) -> tuple[int, int]:
+        """Insert or replace many nodes, then edges, in one transaction; returns how many of each."""
+        with self._connection() as conn:
+            return self._write(conn, nodes, edges)
+
+    async def delete_node(self, node_id: NodeId) -> None:
+        """Delete the node and its incident edges."""
+        with self._connection() as conn:
+            incident = (edges_table.c.source == node_id) | (edges_table.c.target == node_id)
+            self._remove_edges(conn, list(conn.scalars(select(edges_table.c.id).where(incident))))
+            conn.execute(delete(nodes_table).where(nodes_table.c.id == node_id))
+            self._unindex(conn, "node", [node_id])
+
+    async def delete_edge(self, edge_id: EdgeId) -> None:
+        with self._connection() as conn:
+            self._remove_edges(conn, [edge_id])
+
+    async def merge_nodes(self, keep: NodeId, absorb: NodeId) -> Node:
+        """Fold ``absorb`` into ``keep``: rewire its edges, merge data, delete it."""
+        if keep == absorb:
+            raise InputError(f"cannot merge node {keep!r} into itself")
+        async with self.transaction():
+            assert self._conn is not None
+            conn = self._conn
+            found = self._nodes_by_id(conn, [keep, absorb])
+            for node_id in (keep, absorb):
+                if node_id not in found:
+                    raise InputError(f"cannot merge: unknown node {node_id!r}")
+            incident = self._incident(conn, absorb, "both", None)
+            for edge, side in incident:
+                if side == "in" and edge.source == absorb:
+                    continue  # a self-loop, already moved as an outgoing edge
+                self._remove_edges(conn, [edge.id])
+                moved = rewired(edge, absorb, keep)
+                existing = self._edges_where(conn, edges_table.c.id == moved.id)
+                self._write(conn, [], [merge_edge_data(existing[0], moved) if existing else moved])
+            merged = merge_node_data(found[keep], found[absorb])
+            conn.execute(delete(nodes_table).where(nodes_table.c.id == absorb))
+            self._unindex(conn, "node", [absorb])
+            self._write(conn, [merged], [])
+        return merged
+
+    async def set_metadata(self, key: str, value: str | None) -> None:
+        """Set a metadata string; ``None`` deletes the key."""
+        with self._connection() as conn:
+            conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
+            if value is not None:
+                conn.execute(insert(metadata_table).values(key=key, value=value))
+
+    async def clear(self) -> None:
+        with self._connection() as conn:
+            for table in reversed(schema.sorted_tables):
+                conn.execute(delete(table))
+
+    async def close(self) -> None:
+        self._engine.dispose()
+
+    # ------------------------------------------------------------------ GraphStore: reads
+
+    async def get_node(self, node_id: NodeId) -> Node | None:
+        with self._connection() as conn:
+            return self._nodes_by_id(conn, [node_id]).get(node_id)
+
+    async def get_nodes(self, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
+        """The nodes that exist among ``ids``."""
+        with self._connection() as conn:
+            found = self._nodes_by_id(conn, ids)
+        return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+
+    async def get_edge(self, edge_id: EdgeId) -> Edge | None:
+        with self._connection() as conn:
+            found = self._edges_where(conn, edges_table.c.id == edge_id)
+        return found[0] if found else None
+
+    async def adjacent(
+        self, node_id: NodeId, *, direction: Direction = "both", edge_types: Collection[str] | None = None
+    ) -> list[Adjacent]:
+        """(relation, neighbor, direction): outgoing then incoming, each by (source, type, target)."""
+        check_direction(direction)
+        c = edges_table.c
+        typed = [] if edge_types is None else [c.type.in_(list(edge_types))]
+        order = (c.source, c.type, c.target)
+        found: list[Adjacent] = []
+        with self._connection() as conn:
+            if direction != "in":
+                query = select(c.type, c.target).where(c.source == node_id, *typed)
+                rows = conn.execute(query.order_by(*order))
+                found += [Adjacent(r, n, "out") for r, n in rows]
+            if direction != "out":
+                query = select(c.type, c.source).where(c.target == node_id, *typed)
+                rows = conn.execute(query.order_by(*order))
+                found += [Adjacent(r, n, "in") for r, n in rows]
+        return found
+
+    async def neighbors(
+        self, node_id: NodeId, *, direction: Direction = "both", edge_types: Collection[str] | None = None
+    ) -> list[Neighbor]:
+        """Like :meth:`adjacent` with the full edge and neighbor node."""
+        with self._connection() as conn:
+            incident = self._incident(conn, node_id, direction, edge_types)
+            others = [e.target if side == "out" else e.source for e, side in incident]
+            nodes = self._nodes_by_id(conn, others)
+        return [Neighbor(e, nodes[o], side) for (e, side), o in zip(incident, others, strict=True)]  # type: ignore[arg-type]
+
+    async def degree(self, node_id: NodeId, *, direction: Direction = "both") -> int:
+        check_direction(direction)
+        total = 0
+        with self._connection() as conn:
+            if direction != "in":
+                total += conn.scalar(select(func.count()).where(edges_table.c.source == node_id)) or 0
+            if direction != "out":
+                total += conn.scalar(select(func.count()).where(edges_table.c.target == node_id)) or 0
+        return total
+
+    async def find_nodes(
+        self, *, name: str | None = None, type: str | None = None, limit: int | None = None
+    ) -> list[Node]:
+        """Nodes whose name or an alias equals ``name`` (case-insensitive), filtered by type, by id."""
+        query = select(nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
+        if name is not None:
+            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == name_key(name))
+            query = query.where(nodes_table.c.id.in_(named))
+        if type is not None:
+            query = query.where(nodes_table.c.type == type)
+        with self._connection() as conn:
+            return [Node.model_validate_json(data) for (data,) in conn.execute(query)]
+
+    async def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
+        """Every node, ordered by id, read in batches."""
+        last: str | None = None
+        while True:
+            query = select(nodes_table.c.id, nodes_table.c.data).order_by(nodes_table.c.id).limit(batch_size)
+            if last is not None:
+                query = query.where(nodes_table.c.id > last)
+            with self._connection() as conn:
+                rows = conn.execute(query).all()
+            for node_id, data in rows:
+                last = node_id
+                yield Node.model_validate_json(data)
+            if len(rows) < batch_size:
+                return
+
+    async def iter_edges(self, *, batch_size: int = 1000) -> AsyncIterator[Edge]:
+        """Every edge, ordered by (source, type, target), read in batches."""
+        c = edges_table.c
+        last: tuple[str, str, str] | None = None
+        while True:
+            query = select(c.source, c.type, c.target, c.data).order_by(c.source, c.type, c.target)
+            if last is not None:
+                query = query.where(tuple_(c.source, c.type, c.target) > tuple_(*last))
+            with self._connection() as conn:
+                rows = conn.execute(query.limit(batch_size)).all()
+            for source, kind, target, data in rows:
+                last = (source, kind, target)
+                yield Edge.model_validate_json(data)
+            if len(rows) < batch_size:
+                return
+
+    async def elements_from_source(self, source_id: str) -> tuple[list[Node], list[Edge]]:
+        """Nodes (by id) and edges (by source, type, target) citing ``source_id`` anywhere."""
+        s = sources_table.c
+        cited = select(s.element_id).where(s.source_id == source_id)
+        with self._connection() as conn:
+            node_rows = conn.execute(
+                select(nodes_table.c.data)
+                .where(nodes_table.c.id.in_(cited.where(s.element_kind == "node")))
+                .order_by(nodes_table.c.id)
+            )
+            nodes = [Node.model_validate_json(d) for (d,) in node_rows]
+            edges = self._edges_where(conn, edges_table.c.id.in_(cited.where(s.element_kind == "edge")))
+        return nodes, edges
+
+    async def counts(self) -> tuple[int, int]:
+        with self._connection() as conn:
+            n = conn.scalar(select(func.count()).select_from(nodes_table)) or 0
+            e = conn.scalar(select(func.count()).select_from(edges_table)) or 0
+        return n, e
+
+    async def get_metadata(self, key: str) -> str | None:
+        with self._connection() as conn:
+            return conn.scalar(select(metadata_table.c.value).where(metadata_table.c.key == key))
+
+    async def metadata_keys(self, prefix: str = "") -> list[str]:
+        with self._connection() as conn:
+            keys = conn.scalars(select(metadata_table.c.key).where(metadata_table.c.key >= prefix))
+            return sorted(k for k in keys if k.startswith(prefix))

@@ -1,0 +1,547 @@
+"""The traversal engine: greedy, beam and sampled walks on one code path, with engine-owned safety.
+
+Each depth: every open walk gets one local choice question (its options: edges in entity mode,
+relations in relation mode, plus STOP); the questions go out in as few calls as the token budget
+allows; then greedy/beam keep the k best candidates (finished walks compete for the slots) and
+sampled walks each draw their own move. The engine, not the decider, enforces the visited set, the
+depth cap and the expansion/node budgets, so a decider that never stops still terminates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from itertools import islice
+from typing import Any, Literal
+
+from graphwalk_core.decisions.base import (
+    ChoiceQuestion,
+    DecisionBackend,
+    DecisionError,
+    DecisionRequest,
+    DecisionResponse,
+    choice_confidence,
+    normalize_distribution,
+    top_label,
+)
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import NodeId
+from graphwalk_core.stores.base import Adjacent, GraphStore
+from graphwalk_core.traversal import prompts
+from graphwalk_core.traversal.answers import WalkResult, build_answers
+from graphwalk_core.traversal.batching import split_batches
+from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.prefilter import Prefilter
+from graphwalk_core.traversal.sampling import draw, used_distribution, walk_rng
+from graphwalk_core.traversal.scoring import Beam, HopRef, normalized_score, step_logp
+from graphwalk_core.traversal.trace import Call, Step, Trace
+
+Dir = Literal["out", "in"]
+
+
+class _Abort(Exception):
+    """A budget guardrail tripped; the walk ends with status ``aborted``."""
+
+
+@dataclass(slots=True)
+class _Move:
+    relation: str
+    direction: Dir
+    target: NodeId | None = None  # entity mode
+    reached: dict[NodeId, NodeId] | None = None  # relation mode: target -> source
+
+
+@dataclass(slots=True)
+class _Pruned:
+    texts: list[str] = field(default_factory=list)
+    reason: str | None = None
+    similarity: list[float] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Prepared:
+    """One open walk's options at this depth."""
+
+    beam: Beam
+    kind: Literal["ask", "forced_move", "dead_end"]
+    moves: dict[str, _Move] = field(default_factory=dict)
+    step: Step | None = None
+    question: ChoiceQuestion | None = None
+
+
+class Traverser:
+    """Walks a graph from start nodes to answers, asking ``decider`` at every real choice."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        decider: DecisionBackend,
+        embedder: Embedder | None = None,
+        config: TraversalConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.decider = decider
+        self.embedder = embedder
+        self.config = config or TraversalConfig()
+        self.config.check_backend(decider.max_options)
+        self.prefilter = Prefilter(embedder) if embedder is not None else None
+        self._node_types: list[str] | None = None
+
+    async def node_types(self) -> list[str]:
+        """The graph's distinct node types (scanned once, for the answer-type question)."""
+        if self._node_types is None:
+            types: set[str] = set()
+            async for node in self.store.iter_nodes():
+                types.add(node.type)
+            self._node_types = sorted(types)
+        return self._node_types
+
+    async def walk(self, question: str, start: list[NodeId]) -> WalkResult:
+        """Answer ``question`` from ``start``. Budget aborts and backend failures come back as results."""
+        if not question or not question.strip():
+            raise InputError("the question is empty")
+        if not start:
+            raise InputError("no start node given")
+        found = await self.store.get_nodes(start)
+        missing = [s for s in start if s not in found]
+        if missing:
+            raise InputError(f"start node(s) not in the graph: {missing}")
+        return await _Walk(self, question.strip(), list(dict.fromkeys(start))).run()
+
+
+class _Walk:
+    """The state of one ``Traverser.walk`` call."""
+
+    def __init__(self, traverser: Traverser, query: str, start: list[NodeId]) -> None:
+        self.t = traverser
+        self.cfg = traverser.config
+        self.store = traverser.store
+        self.query = query
+        self.start = start
+        self.start_set = frozenset(start)
+        self.relation_mode = self.cfg.hop_mode == "relation"
+        self.sampling = self.cfg.strategy == "sample"
+        self.max_shown = traverser.decider.max_options - 1
+        self.trace = Trace(
+            query=query,
+            start=start,
+            config=self.cfg.model_dump(mode="json"),
+            model_ids=[traverser.decider.model_id],
+        )
+        self.next_id = 0
+        self.expansions = 0
+        self.reached: set[NodeId] = set(start)
+        self.answer_hint: str | None = None
+        self.ask_answer_type = self.cfg.answer_type == "hint"
+        self.rngs = (
+            [walk_rng(self.cfg.seed, query, i) for i in range(self.cfg.width)] if self.sampling else []
+        )
+        self._pool: list[Beam] = []
+        self._names: dict[NodeId, str] = {}
+        self._types: dict[NodeId, str] = {}
+        self._call_of: dict[str, str] = {}
+        self._confidence: dict[str, float] = {}
+
+    def _new_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+    async def run(self) -> WalkResult:
+        t0 = time.perf_counter()
+        n_walks = self.cfg.width if self.sampling else 1
+        # relation mode walks from the whole start set; entity mode from each start node
+        seeds = [list(self.start)] if self.relation_mode else [[s] for s in self.start]
+        pool = [
+            Beam(id=self._new_id(), parent=None, walk=i, start=tuple(self.start),
+                 frontier=list(seed), visited=set(seed))
+            for i in range(n_walks)
+            for seed in seeds
+        ]  # fmt: skip
+        status: Literal["ok", "aborted", "error"] = "ok"
+        reason: str | None = None
+        error: str | None = None
+        try:
+            pool = await self._search(pool)
+        except _Abort as exc:
+            status, reason = "aborted", str(exc)
+            pool = self._pool
+        except Exception as exc:  # any backend failure: report it, never raise
+            status, error = "error", f"{type(exc).__name__}: {exc}"
+            pool = self._pool
+        if status != "ok":
+            for beam in pool:
+                if not beam.finished:
+                    beam.terminated_by = status if status == "error" else "aborted"
+        answers = await build_answers(
+            self.store,
+            pool,
+            alpha=self.cfg.length_alpha,
+            floor=self.cfg.prob_floor,
+            by_votes=self.sampling,
+            relation_mode=self.relation_mode,
+            max_witnesses=self.cfg.max_witnesses,
+        )
+        totals = self.trace.totals
+        totals.expansions, totals.nodes_reached = self.expansions, len(self.reached)
+        totals.wall_s = time.perf_counter() - t0
+        return WalkResult(
+            status=status,
+            question=self.query,
+            start=self.start,
+            answers=answers,
+            terminated_by=answers[0].terminated_by if answers else None,
+            abort_reason=reason,
+            error=error,
+            decider=self.t.decider.model_id,
+            trace=self.trace,
+        )
+
+    async def _search(self, pool: list[Beam]) -> list[Beam]:
+        self._pool = pool
+        budget = self.cfg.budget
+        depth = 0
+        while True:
+            open_beams = [b for b in self._pool if not b.finished]
+            if not open_beams:
+                return self._pool
+            if depth >= budget.max_depth:
+                for b in open_beams:
+                    b.terminated_by = "max_depth"
+                return self._pool
+            prepared = [await self._prepare(b, depth) for b in open_beams]
+            dists, over_tokens = await self._decide(prepared, depth)
+            self._pool = await self._advance(prepared, dists)
+            if over_tokens:
+                raise _Abort(
+                    f"max_input_tokens: {self.trace.totals.input_tokens} > {budget.max_input_tokens}"
+                )
+            if len(self.reached) > budget.max_nodes:
+                raise _Abort(f"max_nodes: reached {len(self.reached)} > {budget.max_nodes} nodes")
+            depth += 1
+
+    # -- options -------------------------------------------------------------------------------
+
+    async def _adjacent(self, node: NodeId) -> list[Any]:
+        if self.expansions >= self.cfg.budget.max_expansions:
+            raise _Abort(f"max_expansions: {self.cfg.budget.max_expansions} adjacency reads used")
+        self.expansions += 1
+        return await self.store.adjacent(node, direction=self.cfg.direction)
+
+    async def _prepare(self, beam: Beam, depth: int) -> _Prepared:
+        if self.relation_mode:
+            keyed, pruned, names = await self._relation_moves(beam)
+        else:
+            keyed, pruned, names = await self._entity_moves(beam)
+        step = Step(
+            depth=depth,
+            beam_id=beam.id,
+            parent_beam_id=beam.parent,
+            current=beam.frontier[:10],
+            current_names=names,
+            frontier_size=len(beam.frontier),
+            pruned=pruned.texts,
+            pruned_reason=pruned.reason,
+            pruned_similarity=pruned.similarity,
+        )
+        allow_stop = depth > 0 or self.cfg.allow_stop_at_start
+        if not keyed:
+            return _Prepared(beam, "dead_end", step=step)
+        moves = {f"o{i + 1}": move for i, (move, _) in enumerate(keyed)}
+        if len(moves) == 1 and not allow_stop:
+            step.options = {"o1": keyed[0][1]}
+            return _Prepared(beam, "forced_move", moves, step)
+        options: dict[str, Any] = {label: desc for label, (_, desc) in zip(moves, keyed, strict=True)}
+        if allow_stop:
+            options[prompts.STOP] = prompts.stop_description(self.cfg.stop_style, names)
+        step.options = options
+        path = [self._hop_text(h) for h in beam.hops]
+        current_type = None
+        if self.cfg.show_types and not self.relation_mode:
+            current_type = self._types.get(beam.frontier[0])
+        question = ChoiceQuestion(
+            key=f"b{beam.id}",
+            instructions=prompts.instructions(
+                self.cfg.hop_mode,
+                path,
+                names,
+                len(beam.frontier),
+                current_type=current_type,
+                answer_hint=self.answer_hint,
+            ),
+            options=options,
+        )
+        return _Prepared(beam, "ask", moves, step, question)
+
+    def _hop_text(self, hop: HopRef) -> str:
+        if hop.source is None:
+            return f"{hop.relation} ({hop.direction})"
+        src, dst = (hop.source, hop.target) if hop.direction == "out" else (hop.target, hop.source)
+        return prompts.edge_text(self._names.get(src, src), hop.relation, self._names.get(dst, dst))  # type: ignore[arg-type]
+
+    async def _remember(self, ids: list[NodeId]) -> dict[NodeId, Any]:
+        """Fetch nodes and remember their names/types for paths and instructions."""
+        nodes = await self.store.get_nodes(ids)
+        for nid, node in nodes.items():
+            self._names[nid] = node.name
+            self._types[nid] = node.type
+        return nodes
+
+    def _cap(self, n: int) -> int:
+        return n if n <= self.max_shown else self.max_shown
+
+    async def _entity_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
+        current = beam.frontier[0]
+        adjacent: list[Adjacent] = list(dict.fromkeys(await self._adjacent(current)))  # dedup, keep order
+        if self.cfg.exclude_visited:
+            visited = beam.visited
+            adjacent = [a for a in adjacent if a[1] not in visited]
+        pruned = _Pruned()
+        if len(adjacent) > min(self.cfg.prefilter_threshold, self.max_shown):
+            adjacent, pruned = await self._prune(adjacent)
+        nodes = await self._remember([current, *dict.fromkeys(a[1] for a in adjacent)])
+        cur_name = nodes[current].name if current in nodes else current
+        show_types, glosses = self.cfg.show_types, self.cfg.relation_glosses
+        keyed = [
+            (_Move(rel, d, target=nb),
+             prompts.entity_option(rel, d, cur_name, nodes[nb], show_types=show_types, glosses=glosses))
+            for rel, nb, d in adjacent
+            if nb in nodes
+        ]  # fmt: skip
+        return keyed, pruned, [cur_name]
+
+    async def _prune(self, adjacent: list[Adjacent]) -> tuple[list[Adjacent], _Pruned]:
+        """Entity-mode hub: keep the top-N by query similarity, or truncate without an embedder."""
+        if self.t.prefilter is not None and len(adjacent) > self.cfg.prefilter_threshold:
+            nodes = await self.store.get_nodes(list(dict.fromkeys(a[1] for a in adjacent)))
+            texts = [f"{rel} {nodes[nb].name if nb in nodes else nb}" for rel, nb, _ in adjacent]
+            kept, dropped = self.t.prefilter.top_n(self.query, texts, self._cap(self.cfg.prefilter_top_n))
+            pruned = _Pruned([texts[i] for i, _ in dropped], "prefilter", [sim for _, sim in dropped])
+            return [adjacent[i] for i in kept], pruned
+        n = self.max_shown
+        return adjacent[:n], _Pruned([f"{rel} {nb}" for rel, nb, _ in adjacent[n:]], "truncated")
+
+    async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
+        groups: dict[tuple[str, str], dict[NodeId, NodeId]] = {}
+        excluded = self.start_set if self.cfg.exclude_visited else frozenset()
+        for node in beam.frontier:
+            for rel, nb, d in await self._adjacent(node):
+                if nb in excluded:
+                    continue
+                group = groups.get((rel, d))
+                if group is None:
+                    group = groups[(rel, d)] = {}
+                group.setdefault(nb, node)
+        raw = [_Move(rel, d, reached=reached) for (rel, d), reached in groups.items()]  # type: ignore[arg-type]
+        pruned = _Pruned()
+        if len(raw) > self.max_shown:
+            pruned = _Pruned([f"{m.relation} ({m.direction})" for m in raw[self.max_shown :]], "truncated")
+            raw = raw[: self.max_shown]
+        k = self.cfg.leads_to_names
+        shown_ids = beam.frontier[:3]
+        previews = [list(islice(m.reached or (), k)) for m in raw]
+        wanted = dict.fromkeys([*shown_ids, *(n for ids in previews for n in ids)])
+        nodes = await self._remember(list(wanted))
+
+        def name(n: NodeId) -> str:
+            return nodes[n].name if n in nodes else n
+
+        glosses = self.cfg.relation_glosses
+        keyed = [
+            (m, prompts.relation_option(m.relation, m.direction, [name(n) for n in ids],
+                                        len(m.reached or ()), glosses=glosses))
+            for m, ids in zip(raw, previews, strict=True)
+        ]  # fmt: skip
+        return keyed, pruned, [name(n) for n in shown_ids]
+
+    # -- decisions -----------------------------------------------------------------------------
+
+    async def _decide(
+        self, prepared: list[_Prepared], depth: int
+    ) -> tuple[dict[str, dict[str, float]], bool]:
+        """Ask every open walk's question; returns (key -> normalized distribution, over the token cap)."""
+        questions = [p.question for p in prepared if p.question is not None]
+        if not questions:
+            return {}, False
+        budget = self.cfg.budget
+        extra: list[ChoiceQuestion] = []
+        if self.ask_answer_type:
+            self.ask_answer_type = False
+            types = await self.t.node_types()
+            if len(types) >= 2:
+                extra = [prompts.answer_type_question(types)]
+        state = prompts.build_state(self.query)
+        batches = split_batches(state, questions, per_beam=self.cfg.beam_batching == "per_beam")
+        if extra:
+            batches[0] = [*batches[0], *extra]
+        calls_used = self.trace.totals.decision_calls
+        if calls_used + len(batches) > budget.max_decision_calls:
+            raise _Abort(
+                f"max_decision_calls: depth {depth} needs {len(batches)} call(s), "
+                f"{calls_used} of {budget.max_decision_calls} used"
+            )
+        call_ids = [f"c{calls_used + i}" for i in range(len(batches))]
+        results = await asyncio.gather(
+            *(self.t.decider.decide(DecisionRequest(state=state, questions=b)) for b in batches),
+            return_exceptions=True,
+        )
+        dists: dict[str, dict[str, float]] = {}
+        failure: BaseException | None = None
+        for call_id, batch, response in zip(call_ids, batches, results, strict=True):
+            if isinstance(response, BaseException):
+                failure = failure or response
+                continue
+            self._record_call(call_id, batch, response)
+            for q in batch:
+                result = response.results.get(q.key)
+                if result is None:
+                    raise DecisionError(f"call {call_id}: no answer for question {q.key!r}")
+                dist = normalize_distribution(list(q.options), result.probabilities, key=q.key)
+                if q.key == prompts.ANSWER_TYPE_KEY:
+                    self.answer_hint = q.options[top_label(dist)]  # type: ignore[assignment]
+                    self.trace.answer_type = self.answer_hint
+                    continue
+                dists[q.key] = dist
+                conf = result.confidence
+                self._confidence[q.key] = conf if conf is not None else choice_confidence(dist)
+                self._call_of[q.key] = call_id
+        if failure is not None:
+            raise failure
+        over = (
+            budget.max_input_tokens is not None and self.trace.totals.input_tokens > budget.max_input_tokens
+        )
+        return dists, over
+
+    def _record_call(self, call_id: str, batch: list[ChoiceQuestion], response: DecisionResponse) -> None:
+        if response.model and response.model not in self.trace.model_ids:
+            self.trace.model_ids.append(response.model)
+        self.trace.add_call(
+            Call(
+                call_id=call_id,
+                n_questions=len(batch),
+                latency_s=response.latency_s,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                cost_usd=response.usage.cost_usd,
+                request_id=response.request_id,
+                model=response.model,
+            )
+        )
+
+    # -- selection -----------------------------------------------------------------------------
+
+    async def _advance(self, prepared: list[_Prepared], dists: dict[str, dict[str, float]]) -> list[Beam]:
+        """Apply forced steps and decisions; keep the next pool of walks."""
+        alpha, floor = self.cfg.length_alpha, self.cfg.prob_floor
+        finished = [b for b in self._pool if b.finished]
+        # (score, order, prepared, label, p) candidates; materialized only if selected
+        candidates: list[tuple[float, int, _Prepared, str, float]] = []
+        carried: list[Beam] = []
+        order = 0
+        for p in prepared:
+            step = p.step
+            assert step is not None
+            beam = p.beam
+            if p.kind == "dead_end":
+                step.forced, step.chosen, step.note = True, prompts.STOP, "dead end: forced STOP (p=1)"
+                beam.record_decision(1.0, floor, None, forced=True)
+                beam.finish("dead_end")
+                self._score_step(step, beam, 0.0)
+                self.trace.totals.forced_steps += 1
+                self.trace.steps.append(step)
+                carried.append(beam)
+                continue
+            if p.kind == "forced_move":
+                step.forced, step.chosen, step.note = True, "o1", "forced move (one legal option, no call)"
+                child = await self._apply(beam, p.moves["o1"], step)
+                self._score_step(step, child, None)
+                step.kept = {"o1": child.id}
+                self.trace.totals.forced_steps += 1
+                self.trace.steps.append(step)
+                carried.append(child)
+                continue
+            assert p.question is not None
+            raw = dists[p.question.key]
+            step.distribution, step.call_id = raw, self._call_of.get(p.question.key)
+            step.confidence = self._confidence.get(p.question.key)
+            self.trace.steps.append(step)
+            if self.sampling:
+                used = used_distribution(raw, self.cfg.temperature, self.cfg.top_p)
+                step.distribution_used = used
+                label = draw(used, self.rngs[beam.walk])
+                carried.append(await self._take(p, label, raw[label]))
+                continue
+            step.distribution_used = raw
+            for label, prob in raw.items():
+                score = normalized_score(
+                    beam.sum_logp + step_logp(prob, floor), beam.n_decisions + 1, alpha, floor, 1
+                )
+                candidates.append((score, order, p, label, prob))
+                order += 1
+        if self.sampling:
+            return finished + carried
+        # finished walks and forced continuations compete with the new candidates for the k slots
+        pool_entries: list[tuple[float, int, Beam | None, _Prepared | None, str, float]] = [
+            (b.score(alpha, floor), -1, b, None, "", 0.0) for b in (*finished, *carried)
+        ]
+        pool_entries += [(s, o, None, p, label, prob) for s, o, p, label, prob in candidates]
+        pool_entries.sort(key=lambda e: -e[0])
+        kept = pool_entries[: self.cfg.width]
+        out: list[Beam] = []
+        for _, _, beam, p, label, prob in kept:
+            out.append(beam if beam is not None else await self._take(p, label, prob))  # type: ignore[arg-type]
+        return out
+
+    async def _take(self, p: _Prepared, label: str, prob: float) -> Beam:
+        """Materialize one chosen option of a question as a walk (a STOP finishes a copy)."""
+        step = p.step
+        assert step is not None and p.question is not None
+        child = p.beam.child(self._new_id()) if label == prompts.STOP else None
+        if child is not None:
+            lp = child.record_decision(prob, self.cfg.prob_floor, step.confidence)
+            child.finish("stop")
+        else:
+            child = await self._apply(p.beam, p.moves[label], step)
+            lp = child.record_decision(prob, self.cfg.prob_floor, step.confidence)
+        step.kept[label] = child.id
+        if step.chosen is None:
+            step.chosen = label
+            self._score_step(step, child, lp)
+        return child
+
+    def _score_step(self, step: Step, beam: Beam, lp: float | None) -> None:
+        step.step_logp = lp
+        step.cum_logp = beam.sum_logp
+        step.norm_score = beam.score(self.cfg.length_alpha, self.cfg.prob_floor)
+
+    async def _apply(self, beam: Beam, move: _Move, step: Step) -> Beam:
+        """A child walk that took ``move`` from ``beam``'s frontier."""
+        child = beam.child(self._new_id())
+        if move.target is not None:  # entity mode
+            child.hops.append(HopRef(move.relation, move.direction, beam.frontier[0], move.target))
+            child.frontier = [move.target]
+            child.visited.add(move.target)
+            self.reached.add(move.target)
+            return child
+        assert move.reached is not None
+        targets = list(move.reached)
+        if len(targets) > self.cfg.max_frontier:
+            targets = await self._cap_frontier(targets, step)
+        child.hops.append(HopRef(move.relation, move.direction))
+        child.layers.append(move.reached)
+        child.frontier = targets
+        self.reached.update(targets)
+        return child
+
+    async def _cap_frontier(self, targets: list[NodeId], step: Step) -> list[NodeId]:
+        """Keep ``max_frontier`` nodes: the most query-similar, or the first ones without an embedder."""
+        n = self.cfg.max_frontier
+        if self.t.prefilter is None:
+            step.note = f"frontier truncated from {len(targets)} to {n}"
+            return targets[:n]
+        nodes = await self.store.get_nodes(targets)
+        texts = [nodes[t].name if t in nodes else t for t in targets]
+        kept, _ = self.t.prefilter.top_n(self.query, texts, n)
+        step.note = f"frontier capped from {len(targets)} to {n} by query similarity"
+        return [targets[i] for i in kept]

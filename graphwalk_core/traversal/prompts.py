@@ -1,0 +1,123 @@
+"""What the decider sees: a shared state (the query only) and one literal, local question per walk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from graphwalk_core.decisions.base import ChoiceQuestion
+from graphwalk_core.model import Node
+
+STOP = "STOP"
+ANSWER_TYPE_KEY = "answer_type"
+
+_ENTITY_TASK = (
+    "You are walking a knowledge graph one hop at a time to answer the query in the state. "
+    "Judge only this step: pick the edge from the current node that moves toward the answer, "
+    "or STOP if the current node is itself an answer to the query."
+)
+_RELATION_TASK = (
+    "You are walking a knowledge graph one relation at a time to answer the query in the state. "
+    "Judge only this step: pick the relation to follow from the current node set, "
+    "or STOP if the current node set is itself the answer to the query."
+)
+_ANSWER_TYPE_TASK = "Which type of entity is the answer to the query in the state?"
+
+
+def build_state(query: str) -> dict[str, str]:
+    """The shared state: the query only (Jev is weaker with large, irrelevant state)."""
+    return {"query": query}
+
+
+def stop_description(style: Literal["plain", "literal"], current: Sequence[str]) -> str:
+    """The STOP option's description."""
+    if style == "plain":
+        return "stop here: the current node answers the query"
+    shown = ", ".join(current[:3]) + (f" and {len(current) - 3} more" if len(current) > 3 else "")
+    return f"STOP: {shown} is itself the answer to the query; take no further hop"
+
+
+def edge_text(source: str, relation: str, target: str) -> str:
+    """An edge in its stored direction: ``Memento --directed_by--> Christopher Nolan``."""
+    return f"{source} --{relation}--> {target}"
+
+
+def entity_option(
+    relation: str,
+    direction: Literal["out", "in"],
+    current_name: str,
+    node: Node,
+    *,
+    show_types: bool,
+    glosses: dict[str, str],
+) -> dict[str, Any]:
+    """Description of moving along one edge to one neighbor (the edge shown as stored)."""
+    source, target = (current_name, node.name) if direction == "out" else (node.name, current_name)
+    option: dict[str, Any] = {
+        "edge": edge_text(source, relation, target),
+        "relation": relation,
+        "direction": direction,
+        "node": node.name,
+    }
+    if show_types:
+        option["type"] = node.type
+    if node.summary:
+        option["summary"] = node.summary
+    if relation in glosses:
+        option["meaning"] = glosses[relation]
+    return option
+
+
+def relation_option(
+    relation: str,
+    direction: Literal["out", "in"],
+    leads_to: Sequence[str],
+    count: int,
+    *,
+    glosses: dict[str, str],
+) -> dict[str, Any]:
+    """Description of following one relation from the whole current set."""
+    option: dict[str, Any] = {
+        "relation": relation,
+        "direction": direction,
+        "leads_to": list(leads_to),
+        "count": count,
+    }
+    if relation in glosses:
+        option["meaning"] = glosses[relation]
+    return option
+
+
+def instructions(
+    hop_mode: Literal["entity", "relation"],
+    path: Sequence[str],
+    current: Sequence[str],
+    frontier_size: int,
+    *,
+    current_type: str | None = None,
+    answer_hint: str | None = None,
+) -> dict[str, Any]:
+    """One walk's own context: the task, the path so far and where it stands."""
+    out: dict[str, Any] = {
+        "task": _ENTITY_TASK if hop_mode == "entity" else _RELATION_TASK,
+        "path": list(path),
+    }
+    if hop_mode == "entity":
+        here: dict[str, Any] = {"node": current[0]}
+        if current_type is not None:
+            here["type"] = current_type
+        out["current"] = here
+    else:
+        out["current"] = {"count": frontier_size, "examples": list(current)}
+    if answer_hint is not None:
+        out["expected_answer_type"] = answer_hint
+    return out
+
+
+def answer_type_question(types: Sequence[str]) -> ChoiceQuestion:
+    """The answer-type question batched into the first call (labels t1..tN)."""
+    return ChoiceQuestion(
+        key=ANSWER_TYPE_KEY,
+        instructions={"task": _ANSWER_TYPE_TASK},
+        options={f"t{i + 1}": t for i, t in enumerate(types)},
+    )

@@ -1,0 +1,70 @@
+"""Integrity checks over the warehouse tables (run by the Dagster asset checks)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from graphwalk_core.warehouse.views import query
+
+EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """A check's verdict: how many rows fail it and a few of them."""
+
+    name: str
+    failures: int
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.failures == 0
+
+
+def _check(root: Path, name: str, sql: str) -> CheckOutcome:
+    rows = query(root, sql).rows
+    return CheckOutcome(name, len(rows), ["|".join(map(str, r)) for r in rows[:EXAMPLES]])
+
+
+def edge_endpoints_exist(root: Path) -> CheckOutcome:
+    """Every edge's source and target is a node."""
+    return _check(
+        root,
+        "edge endpoints exist",
+        """SELECT e.id, e.source, e.target FROM edges e
+           WHERE e.source NOT IN (SELECT id FROM nodes) OR e.target NOT IN (SELECT id FROM nodes)
+           ORDER BY e.id""",
+    )
+
+
+def elements_have_provenance(root: Path) -> CheckOutcome:
+    """Every node and edge has at least one element-level provenance entry with a source."""
+    return _check(
+        root,
+        "elements have provenance",
+        """WITH backed AS (
+             SELECT DISTINCT element_kind, element_id FROM provenance
+             WHERE scope = 'element' AND source_id IS NOT NULL)
+           SELECT kind, id FROM (
+             SELECT 'node' AS kind, id FROM nodes UNION ALL SELECT 'edge' AS kind, id FROM edges) AS el
+           WHERE NOT EXISTS (SELECT 1 FROM backed b WHERE b.element_kind = el.kind AND b.element_id = el.id)
+           ORDER BY kind, id""",
+    )
+
+
+def ledger_has_documents(root: Path) -> CheckOutcome:
+    """Every ledger entry names a document its source still has (deleted ones leave the ledger)."""
+    return _check(
+        root,
+        "ledger entries have documents",
+        """SELECT l.source, l.document_id FROM ledger l
+           WHERE NOT EXISTS (
+             SELECT 1 FROM documents d
+             WHERE d.source = l.source AND d.document_id = l.document_id AND d.status <> 'deleted')
+           ORDER BY 1, 2""",
+    )
+
+
+GRAPH_CHECKS = (edge_endpoints_exist, elements_have_provenance, ledger_has_documents)

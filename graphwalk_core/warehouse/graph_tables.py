@@ -1,0 +1,71 @@
+"""Publish a graph store into the warehouse: nodes, edges, provenance, conflicts, metadata, ledger.
+
+Also the per-source ``documents`` table (what the last diff saw), which the ledger check reads.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
+from graphwalk_core.ingest.models import DocumentDiff
+from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.io import TABLES, export_parquet
+from graphwalk_core.warehouse.tables import Warehouse
+from graphwalk_core.warehouse.views import refresh_views
+
+LEDGER_SCHEMA = pa.schema(
+    [
+        ("source", pa.string()),
+        ("document_id", pa.string()),
+        ("content_hash", pa.string()),
+        ("extractor", pa.string()),
+        ("status", pa.string()),
+        ("ingested_at", pa.string()),
+    ]
+)
+DOCUMENTS_SCHEMA = pa.schema([("document_id", pa.string()), ("status", pa.string())])
+#: Diff outcome per document, as written to the ``documents`` table.
+DIFF_STATUSES = ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
+
+
+def ledger_table(metadata: pa.Table) -> pa.Table:
+    """The ledger entries held in the exported ``metadata`` table, one row per (source, document)."""
+    rows = []
+    for key, value in zip(
+        metadata.column("key").to_pylist(), metadata.column("value").to_pylist(), strict=True
+    ):
+        if not key.startswith(LEDGER_PREFIX) or value is None:
+            continue
+        source = key[len(LEDGER_PREFIX) :].split("/", 1)[0]
+        entry = LedgerEntry.model_validate_json(value)
+        rows.append({"source": source, **entry.model_dump(include=set(LEDGER_SCHEMA.names))})
+    return pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
+
+
+async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, int]:
+    """Replace the graph tables (and ``ledger``) with the store's contents; row count per table."""
+    with tempfile.TemporaryDirectory(dir=warehouse.root if warehouse.root.is_dir() else None) as tmp:
+        await export_parquet(store, tmp)
+        tables = {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in TABLES}
+    tables["ledger"] = ledger_table(tables["metadata"])
+    for name, table in tables.items():
+        warehouse.write(name, table, refresh=False)
+    refresh_views(warehouse.root)
+    return {name: table.num_rows for name, table in tables.items()}
+
+
+def write_documents(warehouse: Warehouse, diff: DocumentDiff) -> int:
+    """Replace the ``documents/source=<id>`` partition with the diff's document ids and outcomes."""
+    rows = [
+        {"document_id": doc_id, "status": status}
+        for status in DIFF_STATUSES
+        for doc_id in getattr(diff, status)
+    ]
+    rows.sort(key=lambda r: r["document_id"])
+    warehouse.write("documents", rows, {"source": diff.source_id}, schema=DOCUMENTS_SCHEMA)
+    return len(rows)

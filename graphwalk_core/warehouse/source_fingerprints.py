@@ -1,0 +1,63 @@
+"""Content fingerprints of declared sources, to tell which ones changed (not by mtime alone)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
+from graphwalk_core.model import content_hash, text_hash
+
+#: (path, size, mtime_ns) -> sha256 of the bytes: a touched but unchanged file hashes the same.
+_FILE_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def file_hash(path: Path) -> str:
+    """sha256 of the file's bytes (memoized on path, size and mtime)."""
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_HASHES:
+        _FILE_HASHES[key] = text_hash(path.read_bytes())
+    return _FILE_HASHES[key]
+
+
+def _files(root: Path) -> list[tuple[str, str]]:
+    if root.is_file():
+        return [(root.name, file_hash(root))]
+    if not root.is_dir():
+        return [(str(root), "missing")]
+    return [
+        (p.relative_to(root).as_posix(), file_hash(p))
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+
+
+def _local_paths(spec: SourceSpec) -> list[Path] | None:
+    """The files a source reads, or None for a database reached by URL."""
+    paths: list[Path] = []
+    url = spec.path_or_url
+    if spec.kind == "files" or "://" not in url:
+        paths.append(spec.resolve(url))
+    elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        paths.append(Path(url[len("sqlite:///") :]))
+    else:
+        return None
+    if isinstance(spec.mapping, str):
+        paths.append(spec.resolve(spec.mapping))
+    return paths
+
+
+async def _document_hashes(spec: SourceSpec) -> list[tuple[str, str]]:
+    return sorted([(d.id, d.content_hash) async for d in open_source(spec).documents()])
+
+
+def source_fingerprint(spec: SourceSpec) -> str:
+    """A hash of the spec and every byte the source reads (a remote database: its documents' hashes)."""
+    parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir"})]
+    paths = _local_paths(spec)
+    if paths is None:
+        parts.append(asyncio.run(_document_hashes(spec)))
+    else:
+        parts += [_files(p) for p in paths]
+    return content_hash(parts)

@@ -1,0 +1,80 @@
+"""The DuckDB side of the warehouse: one view per Parquet table, and read-only queries."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import duckdb
+
+from graphwalk_core.errors import InputError
+
+DB_NAME = "warehouse.duckdb"
+_LOCK_RETRIES = 50
+_LOCK_WAIT_S = 0.1
+
+
+class QueryResult(NamedTuple):
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+
+
+def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open the database, waiting while another process holds its write lock."""
+    for attempt in range(_LOCK_RETRIES):
+        try:
+            return duckdb.connect(str(db), read_only=read_only)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower() or attempt == _LOCK_RETRIES - 1:
+                raise
+            time.sleep(_LOCK_WAIT_S)
+    raise AssertionError("unreachable")
+
+
+def _view_sql(name: str, table_dir: Path) -> str:
+    pattern = (table_dir / "**" / "*.parquet").as_posix().replace("'", "''")
+    return (
+        f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{pattern}', "
+        "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
+    )
+
+
+def refresh_views(root: Path) -> list[str]:
+    """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones."""
+    from graphwalk_core.warehouse.tables import table_names
+
+    root = Path(root).resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    names = table_names(root)
+    con = _connect(root / DB_NAME, read_only=False)
+    try:
+        existing = {
+            r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+        }
+        con.execute("BEGIN")
+        for stale in sorted(existing - set(names)):
+            con.execute(f'DROP VIEW "{stale}"')
+        for name in names:
+            con.execute(_view_sql(name, root / name))
+        con.execute("COMMIT")
+    finally:
+        con.close()
+    return names
+
+
+def query(root: Path, sql: str) -> QueryResult:
+    """Run ``sql`` read-only against ``root/warehouse.duckdb``."""
+    db = Path(root) / DB_NAME
+    if not db.exists():
+        raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
+    con = _connect(db, read_only=True)
+    try:
+        try:
+            cur = con.execute(sql)
+        except duckdb.Error as exc:
+            raise InputError(f"query failed: {exc}") from exc
+        columns = [d[0] for d in cur.description or []]
+        return QueryResult(columns, cur.fetchall() if columns else [])
+    finally:
+        con.close()

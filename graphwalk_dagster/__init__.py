@@ -1,0 +1,1 @@
+"""The Dagster layer of graphwalk: thin assets over graphwalk_core (see docs/dagster.md)."""

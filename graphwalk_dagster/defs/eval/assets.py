@@ -1,0 +1,105 @@
+"""Evaluation assets: questions and results per dataset × system, and the summary over all of them."""
+
+import dagster as dg
+from pydantic import Field
+
+from graphwalk_core.eval.datasets.base import Dataset
+from graphwalk_core.eval.report import results_table
+from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.systems.registry import build_system
+from graphwalk_core.warehouse.eval_data import load_partition_dataset
+from graphwalk_core.warehouse.eval_tables import partition_stats, summarize, write_results
+from graphwalk_dagster.defs.eval.partitions import eval_partitions
+from graphwalk_dagster.defs.shared.resources import (
+    DeciderResource,
+    EmbedderResource,
+    LLMResource,
+    WarehouseResource,
+)
+from graphwalk_dagster.metadata import embedded_image, preview, to_metadata
+
+
+class EvalQuestionsConfig(dg.Config):
+    n: int | None = Field(default=20, description="questions per partition (seeded subset); none: all")
+    split: str = Field(default="dev", description="dev | test (MetaQA); datasets with one split ignore it")
+    seed: int = 0
+    data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
+    questions: str | None = Field(
+        default=None, description="custom question file (default: data/questions.jsonl)"
+    )
+
+
+class EvalResultsConfig(dg.Config):
+    concurrency: int = Field(default=4, ge=1)
+
+
+def _dims(context: dg.AssetExecutionContext) -> dict[str, str]:
+    key = context.partition_key
+    return key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
+
+
+@dg.asset(partitions_def=eval_partitions, group_name="eval", deps=["knowledge_graph"], kinds={"python"})
+def eval_questions(
+    context: dg.AssetExecutionContext, config: EvalQuestionsConfig, warehouse: WarehouseResource
+) -> Dataset:
+    """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
+    dataset = load_partition_dataset(_dims(context)["dataset"], warehouse.warehouse(), **config.model_dump())
+    context.add_output_metadata(
+        {
+            "questions": len(dataset.questions),
+            "preview": preview([q.model_dump(include={"id", "text", "gold"}) for q in dataset.questions]),
+        }
+    )
+    return dataset
+
+
+@dg.asset(partitions_def=eval_partitions, group_name="eval", kinds={"duckdb", "parquet"})
+def eval_results(
+    context: dg.AssetExecutionContext,
+    config: EvalResultsConfig,
+    eval_questions: Dataset,
+    warehouse: WarehouseResource,
+    decider: DeciderResource,
+    llm: LLMResource,
+    embedder: EmbedderResource,
+) -> dg.MaterializeResult:
+    """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet."""
+    dims = _dims(context)
+    emb = embedder.make()
+    system = build_system(
+        dims["system"], eval_questions, decider=decider.make(emb), embedder=emb, llm=llm.make()
+    )
+    run = run_eval(
+        eval_questions, system, out_dir=warehouse.path() / "eval_runs", concurrency=config.concurrency
+    )
+    table = results_table(run.results)
+    path = write_results(warehouse.warehouse(), dims["dataset"], dims["system"], table)
+    rows = table.select(["question_id", "status", "predicted", "gold", "f1", "error"]).to_pylist()
+    return dg.MaterializeResult(
+        metadata={
+            **to_metadata(partition_stats(table)),
+            "path": dg.MetadataValue.path(str(path)),
+            "preview": preview(rows),
+        }
+    )
+
+
+@dg.asset(
+    deps=[eval_results],
+    group_name="eval",
+    kinds={"duckdb", "parquet"},
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def eval_summary(warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """One row per dataset × system over every eval_results partition, with plots."""
+    summary = summarize(warehouse.warehouse())
+    plots = {name: dg.MetadataValue.path(str(path)) for name, path in summary.plots.items()}
+    images = "\n\n".join(embedded_image(name, path) for name, path in summary.plots.items())
+    return dg.MaterializeResult(
+        metadata={
+            "rows": summary.table.num_rows,
+            "summary": dg.MetadataValue.md(summary.markdown),
+            **plots,
+            "plots": dg.MetadataValue.md(images),
+        }
+    )

@@ -1,0 +1,26 @@
+"""Checks on each eval_results partition: no repeated question, every metric in [0, 1]."""
+
+import dagster as dg
+
+from graphwalk_core.warehouse.eval_tables import RESULTS, result_problems
+from graphwalk_dagster.defs.eval.partitions import eval_partitions
+from graphwalk_dagster.defs.shared.resources import WarehouseResource
+
+
+@dg.asset_check(asset="eval_results", partitions_def=eval_partitions)
+def eval_results_valid(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    """No question twice in a partition; f1, em and hits@1 within [0, 1]."""
+    partition = context.partition_key.keys_by_dimension
+    table = warehouse.warehouse().read(
+        RESULTS, {"dataset": partition["dataset"], "system": partition["system"]}
+    )
+    problems = result_problems(table)
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={
+            "rows": table.num_rows,
+            "problems": dg.MetadataValue.md("\n".join(f"- {p}" for p in problems) or "none"),
+        },
+    )

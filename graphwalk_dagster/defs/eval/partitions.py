@@ -1,0 +1,20 @@
+"""Evaluation partitions: dataset × system."""
+
+import dagster as dg
+
+from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
+
+DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "custom")
+SYSTEMS = SYSTEM_NAMES
+
+eval_partitions = dg.MultiPartitionsDefinition(
+    {
+        "dataset": dg.StaticPartitionsDefinition(list(DATASETS)),
+        "system": dg.StaticPartitionsDefinition(list(SYSTEMS)),
+    }
+)
+
+
+def eval_key(dataset: str, system: str) -> dg.MultiPartitionKey:
+    """The partition key of one (dataset, system) pair."""
+    return dg.MultiPartitionKey({"dataset": dataset, "system": system})

@@ -1,0 +1,196 @@
+"""Ingestion assets, one partition per declared source:
+
+source_profile -> source_documents -> chunks -> extractions -> routing_decisions -> graph_updates,
+then knowledge_graph publishes the whole store as Parquet tables in the warehouse.
+"""
+
+import asyncio
+
+import dagster as dg
+
+from graphwalk_core.ingest import stages
+from graphwalk_core.ingest.extraction.cache import ExtractionCache
+from graphwalk_core.ingest.models import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
+from graphwalk_core.ingest.sources.base import SourceProfile
+from graphwalk_core.ingest.sources.specs import open_source
+from graphwalk_core.warehouse.graph_tables import publish_graph, write_documents
+from graphwalk_dagster.defs.ingest.partitions import source_partitions
+from graphwalk_dagster.defs.shared.resources import (
+    DeciderResource,
+    EmbedderResource,
+    GraphStoreResource,
+    LLMResource,
+    SourcesResource,
+    WarehouseResource,
+)
+from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata
+
+INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
+
+
+@dg.asset(**INGEST, kinds={"python"})
+def source_profile(context: dg.AssetExecutionContext, sources: SourcesResource) -> SourceProfile:
+    """What the source holds: documents, bytes, file types, tables, unreadable input."""
+    profile = asyncio.run(stages.profile_source(open_source(sources.spec(context.partition_key))))
+    context.add_output_metadata(
+        {
+            "documents": profile.documents,
+            "bytes": profile.bytes,
+            "rows": profile.rows,
+            **skipped_metadata(profile.skipped),
+        }
+    )
+    return profile
+
+
+@dg.asset(**INGEST, deps=[source_profile], kinds={"python"})
+def source_documents(
+    context: dg.AssetExecutionContext,
+    sources: SourcesResource,
+    graph_store: GraphStoreResource,
+    llm: LLMResource,
+    warehouse: WarehouseResource,
+) -> DocumentDiff:
+    """The source's documents against the hash ledger: new, changed, unchanged, deleted."""
+    spec = sources.spec(context.partition_key)
+
+    async def diff() -> DocumentDiff:
+        async with graph_store.open() as store:
+            return await stages.diff_documents(
+                open_source(spec), store, extractor=llm.extractor(spec.extractor)
+            )
+
+    result = asyncio.run(diff())
+    write_documents(warehouse.warehouse(), result)
+    counts = {
+        k: len(getattr(result, k)) for k in ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
+    }
+    context.add_output_metadata(
+        {
+            **counts,
+            **skipped_metadata(result.skipped, unchanged=result.unchanged),
+            "preview": preview(
+                [{"document": d.id, "kind": d.kind, "hash": d.content_hash[:12]} for d in result.documents]
+            ),
+        }
+    )
+    return result
+
+
+@dg.asset(**INGEST, kinds={"python"})
+def chunks(context: dg.AssetExecutionContext, source_documents: DocumentDiff) -> ChunkSet:
+    """Paragraph-packed chunks of the documents to process (structured records: one preset chunk)."""
+    result = stages.chunk_documents(source_documents)
+    context.add_output_metadata(
+        {
+            "chunks": len(result.chunks),
+            "preset": len(result.preset),
+            "preview": preview([{"chunk": c.id, "chars": len(c.text)} for c in result.chunks]),
+        }
+    )
+    return result
+
+
+@dg.asset(**INGEST, kinds={"python"})
+def extractions(
+    context: dg.AssetExecutionContext,
+    chunks: ChunkSet,
+    sources: SourcesResource,
+    llm: LLMResource,
+    warehouse: WarehouseResource,
+) -> ExtractionSet:
+    """Entities and relations per chunk (cached by chunk hash; failures recorded, not raised)."""
+    extractor = llm.extractor(sources.spec(context.partition_key).extractor)
+    cache = ExtractionCache(warehouse.path() / "extraction_cache.sqlite")
+    result = asyncio.run(stages.extract_chunks(chunks, extractor, cache))
+    rows = [
+        {"chunk": i.chunk.id, "entities": len(i.extraction.entities) if i.extraction else 0, "error": i.error}
+        for i in result.items
+    ]
+    context.add_output_metadata(
+        {
+            "extractor": extractor.version,
+            "items": len(result.items),
+            "failures": result.failures,
+            "cache_hits": result.cache_hits,
+            **cost_metadata(result.cost),
+            "preview": preview(rows),
+        }
+    )
+    return result
+
+
+@dg.asset(**INGEST, kinds={"python"})
+def routing_decisions(
+    context: dg.AssetExecutionContext,
+    extractions: ExtractionSet,
+    graph_store: GraphStoreResource,
+    decider: DeciderResource,
+    embedder: EmbedderResource,
+    llm: LLMResource,
+) -> RoutingPlan:
+    """Each mention routed to an existing node or a new one (decider; LLM escalation when unsure)."""
+
+    async def route() -> RoutingPlan:
+        emb = embedder.make()
+        async with graph_store.open() as store:
+            return await stages.route_extractions(extractions, store, decider.make(emb), emb, llm.make())
+
+    plan = asyncio.run(route())
+    actions = {a: sum(m.action == a for m in plan.mentions) for a in ("merge", "new", "pinned")}
+    context.add_output_metadata(
+        {
+            "documents": len(plan.documents),
+            "mentions": len(plan.mentions),
+            **actions,
+            "escalations": plan.escalations,
+            "fallbacks": plan.fallbacks,
+            **cost_metadata(plan.cost),
+            "preview": preview(
+                [
+                    m.model_dump(include={"name", "type", "action", "via", "probability"})
+                    for m in plan.mentions
+                ]
+            ),
+        }
+    )
+    return plan
+
+
+@dg.asset(**INGEST, kinds={"sqlite"})
+def graph_updates(
+    context: dg.AssetExecutionContext,
+    source_documents: DocumentDiff,
+    routing_decisions: RoutingPlan,
+    graph_store: GraphStoreResource,
+) -> UpdateReport:
+    """The plan written to the store: merges, conflicts, retractions and ledger entries, per document."""
+
+    async def apply() -> UpdateReport:
+        async with graph_store.open() as store:
+            return await stages.apply_plan(store, source_documents, routing_decisions)
+
+    report = asyncio.run(apply())
+    context.add_output_metadata(
+        report.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"})
+    )
+    return report
+
+
+@dg.asset(
+    deps=[graph_updates],
+    group_name="ingest",
+    kinds={"duckdb", "parquet"},
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def knowledge_graph(graph_store: GraphStoreResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+    """The whole graph as Parquet tables (nodes, edges, provenance, conflicts, metadata, ledger)."""
+
+    async def publish() -> dict[str, int]:
+        async with graph_store.open() as store:
+            return await publish_graph(store, warehouse.warehouse())
+
+    counts = asyncio.run(publish())
+    return dg.MaterializeResult(
+        metadata={**counts, "warehouse": dg.MetadataValue.path(str(warehouse.path()))}
+    )

@@ -1,0 +1,222 @@
+"""Resources shared by every domain: warehouse, graph store, decider, LLM, embedder, JSON IO manager.
+
+Each resource falls back to ``GraphwalkSettings`` (``GRAPHWALK_*`` environment variables) for any
+field left unset; API keys are wired as ``dg.EnvVar`` so the UI and run config show only the name.
+"""
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+from pydantic import Field, SecretStr, TypeAdapter
+
+from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.settings import GraphwalkSettings, get_settings
+from graphwalk_core.warehouse import Warehouse, write_text_atomic
+from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
+
+
+def _settings(**overrides: Any) -> GraphwalkSettings:
+    """The process settings with the non-None overrides applied."""
+    update = {k: v for k, v in overrides.items() if v is not None}
+    return get_settings().model_copy(update=update)
+
+
+def _secret(value: str | None) -> SecretStr | None:
+    return SecretStr(value) if value else None
+
+
+def secret_env(name: str) -> dg.EnvVar | None:
+    """``dg.EnvVar(name)`` when the variable is set (an unset EnvVar fails every run), else None."""
+    return dg.EnvVar(name) if os.environ.get(name) else None
+
+
+class WarehouseResource(dg.ConfigurableResource):
+    """Root folder of the Parquet tables and ``warehouse.duckdb`` (default: GRAPHWALK_WAREHOUSE)."""
+
+    root: str | None = Field(default=None, description="default: GRAPHWALK_WAREHOUSE, else ./warehouse")
+
+    def path(self) -> Path:
+        return Path(self.root or get_settings().warehouse).expanduser().resolve()
+
+    def warehouse(self) -> Warehouse:
+        return Warehouse(self.path())
+
+
+class SourcesResource(dg.ConfigurableResource):
+    """The declared sources: a sources.yaml file (default: GRAPHWALK_SOURCES, else data/sources.yaml)."""
+
+    path: str | None = Field(default=None, description="default: GRAPHWALK_SOURCES, else data/sources.yaml")
+
+    def file(self) -> Path:
+        return Path(self.path or os.environ.get("GRAPHWALK_SOURCES") or SOURCES_FILE).resolve()
+
+    def specs(self) -> list[Any]:
+        from graphwalk_core.ingest.sources.specs import load_sources
+
+        return load_sources(self.file())
+
+    def spec(self, source_id: str) -> Any:
+        """The spec of one source; an InputError names the file when it is not declared."""
+        found = {s.id: s for s in self.specs()}
+        if source_id not in found:
+            raise InputError(f"source {source_id!r} is not declared in {self.file()} (has {sorted(found)})")
+        return found[source_id]
+
+
+class GraphStoreResource(dg.ConfigurableResource):
+    """The graph store: a SQL URL, by default a SQLite file ``graph.sqlite`` in the warehouse."""
+
+    url: str | None = Field(default=None, description="SQLAlchemy URL; default: sqlite in the warehouse")
+    warehouse: WarehouseResource
+
+    def resolved_url(self) -> str:
+        return self.url or f"sqlite:///{self.warehouse.path() / 'graph.sqlite'}"
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Any]:
+        """Open the store for the length of an ``async with`` block."""
+        try:
+            from graphwalk_core.stores.open import open_store  # type: ignore[import-not-found]
+        except ImportError:  # stores.open not landed yet: the SQL store takes the URL directly
+            from graphwalk_core.stores.sql import SQLGraphStore as open_store
+
+        self.warehouse.path().mkdir(parents=True, exist_ok=True)
+        store = open_store(self.resolved_url())
+        try:
+            yield store
+        finally:
+            await store.close()
+
+
+class DeciderResource(dg.ConfigurableResource):
+    """The decision backend: ``jev`` (needs a key) or ``local``; default as GRAPHWALK_DECIDER."""
+
+    backend: str | None = Field(default=None, description="jev | local | fake; default: jev with a key")
+    jev_provider: str | None = None
+    jev_api_key: str | None = Field(default=None, description="a secret: pass dg.EnvVar(...)")
+    jev_base_url: str | None = None
+    jev_model: str | None = None
+
+    def settings(self) -> GraphwalkSettings:
+        return _settings(
+            decider=self.backend,
+            jev_provider=self.jev_provider,
+            jev_api_key=_secret(self.jev_api_key),
+            jev_base_url=self.jev_base_url,
+            jev_model=self.jev_model,
+        )
+
+    def make(self, embedder: Any | None = None) -> Any:
+        """The DecisionBackend (the local decider uses ``embedder`` when given)."""
+        from graphwalk_core.decisions.factory import make_decider
+
+        return make_decider(self.settings(), embedder=embedder)
+
+
+class LLMResource(dg.ConfigurableResource):
+    """The LLM: a litellm model string, or none for the offline extractor (no LLM)."""
+
+    model: str | None = Field(default=None, description="litellm model string; none: offline")
+    api_base: str | None = None
+    api_key: str | None = Field(default=None, description="a secret: pass dg.EnvVar(...)")
+
+    def settings(self) -> GraphwalkSettings:
+        return _settings(llm_model=self.model, llm_api_base=self.api_base, llm_api_key=_secret(self.api_key))
+
+    def make(self) -> Any:
+        """An LLMBackend, or None when no model is configured (offline extraction)."""
+        from graphwalk_core.llm.factory import make_llm
+
+        return make_llm(self.settings())
+
+    def extractor(self, choice: str | None = None) -> Any:
+        """The extractor a source asks for: ``llm``, ``nlp``, or (None) the LLM when configured."""
+        from graphwalk_core.ingest.extraction.nlp import NLPExtractor
+
+        llm = self.make() if choice in ("llm", None) else None
+        if choice == "llm" and llm is None:
+            raise ConfigError("this source asks for the llm extractor: set GRAPHWALK_LLM_MODEL")
+        if llm is None:
+            return NLPExtractor()
+        from graphwalk_core.ingest.extraction.llm import LLMExtractor
+
+        return LLMExtractor(llm)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The embedder: a local fastembed model folder (default: the shared MiniLM folder when present)."""
+
+    model: str | None = None
+    model_path: str | None = None
+
+    def settings(self) -> GraphwalkSettings:
+        from graphwalk_core.embeddings.factory import default_model_path
+
+        path = self.model_path or get_settings().embed_model_path or default_model_path()
+        return _settings(embed_model=self.model, embed_model_path=Path(path) if path else None)
+
+    def make(self) -> Any:
+        from graphwalk_core.embeddings.factory import make_embedder
+
+        return make_embedder(self.settings())
+
+
+class JsonIOManager(dg.ConfigurableIOManager):
+    """Stores asset outputs as JSON under ``<warehouse>/objects/<asset>/<partition>.json``.
+
+    Values are (lists of) pydantic models or plain JSON; they are validated back into the
+    annotated input type on load, so the files stay readable and diffable.
+    """
+
+    warehouse: WarehouseResource
+
+    def _path(self, context: dg.OutputContext | dg.InputContext) -> Path:
+        folder = self.warehouse.path() / "objects" / "/".join(context.asset_key.path)
+        if not context.has_asset_partitions:
+            return folder / "all.json"
+        key = context.asset_partition_key
+        if isinstance(key, dg.MultiPartitionKey):
+            return folder.joinpath(
+                *(f"{d}={v}" for d, v in sorted(key.keys_by_dimension.items()))
+            ).with_suffix(".json")
+        return folder / f"{key}.json"
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        if obj is None:
+            return
+        annotation = context.dagster_type.typing_type if context.dagster_type else Any
+        adapter = TypeAdapter(annotation if annotation not in (None, object) else Any)
+        path = write_text_atomic(adapter.dump_json(obj, indent=1).decode(), self._path(context))
+        context.add_output_metadata({"path": dg.MetadataValue.path(str(path))})
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        path = self._path(context)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: materialize {context.asset_key.to_user_string()} first")
+        annotation = context.dagster_type.typing_type if context.dagster_type else Any
+        return TypeAdapter(annotation if annotation not in (None, object) else Any).validate_json(
+            path.read_bytes()
+        )
+
+
+def default_resources() -> dict[str, Any]:
+    """The resource map: embedded defaults, keys from the environment as EnvVar secrets."""
+    warehouse = WarehouseResource()
+    return {
+        "warehouse": warehouse,
+        "sources": SourcesResource(),
+        "graph_store": GraphStoreResource(warehouse=warehouse),
+        "decider": DeciderResource(jev_api_key=secret_env("GRAPHWALK_JEV_API_KEY")),
+        "llm": LLMResource(api_key=secret_env("GRAPHWALK_LLM_API_KEY")),
+        "embedder": EmbedderResource(),
+        "io_manager": JsonIOManager(warehouse=warehouse),
+    }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources=default_resources())

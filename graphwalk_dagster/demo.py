@@ -1,0 +1,140 @@
+"""Materialize the whole asset graph in process on the embedded defaults (what ``graphwalk demo`` runs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from graphwalk_core.demo import DemoPlan
+from graphwalk_dagster.defs.eval import assets as eval_assets
+from graphwalk_dagster.defs.eval import checks as eval_checks
+from graphwalk_dagster.defs.eval.partitions import eval_key
+from graphwalk_dagster.defs.ingest import assets as ingest_assets
+from graphwalk_dagster.defs.ingest import checks as ingest_checks
+from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
+from graphwalk_dagster.defs.shared.resources import (
+    DeciderResource,
+    GraphStoreResource,
+    JsonIOManager,
+    LLMResource,
+    SourcesResource,
+    WarehouseResource,
+    default_resources,
+)
+
+INGEST_CHAIN = [
+    ingest_assets.source_profile,
+    ingest_assets.source_documents,
+    ingest_assets.chunks,
+    ingest_assets.extractions,
+    ingest_assets.routing_decisions,
+    ingest_assets.graph_updates,
+]
+GRAPH = [
+    ingest_assets.knowledge_graph,
+    ingest_checks.edge_endpoints_exist,
+    ingest_checks.elements_have_provenance,
+    ingest_checks.ledger_has_documents,
+]
+EVAL = [eval_assets.eval_questions, eval_assets.eval_results, eval_checks.eval_results_valid]
+
+Log = Callable[[str], None]
+
+
+def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> dict[str, Any]:
+    """The embedded defaults rooted at ``warehouse``: SQLite, local decider, offline extractor, no key."""
+    root = WarehouseResource(root=str(warehouse))
+    return {
+        **default_resources(),
+        "warehouse": root,
+        "sources": SourcesResource(path=str(sources_file) if sources_file else None),
+        "graph_store": GraphStoreResource(warehouse=root),
+        "decider": DeciderResource(backend="local"),
+        "llm": LLMResource(model=""),
+        "io_manager": JsonIOManager(warehouse=root),
+    }
+
+
+def _check(result: dg.ExecuteInProcessResult, what: str) -> dg.ExecuteInProcessResult:
+    if not result.success:
+        raise RuntimeError(f"{what} failed; see the run's events")
+    failed = [
+        e.asset_check_evaluation_data.check_name for e in result.get_asset_check_evaluations() if not e.passed
+    ]
+    if failed:
+        raise RuntimeError(f"{what}: asset checks failed: {failed}")
+    return result
+
+
+def ingest_sources(
+    source_ids: Sequence[str], resources: dict[str, Any], instance: dg.DagsterInstance, log: Log = print
+) -> list[dg.ExecuteInProcessResult]:
+    """Register the sources as partitions, run the chain per source, then publish the graph."""
+    instance.add_dynamic_partitions(SOURCES_PARTITION, list(source_ids))
+    results = []
+    for source_id in source_ids:
+        log(f"ingest {source_id}")
+        results.append(
+            _check(
+                dg.materialize(INGEST_CHAIN, partition_key=source_id, resources=resources, instance=instance),
+                f"ingesting {source_id}",
+            )
+        )
+    log("knowledge_graph")
+    results.append(_check(dg.materialize(GRAPH, resources=resources, instance=instance), "knowledge_graph"))
+    return results
+
+
+def evaluate(
+    partitions: Sequence[tuple[str, str]],
+    resources: dict[str, Any],
+    instance: dg.DagsterInstance,
+    *,
+    n: int,
+    log: Log = print,
+    questions_config: dict[str, Any] | None = None,
+) -> list[dg.ExecuteInProcessResult]:
+    """One run per (dataset, system) partition, then the summary over all of them."""
+    config = {"ops": {"eval_questions": {"config": {"n": n, **(questions_config or {})}}}}
+    results = []
+    for dataset, system in partitions:
+        log(f"eval {dataset} × {system}")
+        results.append(
+            _check(
+                dg.materialize(
+                    EVAL,
+                    partition_key=eval_key(dataset, system),
+                    resources=resources,
+                    instance=instance,
+                    run_config=config,
+                ),
+                f"eval {dataset} × {system}",
+            )
+        )
+    log("eval_summary")
+    results.append(
+        _check(
+            dg.materialize([eval_assets.eval_summary], resources=resources, instance=instance), "eval_summary"
+        )
+    )
+    return results
+
+
+def run_demo(
+    warehouse: Path,
+    plan: DemoPlan,
+    *,
+    n: int,
+    sources_file: Path | None = None,
+    instance: dg.DagsterInstance | None = None,
+    log: Log = print,
+) -> None:
+    """Ingest every declared source, publish the graph, run the plan's eval partitions and summarize."""
+    resources = offline_resources(warehouse, sources_file=sources_file)
+    source_ids = [spec.id for spec in resources["sources"].specs()]
+    with instance or dg.DagsterInstance.ephemeral() as inst:
+        ingest_sources(source_ids, resources, inst, log)
+        evaluate(plan.partitions, resources, inst, n=n, log=log)

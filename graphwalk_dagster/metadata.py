@@ -1,0 +1,77 @@
+"""Turn core outputs into Dagster metadata (counts, usage, markdown previews, skips)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+PREVIEW_ROWS = 10
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], *, limit: int = PREVIEW_ROWS) -> str:
+    """A markdown table of the first ``limit`` rows (cells cut to 60 characters)."""
+    if not rows:
+        return "_(no rows)_"
+    columns = list(rows[0])
+
+    def cell(value: Any) -> str:
+        text = "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+        return text if len(text) <= 60 else text[:57] + "..."
+
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(cell(r.get(c)) for c in columns) + " |" for r in rows[:limit]]
+    if len(rows) > limit:
+        lines.append(f"\n_{len(rows) - limit} more row(s)_")
+    return "\n".join(lines)
+
+
+def to_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Plain values as metadata; ``None`` becomes the text "none" (Dagster has no null metadata)."""
+    return {k: ("none" if v is None else v) for k, v in values.items()}
+
+
+def embedded_image(name: str, path: Path) -> str:
+    """Markdown showing a PNG inline (as a data URI), so the UI renders the plot itself."""
+    data = base64.b64encode(path.read_bytes()).decode()
+    return f"**{name}** (`{path}`)\n\n![{name}](data:image/png;base64,{data})"
+
+
+def preview(rows: Sequence[Mapping[str, Any]]) -> dg.MetadataValue:
+    return dg.MetadataValue.md(markdown_table(rows))
+
+
+def cost_metadata(cost: Any) -> dict[str, Any]:
+    """Calls, tokens and provider-reported cost of a stage (a core ``Cost``)."""
+    return to_metadata(
+        {
+            "calls": cost.calls,
+            "input_tokens": cost.input_tokens,
+            "output_tokens": cost.output_tokens,
+            "cost_usd": cost.cost_usd,
+        }
+    )
+
+
+def skipped_metadata(skipped: Sequence[Any], *, unchanged: Sequence[str] = ()) -> dict[str, Any]:
+    """What was skipped and why: unreadable input (file, line, reason) and unchanged documents."""
+    lines = [f"- `{item.describe()}`" for item in skipped]
+    lines += [f"- `{doc}`: unchanged since the last run (hash in the ledger)" for doc in unchanged]
+    return {
+        "skipped": len(skipped) + len(unchanged),
+        "skipped_why": dg.MetadataValue.md("\n".join(lines) or "_nothing skipped_"),
+    }
+
+
+def check_result(outcome: Any) -> dg.AssetCheckResult:
+    """An asset check result from a core ``CheckOutcome`` (failing rows counted, a few shown)."""
+    return dg.AssetCheckResult(
+        passed=outcome.passed,
+        metadata={
+            "failures": outcome.failures,
+            "examples": dg.MetadataValue.md("\n".join(f"- `{e}`" for e in outcome.examples) or "none"),
+        },
+    )

@@ -1,0 +1,180 @@
+"""LocalDecisionBackend: exact scores with a table embedder, STOP rules, caching, determinism."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from graphwalk_core.decisions import (
+    ChoiceQuestion,
+    DecisionBackend,
+    DecisionError,
+    DecisionRequest,
+    LocalDecisionBackend,
+    flatten_text,
+)
+from graphwalk_core.embeddings import HashingEmbedder
+from graphwalk_core.errors import ConfigError
+
+QUERY = "who directed Memento"
+
+
+class TableEmbedder:
+    """Vectors from a fixed table (unknown texts are an error), recording every batch."""
+
+    def __init__(self, table: dict[str, Sequence[float]]) -> None:
+        self.table = {k: np.asarray(v, dtype=np.float32) / np.linalg.norm(v) for k, v in table.items()}
+        self.batches: list[list[str]] = []
+
+    @property
+    def model_id(self) -> str:
+        return "table"
+
+    @property
+    def dim(self) -> int:
+        return 3
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.batches.append(list(texts))
+        return np.stack([self.table[t] for t in texts])
+
+
+def softmax(scores: list[float], t: float) -> list[float]:
+    exps = [math.exp(s / t) for s in scores]
+    return [e / sum(exps) for e in exps]
+
+
+def question(instructions: object = None, key: str = "b0") -> ChoiceQuestion:
+    return ChoiceQuestion(
+        key=key,
+        instructions=instructions,
+        options={
+            "o1": {"relation": "directed_by", "direction": "out", "node": "Christopher Nolan"},
+            "o2": {"relation": "release_year", "node": "2000"},
+            "STOP": "stop here",
+        },
+    )
+
+
+WALK_INSTRUCTIONS = {
+    "task": "pick the next hop",
+    "path": ["Memento"],
+    "current": {"node": "Memento", "type": "movie"},
+}
+
+
+def test_flatten_text() -> None:
+    assert flatten_text({"relation": "directed_by", "node": "X", "n": 3, "tags": ["a", None, "b"]}) == (
+        "directed by; X; 3; a; b"
+    )
+    assert flatten_text({"task": "t", "edge": "e", "x": {"y": "z"}}, {"task", "edge"}) == "z"
+    assert flatten_text(None) == ""
+    assert flatten_text("plain_text") == "plain text"
+
+
+async def test_gain_rule_exact_values() -> None:
+    emb = TableEmbedder(
+        {
+            QUERY: [1, 0, 0],
+            "Memento; Memento; movie": [0.6, 0.8, 0],
+            "Memento; Memento; movie; directed by; Christopher Nolan": [0.8, 0.6, 0],
+            "Memento; Memento; movie; release year; 2000": [0, 1, 0],
+        }
+    )
+    local = LocalDecisionBackend(emb, temperature=0.1)
+    req = DecisionRequest(state={"query": QUERY}, questions=[question(WALK_INSTRUCTIONS)])
+    resp = await local.decide(req)
+    r = resp.results["b0"]
+    expected = softmax([0.8, 0.0, 0.6], 0.1)
+    assert list(r.probabilities) == ["o1", "o2", "STOP"]
+    assert [r.probabilities[k] for k in ("o1", "o2", "STOP")] == pytest.approx(expected, rel=1e-6)
+    assert r.top == "o1"
+    assert r.confidence == pytest.approx((3 * expected[0] - 1) / 2, rel=1e-6)
+    assert resp.model == local.model_id == "local:table:t=0.1"
+    assert (resp.usage.input_tokens, resp.usage.cost_usd) == (0, None)
+    assert resp.provider == "local"
+
+    biased = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.3)
+    r2 = (await biased.decide(req)).results["b0"]
+    assert [r2.probabilities[k] for k in ("o1", "o2", "STOP")] == pytest.approx(
+        softmax([0.8, 0.0, 0.9], 0.1), rel=1e-6
+    )
+    assert r2.top == "STOP"
+
+
+async def test_description_and_fixed_rules_and_fallback() -> None:
+    emb = TableEmbedder(
+        {
+            QUERY: [1, 0, 0],
+            "directed by; Christopher Nolan": [0.6, 0.8, 0],
+            "release year; 2000": [0, 0, 1],
+            "stop here": [0.8, 0, 0.6],
+        }
+    )
+    req = DecisionRequest(state=QUERY, questions=[question(WALK_INSTRUCTIONS)])
+    by_description = LocalDecisionBackend(emb, stop_rule="description", temperature=0.2)
+    desc = (await by_description.decide(req)).results["b0"]
+    assert list(desc.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.8], 0.2), rel=1e-6)
+    fixed = LocalDecisionBackend(emb, stop_rule="fixed", stop_bias=0.5, temperature=0.2)
+    r = (await fixed.decide(req)).results["b0"]
+    assert list(r.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.5], 0.2), rel=1e-6)
+    # "gain" without context fields (plain-text instructions) falls back to "description".
+    emb.table["who directed Memento; pick a hop"] = emb.table[QUERY]
+    plain = DecisionRequest(state=QUERY, questions=[question("pick_a_hop")])
+    r3 = (await LocalDecisionBackend(emb, temperature=0.2).decide(plain)).results["b0"]
+    assert list(r3.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.8], 0.2), rel=1e-6)
+
+
+async def test_each_text_embedded_once_per_call_and_cached_across_calls() -> None:
+    emb = TableEmbedder(
+        {
+            QUERY: [1, 0, 0],
+            "directed by; Christopher Nolan": [0, 1, 0],
+            "release year; 2000": [0, 0, 1],
+            "stop here": [1, 1, 0],
+        }
+    )
+    local = LocalDecisionBackend(emb, stop_rule="description")
+    req = DecisionRequest(state=QUERY, questions=[question(key="b0"), question(key="b1")])
+    first = await local.decide(req)
+    assert emb.batches == [[QUERY, "directed by; Christopher Nolan", "release year; 2000", "stop here"]]
+    second = await local.decide(req)
+    assert len(emb.batches) == 1  # all four texts came from the cache
+    assert first.results == second.results
+    assert first.results["b0"].probabilities == first.results["b1"].probabilities
+    assert (local.cache.misses, local.cache.hits) == (4, 4)
+
+
+async def test_hashing_embedder_is_deterministic_and_sensible() -> None:
+    q = ChoiceQuestion(
+        key="b0",
+        instructions=WALK_INSTRUCTIONS,
+        options={
+            "o1": {"relation": "directed_by", "node": "Christopher Nolan"},
+            "o2": {"relation": "release_year", "node": "2000"},
+            "o3": {"relation": "starred_actors", "node": "Guy Pearce"},
+            "STOP": "STOP: Memento is itself the answer",
+        },
+    )
+    req = DecisionRequest(state={"query": "who directed Memento?"}, questions=[q])
+    a = await LocalDecisionBackend(HashingEmbedder()).decide(req)
+    b = await LocalDecisionBackend(HashingEmbedder()).decide(req)
+    assert a.results == b.results
+    assert a.results["b0"].top == "o1"
+    assert sum(a.results["b0"].probabilities.values()) == pytest.approx(1.0)
+
+
+async def test_contract_and_errors() -> None:
+    local = LocalDecisionBackend(HashingEmbedder(), max_options=2)
+    assert isinstance(local, DecisionBackend)
+    assert local.max_options == 2
+    assert local.model_id == "local:hashing:256:t=0.05"
+    with pytest.raises(DecisionError, match="'b0': 3 options exceed the limit of 2"):
+        await local.decide(DecisionRequest(state="s", questions=[question()]))
+    with pytest.raises(ConfigError, match="temperature must be > 0, got 0"):
+        LocalDecisionBackend(HashingEmbedder(), temperature=0)
+    with pytest.raises(ConfigError, match="unknown stop_rule 'never'"):
+        LocalDecisionBackend(HashingEmbedder(), stop_rule="never")  # type: ignore[arg-type]

@@ -1,0 +1,104 @@
+"""FastEmbedEmbedder on the shared MiniLM model, offline behaviour, and the embedder factory."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphwalk_core.embeddings import (
+    Embedder,
+    FastEmbedEmbedder,
+    HashingEmbedder,
+    default_model_path,
+    make_embedder,
+)
+from graphwalk_core.embeddings.factory import infer_model_name
+from graphwalk_core.embeddings.fastembed import MINILM_MODEL
+from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.settings import GraphwalkSettings
+
+OBAMA = "Barack Obama was born in Hawaii."
+OBAMA_PARAPHRASE = "Obama's birthplace is Honolulu, Hawaii."
+EIFFEL = "The Eiffel Tower is in Paris."
+
+
+@pytest.fixture(scope="module")
+def minilm(request: pytest.FixtureRequest) -> FastEmbedEmbedder:
+    from conftest import shared_path
+
+    return make_embedder(GraphwalkSettings(embed_model_path=shared_path("models", "all-minilm-l6-v2-onnx")))
+
+
+def test_minilm_paraphrase_similarity(minilm: FastEmbedEmbedder) -> None:
+    assert isinstance(minilm, FastEmbedEmbedder)
+    assert isinstance(minilm, Embedder)
+    assert minilm.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    assert minilm.dim == 384
+    vecs = minilm.embed([OBAMA, OBAMA_PARAPHRASE, EIFFEL])
+    assert vecs.shape == (3, 384)
+    assert vecs.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vecs, axis=1), np.ones(3), rtol=1e-5)
+    assert float(vecs[0] @ vecs[1]) == pytest.approx(0.863, abs=2e-3)  # README: 0.863
+    assert float(vecs[0] @ vecs[2]) == pytest.approx(-0.081, abs=2e-3)  # README: -0.081
+
+
+def test_length_order_batches_match_single_texts(minilm: FastEmbedEmbedder, minilm_dir: Path) -> None:
+    texts = ["a much longer sentence about the films Tom Hanks starred in", "short", "medium length text"]
+    fresh = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, batch_size=2)
+    batched = fresh.embed(texts)
+    singles = np.vstack([minilm.embed([t]) for t in texts])
+    np.testing.assert_allclose(batched, singles, atol=1e-4)
+
+
+def test_repeated_texts_cost_nothing(minilm_dir: Path) -> None:
+    emb = FastEmbedEmbedder(MINILM_MODEL, minilm_dir)
+    first = emb.embed([OBAMA, EIFFEL, OBAMA])
+    np.testing.assert_array_equal(first[0], first[2])
+    emb._model = None  # type: ignore[assignment]  # any model call would now fail
+    again = emb.embed([EIFFEL, OBAMA])
+    np.testing.assert_array_equal(again, first[[1, 0]])
+    assert (emb.cache.hits, emb.cache.misses) == (2, 2)
+
+
+def test_bad_texts(minilm: FastEmbedEmbedder) -> None:
+    with pytest.raises(InputError, match=r"text #0 is NoneType"):
+        minilm.embed([None])  # type: ignore[list-item]
+    assert minilm.embed([]).shape == (0, 384)
+
+
+def test_uncached_model_fails_fast_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"'BAAI/bge-small-en-v1.5' from fastembed's cache \(offline"):
+        FastEmbedEmbedder("BAAI/bge-small-en-v1.5")
+    with pytest.raises(ConfigError, match=r"has no tokenizer\.json"):
+        FastEmbedEmbedder(MINILM_MODEL, tmp_path)
+
+
+def test_factory_falls_back_to_hashing_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    settings = GraphwalkSettings(embed_model="nobody/no-such-model-xyz")
+    with caplog.at_level(logging.WARNING, logger="graphwalk_core.embeddings.factory"):
+        first = make_embedder(settings)
+        second = make_embedder(settings)
+    assert type(first) is HashingEmbedder and type(second) is HashingEmbedder
+    assert first.model_id == "hashing:256"
+    warnings = [r.getMessage() for r in caplog.records]
+    assert len(warnings) == 1
+    assert warnings[0].startswith("embedding model unavailable offline, using HashingEmbedder: ")
+    assert "nobody/no-such-model-xyz" in warnings[0]
+
+
+def test_factory_path_rules(minilm_dir: Path, tmp_path: Path) -> None:
+    assert default_model_path() == minilm_dir.resolve()
+    explicit = make_embedder(GraphwalkSettings(embed_model_path=minilm_dir, embed_model=MINILM_MODEL))
+    assert explicit.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    assert infer_model_name(minilm_dir, "x/y") == MINILM_MODEL
+    assert infer_model_name(tmp_path, "x/y") == "x/y"
+    with pytest.raises(ConfigError, match=r"GRAPHWALK_EMBED_MODEL_PATH .*missing is not a folder"):
+        make_embedder(GraphwalkSettings(embed_model_path=tmp_path / "missing"))

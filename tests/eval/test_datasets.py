@@ -1,0 +1,151 @@
+"""Dataset loaders on the shared data (exact counts and records) and on small bad files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import shared_path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets import load_dataset
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    return shared_path("data")
+
+
+def test_metaqa_full_split_and_first_record(data_dir: Path) -> None:
+    ds = load_dataset("metaqa-2hop", data_dir=data_dir)
+    assert (ds.name, ds.split, len(ds.questions), ds.match) == ("metaqa-2hop", "dev", 14872, "exact")
+    q = ds.questions[0]
+    assert q.id == "metaqa-2hop-dev-00001"
+    assert q.text == "what are the languages spoken in the films directed by Joel Zwick"
+    assert (q.gold, q.hops, q.qtype, q.topic, q.gold_start) == (
+        ["Greek"],
+        2,
+        "director_to_movie_to_language",
+        "Joel Zwick",
+        "Joel Zwick",
+    )
+    assert ds.knowledge.kb_path == data_dir / "metaqa" / "kb.txt"
+    assert len(load_dataset("metaqa-1hop", split="test", data_dir=data_dir).questions) == 9947
+
+
+def test_seeded_subset_is_stable_and_seed_dependent(data_dir: Path) -> None:
+    ids = [q.id for q in load_dataset("metaqa-2hop", n=3, seed=1, data_dir=data_dir).questions]
+    assert ids == ["metaqa-2hop-dev-14780", "metaqa-2hop-dev-08712", "metaqa-2hop-dev-00200"]
+    more = [q.id for q in load_dataset("metaqa-2hop", n=10, seed=1, data_dir=data_dir).questions]
+    assert more[:3] == ids  # a larger subset extends a smaller one
+    other = [q.id for q in load_dataset("metaqa-2hop", n=3, seed=2, data_dir=data_dir).questions]
+    assert other != ids
+
+
+def test_hotpotqa_both_formats(data_dir: Path) -> None:
+    ds = load_dataset("hotpotqa", data_dir=data_dir)
+    assert (len(ds.questions), len(ds.knowledge.passages), ds.match) == (300, 2923, "token")
+    q = ds.questions[0]
+    assert (q.id, q.gold, q.extra["supporting"]) == (
+        "5a85ea095542994775f606a8",
+        ["Animorphs"],
+        ["The Hork-Bajir Chronicles", "Animorphs"],
+    )
+    orig = load_dataset("hotpotqa", path=data_dir / "hotpotqa" / "hipporag_hotpotqa_train100.json")
+    assert (len(orig.questions), len(orig.knowledge.passages)) == (100, 994)
+    first = orig.questions[0]
+    assert (first.gold, first.qtype, first.extra["supporting"]) == (
+        ["a spirit"],
+        "bridge",
+        ["Lilu (mythology)", "Alû"],
+    )
+    small = load_dataset("hotpotqa", n=2, data_dir=data_dir)
+    assert len(small.questions) == 2 and len(small.knowledge.passages) == 20  # pooled over the subset only
+
+
+def test_twowiki_official_format_and_pooled_graph(data_dir: Path) -> None:
+    ds = load_dataset("2wiki", data_dir=data_dir)
+    assert [q.qtype for q in ds.questions] == ["compositional", "comparison"]
+    q = ds.questions[0]
+    assert (q.text, q.gold, q.hops, q.gold_start) == (
+        "When did Lothair Ii's mother die?",
+        ["20 March 851"],
+        2,
+        "Lothair II",
+    )
+    assert ds.knowledge.triples == (
+        ("Lothair II", "mother", "Ermengarde of Tours"),
+        ("Ermengarde of Tours", "date of death", "20 March 851"),
+        ("Aas Ka Panchhi", "publication date", "1961"),
+        ("Phoolwari", "publication date", "1946"),
+    )
+    assert len(ds.knowledge.passages) == 20
+
+
+def test_twowiki_retrieval(data_dir: Path) -> None:
+    ds = load_dataset("2wiki-retrieval", data_dir=data_dir)
+    assert (len(ds.questions), len(ds.knowledge.passages)) == (51, 6119)
+    assert ds.questions[0].text == "Where was the performer of song B Boy (Song) detained?"
+    assert ds.questions[0].extra["supporting"] == ["B Boy (song)", "Meek Mill"]
+
+
+def test_custom_csv_and_jsonl(tmp_path: Path) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    csv_file = tmp_path / "q.csv"
+    csv_file.write_text("question,answers,start\nwho is r of A,B|C,A\nwhat,D,\n")
+    ds = load_dataset("custom", path=csv_file, kb=kb)
+    assert [(q.id, q.gold, q.gold_start) for q in ds.questions] == [
+        ("q00001", ["B", "C"], "A"),
+        ("q00002", ["D"], None),
+    ]
+    jl = tmp_path / "q.jsonl"
+    jl.write_text('{"id": "x", "question": "who", "answers": ["B"], "hops": 1}\n\n')
+    ds = load_dataset("custom", path=jl, kb=kb)
+    assert [(q.id, q.gold, q.hops) for q in ds.questions] == [("x", ["B"], 1)]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("question,answers\n,B\n", r"q\.csv:2: 'question' is missing"),
+        ("question\nwho\n", r"q\.csv:2: 'answers' is missing"),
+        ("question,answers,hops\nwho,B,two\n", r"q\.csv:2: 'hops' must be an integer"),
+        ("id,question,answers\n1,a,b\n1,c,d\n", "duplicate question id '1'"),
+    ],
+)
+def test_custom_bad_rows_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / "q.csv"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        load_dataset("custom", path=path, kb=kb)
+
+
+def test_missing_files_and_bad_names(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"MetaQA QA file not found: .*qa_dev\.txt"):
+        load_dataset("metaqa-1hop", data_dir=tmp_path)
+    with pytest.raises(InputError, match="unknown dataset 'webqsp'"):
+        load_dataset("webqsp", data_dir=tmp_path)
+    with pytest.raises(InputError, match="exactly one of --kb"):
+        (tmp_path / "q.csv").write_text("question,answers\nq,a\n")
+        load_dataset("custom", path=tmp_path / "q.csv")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question_id": "1"}\n{oops\n')
+    with pytest.raises(InputError, match=r"bad\.jsonl:1: not an IRCoT HotpotQA record"):
+        load_dataset("hotpotqa", path=bad)
+    with pytest.raises(InputError, match="--n must be at least 1"):
+        (tmp_path / "w.json").write_text(json.dumps([]))
+        load_dataset("2wiki", path=tmp_path / "w.json", n=0)
+
+
+def test_metaqa_bad_line_names_file_and_line(tmp_path: Path) -> None:
+    root = tmp_path / "metaqa"
+    (root / "1-hop" / "vanilla").mkdir(parents=True)
+    (root / "1-hop" / "vanilla" / "qa_dev.txt").write_text("who directed [X]\tY\nno topic here\tZ\n")
+    (root / "1-hop" / "qa_dev_qtype.txt").write_text("movie_to_director\nmovie_to_director\n")
+    (root / "kb.txt").write_text("X|directed_by|Y\n")
+    with pytest.raises(InputError, match=r"qa_dev\.txt:2: expected one \[bracketed\] topic entity, found 0"):
+        load_dataset("metaqa-1hop", data_dir=tmp_path)

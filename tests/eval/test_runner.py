@@ -1,0 +1,131 @@
+"""The runner: scoring records, resume after a SIGKILL or a crash, rate-limit backoff, metadata."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.eval.checkpoint import read_checkpoint
+from graphwalk_core.eval.runner import CHECKPOINT, run_eval, run_eval_async, run_id_for
+from graphwalk_core.eval.systems.base import SkippedSystem
+
+from .fakes import Crash, DictSystem, toy_dataset
+
+HERE = Path(__file__).resolve().parent
+
+
+def _checkpoint_ids(out: Path) -> list[str]:
+    (folder,) = (out / "runs").iterdir()
+    return [r.question_id for r in read_checkpoint(folder / CHECKPOINT)]
+
+
+def test_run_records_scores_usage_and_metadata(tmp_path: Path) -> None:
+    ds = toy_dataset(4)
+    run = run_eval(ds, DictSystem(), out_dir=tmp_path, concurrency=2)
+    assert [r.question_id for r in run.results] == ["q000", "q001", "q002", "q003"]
+    assert [(r.em, r.f1, r.hits_at_1) for r in run.results] == [(1.0, 1.0, 1.0), (0.0, 0.0, 0.0)] * 2
+    r1 = run.results[1]
+    assert (r1.decision_calls, r1.input_tokens, r1.cost_usd, r1.latency_s, r1.linking_correct) == (
+        1,
+        10,
+        0.0001,
+        0.2,
+        True,
+    )
+    assert run.results[0].cost_usd is None
+    assert run.results[0].decider == "fake:dict"
+    meta = json.loads((run.path / "run.json").read_text())
+    assert meta["run_id"] == run_id_for(ds, DictSystem()) == run.metadata.run_id
+    assert meta["system_identity"] == {"decider": "fake:dict", "system": "dict"}
+    assert meta["n_questions"] == 4 and meta["finished_at"] is not None
+    assert set(meta["package_versions"]) >= {"graphwalk", "litellm", "typesafe-sdk"}
+    assert meta["git_sha"] is None or len(meta["git_sha"].split("+")[0]) == 40
+
+
+def test_sigkilled_run_resumes_with_every_question_exactly_once(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, str(HERE / "run_killable.py"), str(tmp_path)])
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            runs = tmp_path / "runs"
+            files = list(runs.glob("*/" + CHECKPOINT)) if runs.exists() else []
+            if files and files[0].read_bytes().count(b"\n") >= 6:
+                break
+            time.sleep(0.01)
+        else:
+            pytest.fail("the subprocess never wrote 6 results")
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    before = _checkpoint_ids(tmp_path)
+    assert 6 <= len(before) < 20
+    system = DictSystem()
+    run = run_eval(toy_dataset(), system, out_dir=tmp_path, concurrency=3)
+    assert sorted(system.calls) == sorted(set(f"q{i:03d}" for i in range(20)) - set(before))
+    after = _checkpoint_ids(tmp_path)
+    assert sorted(after) == [f"q{i:03d}" for i in range(20)]  # each exactly once
+    assert run.metadata.resumed_from == len(before)
+    assert [r.question_id for r in run.results] == [f"q{i:03d}" for i in range(20)]
+
+
+def test_crash_after_k_questions_then_rerun(tmp_path: Path) -> None:
+    with pytest.raises(Crash):
+        run_eval(toy_dataset(), DictSystem(crash_after=7), out_dir=tmp_path, concurrency=1)
+    assert _checkpoint_ids(tmp_path) == [f"q{i:03d}" for i in range(7)]
+    system = DictSystem()
+    run_eval(toy_dataset(), system, out_dir=tmp_path, concurrency=4)
+    assert sorted(system.calls) == [f"q{i:03d}" for i in range(7, 20)]
+    assert sorted(_checkpoint_ids(tmp_path)) == [f"q{i:03d}" for i in range(20)]
+
+
+def test_torn_last_line_is_dropped_and_rerun(tmp_path: Path) -> None:
+    run_eval(toy_dataset(3), DictSystem(), out_dir=tmp_path)
+    (folder,) = (tmp_path / "runs").iterdir()
+    path = folder / CHECKPOINT
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join(lines[:2]) + lines[2][:25])  # the process died mid-write
+    system = DictSystem()
+    run_eval(toy_dataset(3), system, out_dir=tmp_path)
+    assert len(system.calls) == 1
+    assert sorted(_checkpoint_ids(tmp_path)) == ["q000", "q001", "q002"]
+
+
+def test_rate_limits_back_off_and_other_errors_are_recorded(tmp_path: Path) -> None:
+    system = DictSystem(rate_limits=2)
+    run = asyncio.run(
+        run_eval_async(toy_dataset(1), system, out_dir=tmp_path, concurrency=1, rate_limit_base_delay_s=0.001)
+    )
+    assert system.calls == ["q000"] * 3
+    assert run.results[0].status == "ok" and run.results[0].em == 1.0
+    exhausted = DictSystem(rate_limits=10)
+    run = asyncio.run(
+        run_eval_async(
+            toy_dataset(1),
+            exhausted,
+            out_dir=tmp_path / "b",
+            max_rate_limit_retries=2,
+            rate_limit_base_delay_s=0.001,
+        )
+    )
+    assert len(exhausted.calls) == 3
+    assert (run.results[0].status, run.results[0].error, run.results[0].f1) == (
+        "error",
+        "RateLimited: 429 Too Many Requests",
+        None,
+    )
+
+
+def test_skipped_system_records_every_question_with_the_reason(tmp_path: Path) -> None:
+    run = run_eval(toy_dataset(3), SkippedSystem("vector-rag", "no LLM configured"), out_dir=tmp_path)
+    assert [(r.status, r.error, r.f1, r.linking_correct) for r in run.results] == [
+        ("skipped", "no LLM configured", None, None)
+    ] * 3

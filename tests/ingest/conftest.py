@@ -1,0 +1,89 @@
+"""Fixtures for the ingestion tests: a scripted extractor, a scripted decider and graph snapshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.errors import BackendError
+from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction, ExtractorResult
+from graphwalk_core.ingest.extraction.cleanup import clean_extraction
+from graphwalk_core.ingest.ledger import read_ledger
+from graphwalk_core.ingest.text import normalize_name
+from graphwalk_core.stores.base import GraphStore
+from servers.openai_server import openai_server  # noqa: F401
+
+
+class ScriptedExtractor:
+    """Reads a tiny line language: ``E name|type|k=v,k=v|description`` and ``R source|type|target``.
+
+    A chunk containing ``FAIL`` raises BackendError while ``fail`` is true. Counts its calls.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.fail = True
+
+    @property
+    def version(self) -> str:
+        return "scripted:1"
+
+    @property
+    def model_id(self) -> str:
+        return ""
+
+    @property
+    def cacheable(self) -> bool:
+        return False
+
+    async def extract(self, text: str) -> ExtractorResult:
+        self.calls += 1
+        if "FAIL" in text and self.fail:
+            raise BackendError("scripted extractor failure")
+        entities, relations = [], []
+        for line in text.splitlines():
+            kind, _, rest = line.partition(" ")
+            parts = rest.split("|")
+            if kind == "E":
+                name, type_, attrs, desc = [*parts, "", "", ""][:4]
+                attributes: dict[str, Any] = {}
+                for pair in filter(None, attrs.split(",")):
+                    k, _, v = pair.partition("=")
+                    attributes[k] = int(v) if v.isdigit() else v
+                entities.append(
+                    ExtractedEntity(name=name, type=type_ or "entity", attributes=attributes, description=desc or None)
+                )
+            elif kind == "R":
+                relations.append(ExtractedRelation(source=parts[0], type=parts[1], target=parts[2]))
+        return ExtractorResult(extraction=clean_extraction(Extraction(entities=entities, relations=relations)))
+
+
+def same_name_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
+    """Pick the candidate whose card name equals the mention's (normalized), else NEW."""
+    assert isinstance(question.instructions, dict)
+    mention = normalize_name(question.instructions["mention"]["name"])
+    for label, card in question.options.items():
+        if isinstance(card, dict) and normalize_name(str(card["name"])) == mention:
+            return {label: 1.0}
+    return {"NEW": 1.0}
+
+
+@pytest.fixture
+def scripted_decider() -> FakeDecisionBackend:
+    return FakeDecisionBackend(seed=0, script=same_name_script)
+
+
+async def graph_tables(store: GraphStore, source_id: str | None = None) -> dict[str, Any]:
+    """Nodes, edges (full JSON, sorted) and the ledger (without times): equal graphs give equal tables."""
+    nodes = sorted([n.model_dump(mode="json") async for n in store.iter_nodes()], key=lambda n: n["id"])
+    edges = sorted([e.model_dump(mode="json") async for e in store.iter_edges()], key=lambda e: e["id"])
+    tables: dict[str, Any] = {"nodes": nodes, "edges": edges}
+    if source_id is not None:
+        ledger = await read_ledger(store, source_id)
+        tables["ledger"] = sorted(
+            (e.document_id, e.content_hash, e.extractor, e.status) for e in ledger.values()
+        )
+    return tables

@@ -1,0 +1,96 @@
+"""Chunking offsets, the offline NLP extractor and extraction cleanup."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.chunking import chunk_text
+from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
+from graphwalk_core.ingest.extraction.cleanup import clean_extraction
+from graphwalk_core.ingest.extraction.nlp import NLPExtractor, extract_nlp, sentences
+
+
+def test_chunks_pack_whole_paragraphs_with_offsets() -> None:
+    text = "First para one.\n\nSecond para, a bit longer.\n\n\nThird.\n" + "\n\n" + "Y" * 70
+    chunks = chunk_text("d", text, max_chars=50)
+    assert [(c.start, c.end) for c in chunks] == [(0, 43), (46, 52), (55, 105), (105, 125)]
+    assert all(text[c.start : c.end] == c.text for c in chunks)
+    assert chunks[0].text == "First para one.\n\nSecond para, a bit longer."
+    assert [c.id for c in chunks] == ["d@0", "d@1", "d@2", "d@3"]
+
+
+def test_long_paragraph_splits_at_sentences() -> None:
+    text = "Aaaa aaaa aaaa. " * 10  # 160 chars, one paragraph
+    chunks = chunk_text("d", text.strip(), max_chars=64)
+    assert [(c.start, c.end) for c in chunks] == [(0, 63), (64, 127), (128, 159)]
+    assert chunk_text("d", "") == []
+    with pytest.raises(InputError, match="chunk size must be >= 50"):
+        chunk_text("d", "x", max_chars=10)
+
+
+def test_sentences_keep_abbreviations_and_initials() -> None:
+    assert sentences("Mr. Smith met J. R. R. Tolkien. Warner Bros. Pictures paid. Done") == [
+        "Mr. Smith met J. R. R. Tolkien.",
+        "Warner Bros. Pictures paid.",
+        "Done",
+    ]
+
+
+def test_nlp_extraction() -> None:
+    text = (
+        'Christopher Nolan directed "Inception" in 2010. The film starred Tom Hardy and Elliot Page.\n'
+        "Nolan was born in London."
+    )
+    extraction = extract_nlp(text)
+    assert [(e.name, e.type) for e in extraction.entities] == [
+        ("Inception", "work"),
+        ("Christopher Nolan", "entity"),
+        ("2010", "year"),
+        ("Tom Hardy", "entity"),
+        ("Elliot Page", "entity"),
+        ("Nolan", "entity"),
+        ("London", "entity"),
+    ]
+    assert extraction.entities[1].description == 'Christopher Nolan directed "Inception" in 2010.'
+    assert [(r.source, r.target) for r in extraction.relations] == [
+        ("Inception", "Christopher Nolan"),
+        ("Inception", "2010"),
+        ("Christopher Nolan", "2010"),
+        ("Tom Hardy", "Elliot Page"),
+        ("Nolan", "London"),
+    ]
+    assert {r.type for r in extraction.relations} == {"co_occurs_with"}
+
+
+async def test_nlp_extractor_protocol() -> None:
+    extractor = NLPExtractor()
+    result = await extractor.extract("Ada Lovelace met Charles Babbage.")
+    assert (extractor.version, extractor.cacheable, result.calls) == ("nlp:1", False, 0)
+    assert [e.name for e in result.extraction.entities] == ["Ada Lovelace", "Charles Babbage"]
+
+
+def test_cleanup() -> None:
+    raw = Extraction(
+        entities=[
+            ExtractedEntity(name="Nolan", type="Film Director", attributes={"born": 1970}),
+            ExtractedEntity(name="nolan ", type="entity", description="A director.", attributes={"born": 1971}),
+            ExtractedEntity(name="Inception", type="filmWork"),
+        ],
+        relations=[
+            ExtractedRelation(source="Inception", type="Directed By", target="NOLAN"),
+            ExtractedRelation(source="inception", type="directed_by", target="Nolan"),
+            ExtractedRelation(source="Nolan", type="self", target="nolan"),
+            ExtractedRelation(source="Inception", type="scored by", target="Hans Zimmer"),
+        ],
+    )
+    clean = clean_extraction(raw)
+    assert [(e.name, e.type, e.description, e.attributes) for e in clean.entities] == [
+        ("Nolan", "film_director", "A director.", {"born": 1970}),
+        ("Inception", "film_work", None, {}),
+        ("Hans Zimmer", "entity", None, {}),
+    ]
+    assert [(r.source, r.type, r.target) for r in clean.relations] == [
+        ("Inception", "directed_by", "Nolan"),
+        ("Inception", "scored_by", "Hans Zimmer"),
+    ]

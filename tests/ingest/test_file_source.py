@@ -1,0 +1,124 @@
+"""FileSource: ids, profile, record mapping and bad input recorded as skips naming file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.sources import FileSource, load_mappings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def write_corpus(root: Path) -> None:
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "a.md").write_text("# Alpha\n\nAlpha met Beta.\n", encoding="utf-8")
+    (root / "b.txt").write_text("\ufeffBeta lives in Paris.\n", encoding="utf-8")
+    (root / "films.csv").write_text(
+        "title,year,director\nInception,2010,Christopher Nolan\nBroken,2011\nDune,2021,Denis Villeneuve\n",
+        encoding="utf-8",
+    )
+    (root / "people.jsonl").write_text('{"name": "Ann"}\n{"name": oops}\n\n[1, 2]\n{"name": "Bob"}\n')
+    (root / "bad.json").write_text('{\n  "a": 1,\n  "b": \n}\n', encoding="utf-8")
+    (root / "latin1.txt").write_bytes("line one\ncaf\xe9\n".encode("latin-1"))
+    (root / "blob.txt").write_bytes(b"abc\x00def")
+    (root / "big.md").write_text("x" * 600, encoding="utf-8")
+    (root / "image.png").write_bytes(b"\x89PNG")
+    (root / ".hidden.txt").write_text("ignored", encoding="utf-8")
+
+
+async def test_documents_ids_and_skips(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    source = FileSource(tmp_path, source_id="corpus", max_bytes=500)
+    docs = [d async for d in source.documents()]
+    assert [d.id for d in docs] == [
+        "b.txt",
+        "films.csv#0",
+        "films.csv#2",
+        "notes/a.md",
+        "people.jsonl#0",
+        "people.jsonl#3",
+    ]
+    by_id = {d.id: d for d in docs}
+    assert by_id["b.txt"].text == "Beta lives in Paris.\n"  # BOM stripped
+    assert by_id["films.csv#2"].records == [{"title": "Dune", "year": 2021, "director": "Denis Villeneuve"}]
+    assert by_id["films.csv#2"].text == "title: Dune\nyear: 2021\ndirector: Denis Villeneuve"
+    assert by_id["notes/a.md"].metadata == {"path": "notes/a.md", "type": "md", "title": "Alpha"}
+    assert [s.describe() for s in source.skipped] == [
+        "bad.json:4: invalid JSON: Expecting value",
+        "big.md: file is 600 bytes, over the limit of 500",
+        "blob.txt: binary file (NUL byte at offset 3)",
+        "films.csv:3: malformed CSV row: 2 fields, the header has 3",
+        "image.png: unsupported file type .png",
+        "latin1.txt:2: not UTF-8: invalid byte 0xe9 at offset 12",
+        "people.jsonl:2: invalid JSON: Expecting value",
+        "people.jsonl:4: a record must be a JSON object, got list",
+    ]
+    assert [s.document_id for s in source.skipped if s.document_id] == [
+        "films.csv#1",
+        "people.jsonl#1",
+        "people.jsonl#2",
+    ]
+
+
+async def test_profile(tmp_path: Path) -> None:
+    write_corpus(tmp_path)
+    profile = await FileSource(tmp_path, source_id="corpus", max_bytes=500).profile()
+    assert profile.documents == 6
+    assert profile.files_by_type == {"csv": 1, "json": 1, "jsonl": 1, "md": 1, "txt": 1}
+    assert profile.encodings == {"utf-8": 4, "utf-8-sig": 1}
+    assert profile.rows == 4
+    assert [(t.name, t.rows, [c.name for c in t.columns]) for t in profile.tables] == [
+        ("bad.json", 0, []),
+        ("films.csv", 2, ["title", "year", "director"]),
+        ("people.jsonl", 2, ["name"]),
+    ]
+    assert len(profile.skipped) == 8
+    assert profile.bytes == sum(
+        (tmp_path / p).stat().st_size for p in ("b.txt", "films.csv", "notes/a.md", "people.jsonl", "bad.json")
+    )
+
+
+async def test_mapping_turns_records_into_entities() -> None:
+    mappings = load_mappings(REPO / "data" / "films_mapping.yaml")
+    source = FileSource(REPO / "data" / "films", mappings=mappings)
+    docs = {d.id: d async for d in source.documents()}
+    film = docs["films.csv#3"]
+    assert film.extraction is not None
+    assert film.extractor == mappings["films.csv"].version
+    assert [(e.name, e.type, e.attributes) for e in film.extraction.entities] == [
+        ("Dunkirk", "film", {"year": 2017, "genre": "war"}),
+        ("Christopher Nolan", "person", {}),
+        ("Fionn Whitehead", "person", {}),
+        ("Tom Hardy", "person", {}),
+    ]
+    assert [(r.source, r.type, r.target) for r in film.extraction.relations] == [
+        ("Dunkirk", "directed_by", "Christopher Nolan"),
+        ("Dunkirk", "starred_actors", "Fionn Whitehead"),
+        ("Dunkirk", "starred_actors", "Tom Hardy"),
+    ]
+    assert docs["nolan.md"].extraction is None
+
+
+async def test_mapping_errors_name_the_record(tmp_path: Path) -> None:
+    (tmp_path / "films.csv").write_text("title,year\nInception,2010\n,2011\n", encoding="utf-8")
+    source = FileSource(tmp_path, mappings=load_mappings({"name": "title", "type": "film"}))
+    docs = [d.id async for d in source.documents()]
+    assert docs == ["films.csv#0"]
+    assert [s.describe() for s in source.skipped] == [
+        "films.csv:3: the name column 'title' is missing or empty"
+    ]
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist"):
+        FileSource(tmp_path / "missing")
+    with pytest.raises(InputError, match="invalid source id 'a/b'"):
+        FileSource(tmp_path, source_id="a/b")
+    with pytest.raises(InputError, match="invalid mapping for 'x.csv'"):
+        load_mappings({"x.csv": {"type": "film"}})
+    (tmp_path / "m.yaml").write_text("name: [unclosed", encoding="utf-8")
+    with pytest.raises(InputError, match="is not valid YAML"):
+        load_mappings(tmp_path / "m.yaml")

@@ -1,0 +1,205 @@
+"""Incremental ingestion: differential equality, free reruns, retries, retraction and routing behaviour."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.ingest.ledger import read_ledger
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.resolution import base_node_id
+from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.ingest.text import name_words, normalize_name
+from graphwalk_core.llm.fake import FakeLLM
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import ScriptedExtractor, graph_tables, same_name_script
+
+CORPUS_A = {
+    "a.txt": "E Christopher Nolan|person|born=1970|British director\nE Inception|film|year=2010\n"
+    "R Inception|directed_by|Christopher Nolan",
+    "b.txt": "E Inception|film|year=2011\nE Tom Hardy|person\nR Inception|starred|Tom Hardy\nE London|city",
+    "c.txt": "E Tom Hardy|person|born=1977\nE London|place\nR Tom Hardy|born_in|London",
+}
+
+
+def write(root: Path, files: dict[str, str | None]) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        if text is None:
+            (root / name).unlink()
+        else:
+            (root / name).write_text(text, encoding="utf-8")
+
+
+async def run(root: Path, store: MemoryGraphStore, extractor: ScriptedExtractor, decider: FakeDecisionBackend, **kw):
+    return await ingest(
+        FileSource(root, source_id="docs"), store, extractor=extractor, decider=decider,
+        embedder=HashingEmbedder(), routing="jev", **kw,
+    )
+
+
+async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    write(corpus, CORPUS_A)
+    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    first = await run(corpus, store, extractor, decider)
+    assert (first.new, first.update.conflicts) == (3, 2)  # Inception.year, London's type
+    write(
+        corpus,
+        {
+            "b.txt": "E Inception|film|year=2010\nE Tom Hardy|person\nR Inception|starred|Tom Hardy\n"
+            "E Emma Thomas|person\nR Emma Thomas|produced|Inception",
+            "c.txt": None,
+            "d.txt": "E London|city|country=UK\nE Christopher Nolan|person\nR Christopher Nolan|born_in|London",
+        },
+    )
+    second = await run(corpus, store, extractor, decider)
+    assert (second.new, second.changed, second.unchanged, second.deleted) == (1, 1, 1, 1)
+    assert extractor.calls == 5
+    fresh_store = MemoryGraphStore()
+    await run(corpus, fresh_store, ScriptedExtractor(), FakeDecisionBackend(script=same_name_script))
+    incremental, fresh = await graph_tables(store, "docs"), await graph_tables(fresh_store, "docs")
+    assert incremental == fresh
+    names = {n["name"]: n for n in fresh["nodes"]}
+    assert sorted(names) == ["Christopher Nolan", "Emma Thomas", "Inception", "London", "Tom Hardy"]
+    assert names["Inception"]["attributes"] == {"year": 2010} and names["Inception"]["conflicts"] == {}
+    assert names["Tom Hardy"]["attributes"] == {}  # born=1977 came from the deleted c.txt
+    assert names["London"]["type"] == "city" and names["London"]["attributes"] == {"country": "UK"}
+    assert names["London"]["id"] == base_node_id("London")
+    assert len(fresh["edges"]) == 4
+    assert [row[0] for row in fresh["ledger"]] == ["a.txt", "b.txt", "d.txt"]
+
+
+async def test_rerun_unchanged_costs_nothing(tmp_path: Path) -> None:
+    write(tmp_path, CORPUS_A)
+    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    await run(tmp_path, store, extractor, decider)
+    before = await graph_tables(store, "docs")
+    ledger_before = await read_ledger(store, "docs")
+    calls = (extractor.calls, decider.calls)
+    assert calls == (3, 2)
+    again = await run(tmp_path, store, extractor, decider)
+    assert (extractor.calls, decider.calls) == calls
+    assert (again.unchanged, again.chunks, again.mentions, again.routing_cost.calls) == (3, 0, 0, 0)
+    assert await graph_tables(store, "docs") == before
+    assert await read_ledger(store, "docs") == ledger_before  # not even rewritten
+
+
+async def test_failed_chunk_marks_document_incomplete_and_retries(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Alpha|thing|note=" + "x" * 25 + "\n\nE Beta|thing\nFAIL", "b.txt": "E Gamma|thing"})
+    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    report = await run(tmp_path, store, extractor, decider, max_chars=50)
+    assert report.failed == ["a.txt"]
+    ledger = await read_ledger(store, "docs")
+    assert (ledger["a.txt"].status, ledger["b.txt"].status) == ("incomplete", "complete")
+    assert ledger["a.txt"].errors == ["chunk 1 (46-63): scripted extractor failure"]
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha", "Gamma"]
+    extractor.fail = False
+    retry = await run(tmp_path, store, extractor, decider, max_chars=50)
+    assert (retry.incomplete, retry.unchanged, retry.failed) == (1, 1, [])
+    fresh, working = MemoryGraphStore(), ScriptedExtractor()
+    working.fail = False
+    await run(tmp_path, fresh, working, FakeDecisionBackend(script=same_name_script), max_chars=50)
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+
+
+def alias_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
+    """Same name, else a candidate whose name words contain the mention's (``Nolan`` -> ``Chris Nolan``)."""
+    answer = same_name_script(question, state)
+    if "NEW" not in answer:
+        return answer
+    assert isinstance(question.instructions, dict)
+    words = name_words(question.instructions["mention"]["name"])
+    for label, card in question.options.items():
+        if isinstance(card, dict) and words <= name_words(str(card["name"])):
+            return {label: 1.0}
+    return answer
+
+
+async def test_retraction_rederives_name_summary_and_conflicts(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "a.txt": "E Nolan|person|born=1970|Director A",
+            "b.txt": "E Chris Nolan|person|born=1971|Director B, longer",
+            "c.txt": "E Chris Nolan|person",
+        },
+    )
+    store = MemoryGraphStore()
+    decider = FakeDecisionBackend(script=lambda q, s: {"c1": 1.0})
+    await run(tmp_path, store, ScriptedExtractor(), decider)
+    [node] = [n async for n in store.iter_nodes()]
+    assert node.id == base_node_id("Nolan")
+    assert (node.name, node.aliases, node.summary) == ("Chris Nolan", ("Nolan",), "Director B, longer")
+    assert node.attributes == {"born": 1970} and list(node.conflicts) == ["born"]
+    write(tmp_path, {"b.txt": None, "c.txt": None})
+    report = await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert (report.deleted, report.update.nodes_retracted, report.update.nodes_deleted) == (2, 2, 0)
+    [node] = [n async for n in store.iter_nodes()]
+    assert (node.name, node.aliases, node.summary) == ("Nolan", (), "Director A")
+    assert (node.attributes, node.conflicts) == ({"born": 1970}, {})
+    assert {p.source_id for p in node.provenance} == {"docs/a.txt"}
+
+
+async def test_mentions_in_one_chunk_with_different_names_can_merge(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person\nE Nolan|person\nE Inception|film\nR Inception|by|Nolan"})
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=alias_script)
+    report = await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert decider.calls == 1 and report.routing_cost.calls == 1
+    [question] = decider.questions
+    assert question.options["c1"] == {
+        "name": "Christopher Nolan", "type": "person", "summary": None, "note": "named earlier in this passage"
+    }
+    nodes = {n.name: n async for n in store.iter_nodes()}
+    assert sorted(nodes) == ["Christopher Nolan", "Inception"]
+    assert nodes["Christopher Nolan"].aliases == ("Nolan",)
+    [edge] = [e async for e in store.iter_edges()]
+    assert (edge.source, edge.type, edge.target) == (nodes["Inception"].id, "by", nodes["Christopher Nolan"].id)
+
+
+async def test_later_mentions_route_to_nodes_planned_earlier_in_the_run(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Nolan|person"})
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=alias_script)
+    await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert [n.aliases async for n in store.iter_nodes()] == [("Nolan",)]
+
+
+async def test_decider_failure_merges_only_on_exact_names(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Christopher Nolan|person\nE Nolan|person"})
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(fail_after=0)
+    report = await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert (decider.calls, report.fallbacks) == (1, 2)
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Christopher Nolan", "Nolan"]
+
+
+async def test_low_confidence_escalates_to_the_llm(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Chris Nolan|person", "b.txt": "E Nolan|person"})
+    llm = FakeLLM('{"choice": "c1"}')
+    decider = FakeDecisionBackend(script=lambda q, s: {"c1": 0.45, "NEW": 0.55})
+    store = MemoryGraphStore()
+    report = await run(tmp_path, store, ScriptedExtractor(), decider, llm=llm)
+    assert (report.escalations, len(llm.calls), decider.calls) == (1, 1, 1)
+    [node] = [n async for n in store.iter_nodes()]
+    assert node.aliases == ("Nolan",)
+    assert sorted(p.confidence for p in node.provenance) == [0.45, 1.0]
+
+
+async def test_new_for_a_taken_id_is_disambiguated_deterministically(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Paris|city", "b.txt": "E Paris|person"})
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=lambda q, s: {"NEW": 1.0}))
+    nodes = sorted([(n.type, n.id) async for n in store.iter_nodes()])
+    assert [t for t, _ in nodes] == ["city", "person"]
+    assert dict(nodes)["city"] == base_node_id("Paris")
+    assert dict(nodes)["person"] != base_node_id("Paris")
+
+
+async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Nolan|person\nE Inception|film", "b.txt": "E nolan|person\nE Dune|film"})
+    store = MemoryGraphStore()
+    report = await ingest(FileSource(tmp_path), store, extractor=ScriptedExtractor(), routing="exact")
+    assert report.routing_cost.calls == 0
+    assert sorted([normalize_name(n.name) async for n in store.iter_nodes()]) == ["dune", "inception", "nolan"]

@@ -1,0 +1,112 @@
+"""SQLSource on data/sample.sqlite: profile, rows as documents, foreign keys as edges, clear errors."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.sources import SQLSource, load_sources, open_source
+from graphwalk_core.ingest.sources.sql import safe_url
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample.sqlite"
+
+
+def sample_source() -> SQLSource:
+    return SQLSource(f"sqlite:///{SAMPLE}", source_id="sample")
+
+
+async def test_profile_tables_keys_and_rows() -> None:
+    profile = await sample_source().profile()
+    assert [(t.name, t.rows, t.primary_key) for t in profile.tables] == [
+        ("film_cast", 9, ["film_id", "person_id"]),
+        ("films", 6, ["id"]),
+        ("people", 8, ["id"]),
+        ("studios", 3, ["id"]),
+    ]
+    films = profile.tables[1]
+    assert [(c.name, c.type, c.nullable) for c in films.columns] == [
+        ("id", "INTEGER", True),
+        ("title", "TEXT", False),
+        ("year", "INTEGER", True),
+        ("director_id", "INTEGER", True),
+        ("studio_id", "INTEGER", True),
+    ]
+    assert [(fk.columns, fk.ref_table, fk.ref_columns) for fk in films.foreign_keys] == [
+        (["director_id"], "people", ["id"]),
+        (["studio_id"], "studios", ["id"]),
+    ]
+    assert profile.rows == 26 and profile.documents == 26
+
+
+async def test_foreign_keys_become_edges_without_calls() -> None:
+    store = MemoryGraphStore()
+    report = await ingest(sample_source(), store, routing="exact")
+    # entity tables: 8 people + 3 studios + 6 films; edges: 5 directors + 5 studios + 9 cast rows
+    assert await store.counts() == (17, 19)
+    assert report.routing_cost.calls == 0 and report.extraction_cost.calls == 0
+    edges = [e async for e in store.iter_edges()]
+    names = {n.id: n.name async for n in store.iter_nodes()}
+    triples = sorted((names[e.source], e.type, names[e.target], tuple(e.attributes.items())) for e in edges)
+    assert triples[:4] == [
+        ("Dune", "director", "Denis Villeneuve", ()),
+        ("Dune", "film_cast", "Timothée Chalamet", (("role", "Paul Atreides"),)),
+        ("Dune", "studio", "Legendary Pictures", ()),
+        ("Dunkirk", "director", "Christopher Nolan", ()),
+    ]
+    assert sum(1 for t in triples if t[1] == "film_cast") == 9
+    nolan = (await store.find_nodes(name="Christopher Nolan"))[0]
+    assert (nolan.type, nolan.attributes) == ("person", {"born": 1970, "birthplace": "London"})
+    assert [p.source_id for p in nolan.provenance][:2] == ["sample/films#1", "sample/films#2"]
+
+
+async def test_renaming_a_row_updates_referencing_rows(tmp_path: Path) -> None:
+    db = tmp_path / "films.sqlite"
+    db.write_bytes(SAMPLE.read_bytes())
+    source = SQLSource(f"sqlite:///{db}", source_id="db")
+    store = MemoryGraphStore()
+    await ingest(source, store, routing="exact")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE people SET name = 'Chris Nolan' WHERE id = 1")
+    conn.close()
+    report = await ingest(source, store, routing="exact")
+    # the person row and the 4 films pointing at it change
+    assert (report.changed, report.unchanged) == (5, 21)
+    [node] = await store.find_nodes(name="Chris Nolan")
+    assert node.aliases == () and await store.find_nodes(name="Christopher Nolan") == []
+    fresh = MemoryGraphStore()
+    await ingest(source, fresh, routing="exact")
+    assert await store.counts() == await fresh.counts() == (17, 19)
+
+
+def test_unreachable_urls_give_clear_errors_without_password(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such database file") as info:
+        SQLSource(f"sqlite:///{tmp_path}/missing.sqlite")
+    assert "missing.sqlite" in str(info.value)
+    with pytest.raises(InputError) as info:
+        source = SQLSource("postgresql+psycopg2://alice:s3cret@127.0.0.1:1/films")
+        source.read_documents()
+    assert "s3cret" not in str(info.value)
+    assert "alice:***@127.0.0.1:1/films" in str(info.value)
+    assert safe_url("mysql://u:pw@h/db") == "mysql://u:***@h/db"
+
+
+def test_sources_yaml() -> None:
+    specs = load_sources(REPO / "data" / "sources.yaml")
+    assert [(s.id, s.kind) for s in specs] == [("films", "files"), ("sample_db", "sql")]
+    assert open_source(specs[1]).source_id == "sample_db"
+
+
+def test_sources_yaml_errors(tmp_path: Path) -> None:
+    path = tmp_path / "sources.yaml"
+    path.write_text("- {id: a, kind: ftp, path_or_url: x}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"entry #0 \(a\)"):
+        load_sources(path)
+    path.write_text("- {id: a, kind: files, path_or_url: x}\n- {id: a, kind: files, path_or_url: y}\n")
+    with pytest.raises(InputError, match="repeated source ids"):
+        load_sources(path)

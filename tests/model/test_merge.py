@@ -1,0 +1,202 @@
+"""Pure merge logic: provenance union, conflicts, surface derivation, retraction, order independence."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import GENERIC_TYPE, AttributeConflict, ConflictValue, Edge, Node, Provenance
+from graphwalk_core.model.merge import (
+    TYPE_CONFLICT_KEY,
+    derive_surface,
+    merge_edge_data,
+    merge_node_data,
+    retract_source,
+    rewired,
+    source_ids,
+    union_provenance,
+)
+
+A = Provenance(source_id="wiki/a", content_hash="ha")
+A2 = Provenance(source_id="wiki/a", content_hash="ha2")
+B = Provenance(source_id="wiki/b", content_hash="hb")
+C = Provenance(source_id="wiki/c", content_hash="hc")
+
+
+def n(name: str, prov: tuple[Provenance, ...], **kw: object) -> Node:
+    return Node(id=kw.pop("id", "n1"), name=name, provenance=prov, **kw)  # type: ignore[arg-type]
+
+
+def test_union_provenance_dedups_and_sorts() -> None:
+    assert union_provenance([C, A], [A, B, A2]) == (A, A2, B, C)
+
+
+def test_equal_attributes_union_their_provenance() -> None:
+    merged = merge_node_data(n("X", (A,), attributes={"year": 2000}), n("X", (B,), attributes={"year": 2000}))
+    assert merged.attributes == {"year": 2000}
+    assert merged.attribute_provenance == {"year": (A, B)}
+    assert merged.conflicts == {}
+    assert merged.provenance == (A, B)
+
+
+def test_different_attributes_become_a_conflict_with_majority_value() -> None:
+    x = n("X", (A,), attributes={"year": 2000, "lang": "en"})
+    y = n("X", (B,), attributes={"year": 1999})
+    z = n("X", (C,), attributes={"year": 1999})
+    merged = merge_node_data(merge_node_data(x, y), z)
+    assert merged.attributes == {"lang": "en", "year": 1999}
+    assert merged.attribute_provenance == {"lang": (A,), "year": (B, C)}
+    assert merged.conflicts == {
+        "year": AttributeConflict(
+            key="year",
+            values=(ConflictValue(value=1999, provenance=(B, C)), ConflictValue(value=2000, provenance=(A,))),
+        )
+    }
+
+
+def test_conflict_tie_goes_to_smallest_canonical_json() -> None:
+    merged = merge_node_data(n("X", (B,), attributes={"k": "zeta"}), n("X", (A,), attributes={"k": "alpha"}))
+    assert merged.attributes == {"k": "alpha"}
+    assert [c.value for c in merged.conflicts["k"].values] == ["alpha", "zeta"]
+
+
+def test_attribute_provenance_overrides_element_provenance() -> None:
+    x = n("X", (A, B), attributes={"k": 1}, attribute_provenance={"k": (B,)})
+    merged = merge_node_data(x, n("X", (C,), attributes={"k": 2}))
+    assert [(c.value, c.provenance) for c in merged.conflicts["k"].values] == [(1, (B,)), (2, (C,))]
+
+
+def test_generic_type_yields_to_real_type_and_real_types_conflict() -> None:
+    assert merge_node_data(n("X", (A,)), n("X", (B,), type="film")).type == "film"
+    assert merge_node_data(n("X", (A,), type="film"), n("X", (B,))).conflicts == {}
+    both = merge_node_data(n("X", (A,), type="person"), n("X", (B,), type="film"))
+    assert both.type == "film"
+    assert both.conflicts[TYPE_CONFLICT_KEY].values == (
+        ConflictValue(value="film", provenance=(B,)),
+        ConflictValue(value="person", provenance=(A,)),
+    )
+    assert merge_node_data(n("X", (A,)), n("X", (B,))).type == GENERIC_TYPE
+
+
+def test_names_and_summaries_are_derived_from_sources() -> None:
+    x = n("Nolan", (A,), id="x", summary="A director.")
+    y = n("Christopher Nolan", (B,), id="y", summary="British-American film director.")
+    z = n("Nolan", (C,), id="z")
+    merged = merge_node_data(merge_node_data(x, y), z)
+    assert merged.id == "x"
+    assert merged.name == "Nolan"
+    assert merged.aliases == ("Christopher Nolan",)
+    assert merged.name_sources == {"Christopher Nolan": (B,), "Nolan": (A, C)}
+    assert merged.summary == "British-American film director."
+    assert merged.summary_sources == {"A director.": (A,), "British-American film director.": (B,)}
+
+
+def test_derive_surface_ties_longest_then_smallest() -> None:
+    node = n("?", (A,), name_sources={"Bo": (A,), "Al": (B,), "Cy": (A, C), "Bob": (B,)})
+    assert derive_surface(node).name == "Cy"
+    tie = n("?", (A,), name_sources={"Bo": (A,), "Al": (B,), "Bob": (C,)})
+    assert (derive_surface(tie).name, derive_surface(tie).aliases) == ("Bob", ("Al", "Bo"))
+    assert derive_surface(n("Al", (A,), name_sources={"Al": (A,), "Ab": (B,)})).name == "Ab"
+    assert derive_surface(n("Keep", (A,), aliases=("k",), summary="s")) == n(
+        "Keep", (A,), aliases=("k",), summary="s"
+    )
+    assert derive_surface(n("Al", (A,), name_sources={"Al": (A,)}, summary="old")).summary is None
+
+
+def test_support_counts_distinct_sources_not_provenance_entries() -> None:
+    node = n("?", (A,), name_sources={"Short": (A, A2), "Longer": (B,)})
+    assert derive_surface(node).name == "Longer"
+
+
+def test_merge_edge_data() -> None:
+    e1 = Edge(source="a", target="b", type="r", provenance=(A,), attributes={"w": 1})
+    e2 = Edge(source="a", target="b", type="r", provenance=(B,), attributes={"w": 1, "x": True})
+    merged = merge_edge_data(e1, e2)
+    assert merged.provenance == (A, B)
+    assert merged.attributes == {"w": 1, "x": True}
+    assert merged.attribute_provenance == {"w": (A, B), "x": (B,)}
+    with pytest.raises(InputError, match="cannot merge different edges: a -r-> b and a -s-> b"):
+        merge_edge_data(e1, Edge(source="a", target="b", type="s"))
+
+
+def test_retract_source_drops_promotes_and_rederives() -> None:
+    x = n("Nolan", (A,), attributes={"year": 1970, "town": "London"}, summary="Director.")
+    y = n("Christopher Nolan", (B,), attributes={"year": 1971}, summary="Filmmaker.")
+    merged = merge_node_data(x, y)
+    assert set(merged.conflicts) == {"year"}
+    left = retract_source(merged, "wiki/a")
+    assert left is not None
+    assert left.provenance == (B,)
+    assert left.attributes == {"year": 1971}
+    assert left.attribute_provenance == {"year": (B,)}
+    assert left.conflicts == {}
+    assert (left.name, left.aliases, left.summary) == ("Christopher Nolan", (), "Filmmaker.")
+    assert left.name_sources == {"Christopher Nolan": (B,)}
+    assert retract_source(left, "wiki/b") is None
+    assert retract_source(merged, "wiki/zzz") == merged
+
+
+def test_retract_keeps_conflict_with_two_values_left() -> None:
+    merged = merge_node_data(
+        merge_node_data(n("X", (A,), attributes={"k": 1}), n("X", (B,), attributes={"k": 2})),
+        n("X", (C,), attributes={"k": 3}),
+    )
+    left = retract_source(merged, "wiki/c")
+    assert left is not None
+    assert [(v.value, v.provenance) for v in left.conflicts["k"].values] == [(1, (A,)), (2, (B,))]
+    assert left.attributes == {"k": 1}
+
+
+def test_retract_type_conflict_and_edges() -> None:
+    merged = merge_node_data(n("X", (A,), type="person"), n("X", (B,), type="film"))
+    left = retract_source(merged, "wiki/b")
+    assert left is not None and (left.type, left.conflicts) == ("person", {})
+    e = merge_edge_data(
+        Edge(source="a", target="b", type="r", provenance=(A,), attributes={"w": 1}),
+        Edge(source="a", target="b", type="r", provenance=(B,), attributes={"v": 2}),
+    )
+    kept = retract_source(e, "wiki/a")
+    assert kept == Edge(
+        source="a",
+        target="b",
+        type="r",
+        provenance=(B,),
+        attributes={"v": 2},
+        attribute_provenance={"v": (B,)},
+    )
+
+
+def test_source_ids_and_rewired() -> None:
+    node = n("X", (A,), attribute_provenance={"k": (B,)}, attributes={"k": 1}, name_sources={"X": (C,)})
+    assert source_ids(node) == {"wiki/a", "wiki/b", "wiki/c"}
+    loop = rewired(Edge(source="old", target="old", type="r"), "old", "new")
+    assert (loop.source, loop.target) == ("new", "new")
+
+
+provenances = st.sampled_from([A, A2, B, C])
+values = st.one_of(st.integers(0, 2), st.sampled_from(["x", "y"]), st.none())
+nodes = st.builds(
+    lambda name, prov, attrs, kind, summary: Node(
+        id="n", name=name, provenance=tuple(prov), attributes=attrs, type=kind, summary=summary
+    ),
+    name=st.sampled_from(["Al", "Bob", "Cy", "al"]),
+    prov=st.lists(provenances, min_size=1, max_size=3),
+    attrs=st.dictionaries(st.sampled_from(["k", "m"]), values, max_size=2),
+    kind=st.sampled_from([GENERIC_TYPE, "film", "person"]),
+    summary=st.one_of(st.none(), st.sampled_from(["s1", "s2"])),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(nodes, nodes)
+def test_merge_is_order_independent_for_two(x: Node, y: Node) -> None:
+    assert merge_node_data(x, y) == merge_node_data(y, x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes, nodes, nodes)
+def test_merge_is_order_independent_for_three(x: Node, y: Node, z: Node) -> None:
+    assert merge_node_data(merge_node_data(x, y), z) == merge_node_data(x, merge_node_data(y, z))
+    assert merge_node_data(merge_node_data(x, y), z) == merge_node_data(merge_node_data(z, x), y)

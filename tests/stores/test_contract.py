@@ -1,0 +1,265 @@
+"""The GraphStore contract, run against every store."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import Edge, Node, Provenance, edge_id
+from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
+from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore
+
+S1 = Provenance(source_id="doc/1", content_hash="h1")
+S2 = Provenance(source_id="doc/2", content_hash="h2")
+
+
+@pytest.fixture(params=["memory", "sql"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GraphStore]:
+    made: GraphStore = (
+        MemoryGraphStore() if request.param == "memory" else SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+    )
+    yield made
+    await made.close()
+
+
+def node(node_id: str, name: str | None = None, **kw: object) -> Node:
+    return Node(id=node_id, name=name or node_id, provenance=kw.pop("provenance", (S1,)), **kw)  # type: ignore[arg-type]
+
+
+def edge(source: str, kind: str, target: str, **kw: object) -> Edge:
+    return Edge(source=source, type=kind, target=target, provenance=kw.pop("provenance", (S1,)), **kw)  # type: ignore[arg-type]
+
+
+async def movies(store: GraphStore) -> None:
+    """Memento -directed_by-> Nolan, Memento -starred_actors-> Pearce, Inception -directed_by-> Nolan."""
+    for n in (
+        node("Memento", type="film"),
+        node("Inception", type="film"),
+        node("Christopher Nolan", type="person", aliases=("Chris Nolan",)),
+        node("Guy Pearce", type="person", provenance=(S2,)),
+    ):
+        await store.upsert_node(n)
+    await store.upsert_edge(edge("Memento", "directed_by", "Christopher Nolan"))
+    await store.upsert_edge(edge("Memento", "starred_actors", "Guy Pearce", provenance=(S2,)))
+    await store.upsert_edge(edge("Inception", "directed_by", "Christopher Nolan"))
+
+
+async def test_protocol_and_upsert_get(store: GraphStore) -> None:
+    assert isinstance(store, GraphStore)
+    await movies(store)
+    assert await store.counts() == (4, 3)
+    got = await store.get_node("Christopher Nolan")
+    assert got == node("Christopher Nolan", type="person", aliases=("Chris Nolan",))
+    assert await store.get_node("nobody") is None
+    replaced = node("Memento", type="film", summary="a 2000 film", attributes={"year": 2000})
+    await store.upsert_node(replaced)
+    assert await store.get_node("Memento") == replaced
+    assert await store.counts() == (4, 3)
+    found = await store.get_nodes(["Guy Pearce", "nobody", "Memento"])
+    assert list(found) == ["Guy Pearce", "Memento"]
+    e = edge("Memento", "directed_by", "Christopher Nolan")
+    assert await store.get_edge(e.id) == e
+    assert await store.get_edge(edge_id("x", "y", "z")) is None
+
+
+async def test_upsert_edge_needs_endpoints(store: GraphStore) -> None:
+    await store.upsert_node(node("a"))
+    with pytest.raises(InputError, match=r"unknown node\(s\) \['ghost'\]"):
+        await store.upsert_edge(edge("a", "r", "ghost"))
+    assert await store.counts() == (1, 0)
+
+
+async def test_neighbors_and_adjacent_by_direction_and_type(store: GraphStore) -> None:
+    await movies(store)
+    assert sorted(await store.adjacent("Memento", direction="out")) == [
+        Adjacent("directed_by", "Christopher Nolan", "out"),
+        Adjacent("starred_actors", "Guy Pearce", "out"),
+    ]
+    assert sorted(await store.adjacent("Christopher Nolan", direction="in")) == [
+        Adjacent("directed_by", "Inception", "in"),
+        Adjacent("directed_by", "Memento", "in"),
+    ]
+    assert await store.adjacent("Christopher Nolan", direction="out") == []
+    assert await store.adjacent("Memento", edge_types={"starred_actors"}) == [
+        Adjacent("starred_actors", "Guy Pearce", "out")
+    ]
+    assert await store.adjacent("Memento", edge_types=["nope"]) == []
+    both = await store.neighbors("Christopher Nolan", direction="both", edge_types=["directed_by"])
+    assert sorted((n.node.id, n.edge.id, n.direction) for n in both) == [
+        ("Inception", edge_id("Inception", "directed_by", "Christopher Nolan"), "in"),
+        ("Memento", edge_id("Memento", "directed_by", "Christopher Nolan"), "in"),
+    ]
+    out = await store.neighbors("Memento", direction="out", edge_types=["starred_actors"])
+    assert out[0].node == node("Guy Pearce", type="person", provenance=(S2,))
+    assert out[0].edge == edge("Memento", "starred_actors", "Guy Pearce", provenance=(S2,))
+    with pytest.raises(InputError, match="direction must be one of out, in, both"):
+        await store.adjacent("Memento", direction="sideways")  # type: ignore[arg-type]
+
+
+async def test_degree(store: GraphStore) -> None:
+    await movies(store)
+    assert await store.degree("Memento") == 2
+    assert await store.degree("Memento", direction="in") == 0
+    assert await store.degree("Christopher Nolan", direction="in") == 2
+    assert await store.degree("Christopher Nolan", direction="out") == 0
+    assert await store.degree("nobody") == 0
+
+
+async def test_find_nodes_by_name_alias_type_case_insensitive(store: GraphStore) -> None:
+    await movies(store)
+    assert [n.id for n in await store.find_nodes(name="chris NOLAN")] == ["Christopher Nolan"]
+    assert [n.id for n in await store.find_nodes(name="CHRISTOPHER nolan")] == ["Christopher Nolan"]
+    assert [n.id for n in await store.find_nodes(name="memento", type="person")] == []
+    assert [n.id for n in await store.find_nodes(type="film")] == ["Inception", "Memento"]
+    assert [n.id for n in await store.find_nodes(type="film", limit=1)] == ["Inception"]
+    assert await store.find_nodes(name="nobody") == []
+
+
+async def test_iteration_in_order(store: GraphStore) -> None:
+    await movies(store)
+    ids = [n.id async for n in store.iter_nodes(batch_size=2)]
+    assert ids == ["Christopher Nolan", "Guy Pearce", "Inception", "Memento"]
+    edges = [(e.source, e.type, e.target) async for e in store.iter_edges(batch_size=1)]
+    assert edges == [
+        ("Inception", "directed_by", "Christopher Nolan"),
+        ("Memento", "directed_by", "Christopher Nolan"),
+        ("Memento", "starred_actors", "Guy Pearce"),
+    ]
+
+
+async def test_delete_cascades(store: GraphStore) -> None:
+    await movies(store)
+    await store.delete_node("Christopher Nolan")
+    assert await store.counts() == (3, 1)
+    assert await store.adjacent("Memento") == [Adjacent("starred_actors", "Guy Pearce", "out")]
+    assert await store.find_nodes(name="chris nolan") == []
+    await store.delete_edge(edge_id("Memento", "starred_actors", "Guy Pearce"))
+    assert await store.counts() == (3, 0)
+    assert await store.degree("Guy Pearce") == 0
+    await store.delete_node("nobody")
+    await store.delete_edge(edge_id("a", "b", "c"))
+    assert await store.counts() == (3, 0)
+
+
+async def test_merge_nodes_rewires_merges_and_aliases(store: GraphStore) -> None:
+    await movies(store)
+    await store.upsert_node(node("C. Nolan", type="entity", attributes={"born": 1970}, provenance=(S2,)))
+    await store.upsert_node(
+        node("Christopher Nolan", type="person", attributes={"born": 1971}, provenance=(S1,))
+    )
+    await store.upsert_edge(edge("Inception", "directed_by", "C. Nolan", provenance=(S2,)))
+    await store.upsert_edge(edge("C. Nolan", "directed_by", "Christopher Nolan", provenance=(S2,)))
+    merged = await store.merge_nodes("Christopher Nolan", "C. Nolan")
+    assert merged.type == "person"
+    assert merged.name == "Christopher Nolan"
+    assert merged.aliases == ("C. Nolan",)
+    assert merged.provenance == (S1, S2)
+    assert merged.attributes == {"born": 1970}
+    born = merged.conflicts["born"].values
+    assert [(v.value, v.provenance) for v in born] == [(1970, (S2,)), (1971, (S1,))]
+    assert await store.get_node("C. Nolan") is None
+    assert await store.get_node("Christopher Nolan") == merged
+    assert await store.counts() == (4, 4)
+    inception = await store.get_edge(edge_id("Inception", "directed_by", "Christopher Nolan"))
+    assert inception is not None and inception.provenance == (S1, S2)
+    loop = await store.get_edge(edge_id("Christopher Nolan", "directed_by", "Christopher Nolan"))
+    assert loop == edge("Christopher Nolan", "directed_by", "Christopher Nolan", provenance=(S2,))
+    assert [n.id for n in await store.find_nodes(name="c. nolan")] == ["Christopher Nolan"]
+    assert sorted(await store.adjacent("Christopher Nolan", direction="in")) == [
+        Adjacent("directed_by", "Christopher Nolan", "in"),
+        Adjacent("directed_by", "Inception", "in"),
+        Adjacent("directed_by", "Memento", "in"),
+    ]
+    with pytest.raises(InputError, match="unknown node 'ghost'"):
+        await store.merge_nodes("Memento", "ghost")
+    with pytest.raises(InputError, match="into itself"):
+        await store.merge_nodes("Memento", "Memento")
+
+
+async def test_merge_nodes_type_conflict(store: GraphStore) -> None:
+    await store.upsert_node(node("a", type="film"))
+    await store.upsert_node(node("b", type="person", provenance=(S2,)))
+    merged = await store.merge_nodes("a", "b")
+    assert merged.type == "film"
+    assert [(v.value, v.provenance) for v in merged.conflicts[TYPE_CONFLICT_KEY].values] == [
+        ("film", (S1,)),
+        ("person", (S2,)),
+    ]
+
+
+async def test_elements_from_source(store: GraphStore) -> None:
+    await movies(store)
+    await store.upsert_node(
+        node("Inception", type="film", attributes={"year": 2010}, attribute_provenance={"year": (S2,)})
+    )
+    nodes, edges = await store.elements_from_source("doc/2")
+    assert [n.id for n in nodes] == ["Guy Pearce", "Inception"]
+    assert [e.id for e in edges] == [edge_id("Memento", "starred_actors", "Guy Pearce")]
+    nodes, edges = await store.elements_from_source("doc/1")
+    assert [n.id for n in nodes] == ["Christopher Nolan", "Inception", "Memento"]
+    assert len(edges) == 2
+    assert await store.elements_from_source("doc/9") == ([], [])
+    await store.delete_node("Guy Pearce")
+    assert [n.id for n in (await store.elements_from_source("doc/2"))[0]] == ["Inception"]
+
+
+async def test_metadata(store: GraphStore) -> None:
+    await store.set_metadata("ledger/wiki/a", "h1")
+    await store.set_metadata("ledger/wiki/b", "h2")
+    await store.set_metadata("other", "x")
+    assert await store.get_metadata("ledger/wiki/a") == "h1"
+    assert await store.metadata_keys("ledger/") == ["ledger/wiki/a", "ledger/wiki/b"]
+    assert await store.metadata_keys() == ["ledger/wiki/a", "ledger/wiki/b", "other"]
+    await store.set_metadata("ledger/wiki/a", "h3")
+    assert await store.get_metadata("ledger/wiki/a") == "h3"
+    await store.set_metadata("ledger/wiki/a", None)
+    assert await store.get_metadata("ledger/wiki/a") is None
+    assert await store.metadata_keys("ledger/") == ["ledger/wiki/b"]
+
+
+async def _snapshot(store: GraphStore) -> tuple[list[Node], list[Edge], dict[str, str | None]]:
+    meta = {k: await store.get_metadata(k) for k in await store.metadata_keys()}
+    return [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()], meta
+
+
+async def test_transaction_rolls_back_on_exception(store: GraphStore) -> None:
+    await movies(store)
+    await store.set_metadata("k", "v1")
+    before = await _snapshot(store)
+    with pytest.raises(RuntimeError, match="boom"):
+        async with store.transaction():
+            await store.upsert_node(node("New"))
+            await store.upsert_edge(edge("New", "r", "Memento"))
+            await store.merge_nodes("Christopher Nolan", "Guy Pearce")
+            await store.delete_node("Memento")
+            await store.set_metadata("k", "v2")
+            await store.set_metadata("k2", "x")
+            raise RuntimeError("boom")
+    assert await _snapshot(store) == before
+    assert await store.counts() == (4, 3)
+    assert [n.id for n in await store.find_nodes(name="guy pearce")] == ["Guy Pearce"]
+    nodes, _ = await store.elements_from_source("doc/2")
+    assert [n.id for n in nodes] == ["Guy Pearce"]
+
+
+async def test_transaction_commits_and_nests(store: GraphStore) -> None:
+    async with store.transaction():
+        await store.upsert_node(node("a"))
+        with pytest.raises(ValueError, match="inner"):
+            async with store.transaction():
+                await store.upsert_node(node("b"))
+                raise ValueError("inner")
+        await store.upsert_node(node("c"))
+    assert [n.id async for n in store.iter_nodes()] == ["a", "c"]
+
+
+async def test_clear(store: GraphStore) -> None:
+    await movies(store)
+    await store.set_metadata("k", "v")
+    await store.clear()
+    assert await store.counts() == (0, 0)
+    assert await store.metadata_keys() == []
+    assert await store.find_nodes(name="memento") == []

@@ -1,0 +1,216 @@
+"""The engine on tiny graphs: exact scores, forced steps, beams, sampling, batching and answers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import edge_id
+from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.engine import Traverser
+from graphwalk_core.traversal.trace import Trace
+from .conftest import by_node, gold_path_script, graph
+
+FLOOR = math.log(1e-3)
+# A -> B -> C and A -> D: a two-hop chain with a side branch
+CHAIN = [("A", "r", "B"), ("B", "r", "C"), ("A", "r", "D")]
+CHAIN_SCRIPT = {"A": {"B": 0.6, "D": 0.3, "STOP": 0.1}, "B": {"C": 0.7, "STOP": 0.3}}
+
+
+async def walk(store: MemoryGraphStore, script, start: list[str], **config):  # type: ignore[no-untyped-def]
+    decider = FakeDecisionBackend(script=script)
+    result = await Traverser(store, decider, config=TraversalConfig(**config)).walk("q?", start)
+    return result, decider
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1.0, 0.5])
+async def test_greedy_scores_every_decision_including_forced_stop(alpha: float) -> None:
+    result, decider = await walk(graph(CHAIN), by_node(CHAIN_SCRIPT), ["A"], length_alpha=alpha)
+    # A -> B (0.6), B -> C (0.7), C is a dead end: forced STOP with p = 1, three decisions
+    expected = (math.log(0.6) + math.log(0.7)) / 3**alpha
+    top = result.answers[0]
+    assert (result.status, top.node_ids, top.terminated_by) == ("ok", ["C"], "dead_end")
+    assert top.score == pytest.approx(expected, abs=1e-12)
+    assert (top.n_choices, decider.calls, len(result.trace.steps)) == (2, 2, 3)
+    assert result.trace.steps[-1].forced and result.trace.steps[-1].call_id is None
+    assert [(h.source, h.target, h.edge_id) for h in top.witness] == [
+        ("A", "B", edge_id("A", "r", "B")),
+        ("B", "C", edge_id("B", "r", "C")),
+    ]
+    assert top.witness[0].source_ids == ["test"]
+
+
+async def test_beam_keeps_finished_walks_in_the_pool() -> None:
+    result, decider = await walk(
+        graph(CHAIN), by_node(CHAIN_SCRIPT), ["A"], strategy="beam", beam_width=2
+    )
+    # depth 0 keeps B (log .6) and D (log .3); D is a dead end (forced STOP, score log(.3)/2) and
+    # beats STOP at B ((log .6 + log .3)/2) for the second slot; C finishes at (log .6 + log .7)/3
+    assert [a.node_ids for a in result.answers] == [["C"], ["D"]]
+    assert [a.score for a in result.answers] == pytest.approx(
+        [(math.log(0.6) + math.log(0.7)) / 3, math.log(0.3) / 2], abs=1e-12
+    )
+    assert decider.calls == 2
+    assert result.trace.steps[0].kept == {"o1": 1, "o2": 2}
+
+
+async def test_beam_floors_zero_probabilities() -> None:
+    store = graph([("A", "r", "B"), ("A", "r", "C")])
+    script = by_node({"A": {"B": 1.0, "C": 0.0, "STOP": 0.0}})
+    result, _ = await walk(store, script, ["A"], strategy="beam", beam_width=3)
+    assert [a.node_ids for a in result.answers] == [["B"], ["C"], ["A"]]
+    assert [a.score for a in result.answers] == pytest.approx([0.0, FLOOR / 2, FLOOR], abs=1e-12)
+    assert [a.terminated_by for a in result.answers] == ["dead_end", "dead_end", "stop"]
+
+
+async def test_forced_move_is_not_a_call_nor_a_decision() -> None:
+    store = graph([("S", "r", "A"), ("A", "r", "X"), ("A", "r", "Y")])
+    script = by_node({"A": {"X": 0.9, "Y": 0.1, "STOP": 0.0}})
+    result, decider = await walk(store, script, ["S"], allow_stop_at_start=False)
+    first = result.trace.steps[0]
+    assert (first.forced, first.call_id, first.chosen) == (True, None, "o1")
+    assert decider.calls == 1
+    top = result.answers[0]
+    assert (top.node_ids, top.n_choices) == (["X"], 1)
+    assert top.score == pytest.approx(math.log(0.9) / 2, abs=1e-12)  # choice at A + forced STOP
+
+
+async def test_walk_without_a_real_choice_scores_the_floor() -> None:
+    result, decider = await walk(graph([("S", "r", "A")]), None, ["S"], allow_stop_at_start=False)
+    assert decider.calls == 0
+    top = result.answers[0]
+    assert (top.node_ids, top.n_choices, top.score, top.terminated_by) == (["A"], 0, FLOOR, "dead_end")
+
+
+async def test_sampling_applies_temperature_and_top_p_per_walk() -> None:
+    store = graph([("A", "r", "B"), ("A", "r", "C"), ("A", "r", "D")])
+    script = by_node({"A": {"B": 0.5, "C": 0.3, "D": 0.2, "STOP": 0.0}})
+    result, _ = await walk(store, script, ["A"], strategy="sample", n_samples=4, top_p=0.5)
+    assert [(a.node_ids, a.votes) for a in result.answers] == [(["B"], 4)]
+    result, _ = await walk(store, script, ["A"], strategy="sample", n_samples=6, top_p=0.8, seed=3)
+    used = result.trace.steps[0].distribution_used
+    assert used == pytest.approx({"o1": 0.625, "o2": 0.375, "o3": 0.0, "STOP": 0.0}, abs=1e-12)
+    assert sum(a.votes for a in result.answers) == 6
+    assert {a.node_ids[0] for a in result.answers} <= {"B", "C"}
+    again, _ = await walk(store, script, ["A"], strategy="sample", n_samples=6, top_p=0.8, seed=3)
+    assert [(a.node_ids, a.votes) for a in again.answers] == [(a.node_ids, a.votes) for a in result.answers]
+    cold, _ = await walk(store, script, ["A"], strategy="sample", n_samples=3, temperature=0.0)
+    assert [(a.node_ids, a.votes) for a in cold.answers] == [(["B"], 3)]
+
+
+async def test_relation_mode_moves_the_whole_frontier(movies: MemoryGraphStore) -> None:
+    script = gold_path_script([("directed_by", "in"), ("release_year", "out")])
+    decider = FakeDecisionBackend(script=script)
+    config = TraversalConfig(hop_mode="relation", allow_stop_at_start=False)
+    result = await Traverser(movies, decider, config=config).walk("years of Nolan films", ["Christopher Nolan"])
+    top = result.answers[0]
+    assert (top.node_ids, top.score, top.terminated_by) == (["2000", "2010"], 0.0, "stop")
+    assert top.relation_path == ["directed_by:in", "release_year:out"]
+    assert [(h.source, h.relation, h.target) for h in top.witnesses["2010"]] == [
+        ("Christopher Nolan", "directed_by", "Inception"),
+        ("Inception", "release_year", "2010"),
+    ]
+    assert top.witnesses["2010"][0].edge_id == edge_id("Inception", "directed_by", "Christopher Nolan")
+    first = result.trace.steps[0]
+    assert first.options["o1"] == {
+        "relation": "directed_by", "direction": "in", "leads_to": ["Memento", "Inception"], "count": 2,
+    }  # fmt: skip
+    assert decider.calls == 3
+    assert Trace.model_validate_json(result.trace.model_dump_json()) == result.trace
+
+
+async def test_relation_frontier_cap_truncates_without_embedder(movies: MemoryGraphStore) -> None:
+    script = gold_path_script([("starred_actors", "in")])
+    decider = FakeDecisionBackend(script=script)
+    config = TraversalConfig(hop_mode="relation", max_frontier=2)
+    result = await Traverser(movies, decider, config=config).walk("films with Leo", ["Leonardo DiCaprio"])
+    assert result.answers[0].node_ids == ["Inception", "Titanic"]
+    assert result.trace.steps[0].note == "frontier truncated from 3 to 2"
+
+
+HUB = [("H", "r", f"n{i:02d}") for i in range(60)] + [("H", "r", "golden retriever")]
+
+
+async def test_prefilter_keeps_top_n_by_similarity_and_records_pruned() -> None:
+    decider = FakeDecisionBackend(script=lambda q, s: {"STOP": 1.0, **{k: 0.0 for k in q.options if k != "STOP"}})
+    config = TraversalConfig(prefilter_threshold=50, prefilter_top_n=5)
+    traverser = Traverser(graph(HUB), decider, embedder=HashingEmbedder(), config=config)
+    result = await traverser.walk("which golden retriever", ["H"])
+    step = result.trace.steps[0]
+    assert len(step.options) == 6 and len(step.pruned) == 56
+    assert "golden retriever" in [o["node"] for o in step.options.values() if isinstance(o, dict)]
+    assert step.pruned_reason == "prefilter"
+    assert step.pruned_similarity == sorted(step.pruned_similarity, reverse=True)
+
+
+async def test_oversized_options_truncate_without_embedder() -> None:
+    decider = FakeDecisionBackend(max_options=10)
+    config = TraversalConfig(prefilter_top_n=5)
+    result = await Traverser(graph(HUB), decider, config=config).walk("q", ["H"])
+    step = result.trace.steps[0]
+    assert [o["node"] for o in step.options.values() if isinstance(o, dict)] == [f"n{i:02d}" for i in range(9)]
+    assert (len(step.pruned), step.pruned_reason, step.pruned[0]) == (52, "truncated", "r n09")
+
+
+@pytest.mark.parametrize(("batching", "questions"), [("per_depth", [1, 2]), ("per_beam", [1, 1, 1])])
+async def test_beam_batching(batching: str, questions: list[int]) -> None:
+    script = by_node({**CHAIN_SCRIPT, "D": {"E": 0.5, "STOP": 0.5}})
+    decider = FakeDecisionBackend(script=script)
+    config = TraversalConfig(strategy="beam", beam_width=2, beam_batching=batching)  # type: ignore[arg-type]
+    # depth 0 keeps B and D; depth 1 asks both (one call per depth, or one per beam); then C is a
+    # dead end (forced STOP, no call)
+    result = await Traverser(graph([*CHAIN, ("D", "r", "E")]), decider, config=config).walk("q", ["A"])
+    assert [c.n_questions for c in result.trace.calls] == questions
+    assert [len(r.questions) for r in decider.requests] == questions
+    assert [c.call_id for c in result.trace.calls] == [f"c{i}" for i in range(len(questions))]
+    assert result.answers[0].node_ids == ["C"]
+
+
+async def test_answer_type_hint_rides_the_first_call(movies: MemoryGraphStore) -> None:
+    def script(question, state):  # type: ignore[no-untyped-def]
+        if question.key == "answer_type":
+            return {k: 1.0 if v == "year" else 0.0 for k, v in question.options.items()}
+        return gold_path_script([("directed_by", "in"), ("release_year", "out")])(question, state)
+
+    decider = FakeDecisionBackend(script=script)
+    config = TraversalConfig(hop_mode="relation", answer_type="hint")
+    result = await Traverser(movies, decider, config=config).walk("q", ["Christopher Nolan"])
+    first, second = decider.requests[0], decider.requests[1]
+    assert [q.key for q in first.questions] == ["b0", "answer_type"]
+    assert first.questions[1].options == {"t1": "film", "t2": "genre", "t3": "person", "t4": "year"}
+    assert "expected_answer_type" not in first.questions[0].instructions  # type: ignore[operator]
+    assert second.questions[0].instructions["expected_answer_type"] == "year"  # type: ignore[index]
+    assert result.trace.answer_type == "year"
+    # one node type: no answer-type question
+    decider = FakeDecisionBackend(script=by_node(CHAIN_SCRIPT))
+    await Traverser(graph(CHAIN), decider, config=TraversalConfig(answer_type="hint")).walk("q", ["A"])
+    assert [q.key for q in decider.requests[0].questions] == ["b0"]
+
+
+async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGraphStore) -> None:
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(show_types=True, stop_style="literal", relation_glosses={"release_year": "year"})
+    await Traverser(movies, decider, config=config).walk("q", ["Avatar"])
+    q = decider.requests[0].questions[0]
+    assert q.options["o1"] == {
+        "edge": "Avatar --directed_by--> James Cameron", "relation": "directed_by", "direction": "out",
+        "node": "James Cameron", "type": "person",
+    }  # fmt: skip
+    assert q.options["o2"]["meaning"] == "year"  # type: ignore[index]
+    assert q.options["STOP"] == "STOP: Avatar is itself the answer to the query; take no further hop"
+    assert q.instructions["current"] == {"node": "Avatar", "type": "film"}  # type: ignore[index]
+
+
+async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
+    traverser = Traverser(movies, FakeDecisionBackend())
+    with pytest.raises(InputError, match="question is empty"):
+        await traverser.walk("  ", ["Avatar"])
+    with pytest.raises(InputError, match=r"not in the graph: \['Avatr'\]"):
+        await traverser.walk("q", ["Avatr"])
+    with pytest.raises(InputError, match="no start node"):
+        await traverser.walk("q", [])

@@ -1,0 +1,78 @@
+"""Entry resolution: brackets, whole-word mentions, IDF fuzzy words, embeddings and one-call choice."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.errors import InputError
+from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver
+
+from .conftest import graph
+
+
+async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None:
+    resolver = await NameEntryResolver.from_store(movies)
+    assert await resolver.resolve("who directed [Titanic]") == ["Titanic"]
+    assert resolver.candidates("who directed [Titanic]")[0].how == "bracket"
+    with pytest.raises(InputError, match=r"\[Titanc\] is not a node name"):
+        await resolver.resolve("who directed [Titanc]")
+
+
+async def test_whole_word_mentions_longest_first(movies: MemoryGraphStore) -> None:
+    resolver = await NameEntryResolver.from_store(movies)
+    assert await resolver.resolve("films with leonardo dicaprio and Kate Winslet") == [
+        "Leonardo DiCaprio",
+        "Kate Winslet",
+    ]
+    # "Avatar" inside "Avatars" is not a whole-word mention
+    assert [c.how for c in resolver.candidates("Avatars of the year")] != ["mention"]
+    store = graph([("New York", "in", "USA"), ("New York City", "in", "New York"), ("The", "r", "Who")])
+    resolver = await NameEntryResolver.from_store(store)
+    assert await resolver.resolve("films set in new york city") == ["New York City"]
+    # stopword-only names ("The", "Who") are never mentions
+    assert resolver.mentions("who directed the film") == []
+
+
+async def test_exact_case_names_rank_first() -> None:
+    store = graph([("Memento", "directed_by", "Christopher Nolan"), ("Memento", "has_tags", "christopher nolan")])
+    resolver = await NameEntryResolver.from_store(store)
+    assert await resolver.resolve("what did Christopher Nolan direct") == ["Christopher Nolan", "christopher nolan"]
+    assert await resolver.resolve("what is tagged christopher nolan") == ["christopher nolan", "Christopher Nolan"]
+    best = NameEntryResolver(resolver.index, best_only=True)
+    assert await best.resolve("what did Christopher Nolan direct") == ["Christopher Nolan"]
+
+
+async def test_fuzzy_name_words_weighted_by_idf(movies: MemoryGraphStore) -> None:
+    resolver = await NameEntryResolver.from_store(movies)
+    found = resolver.candidates("films by Alejandro Inarritu")
+    assert [(c.node_id, c.how) for c in found] == [("Alejandro G. Inarritu", "fuzzy")]
+    assert found[0].score == pytest.approx(2 / 3, abs=1e-12)  # 2 of 3 equally rare name words
+    assert await resolver.resolve("films by Alejandro Inarritu") == ["Alejandro G. Inarritu"]
+
+
+async def test_embedding_fallback(movies: MemoryGraphStore) -> None:
+    plain = await NameEntryResolver.from_store(movies)
+    assert await plain.resolve("who made Inceptoin") == []
+    resolver = NameEntryResolver(plain.index, embedder=HashingEmbedder())
+    found = resolver.candidates("who made Inceptoin")
+    assert found[0].how == "embedding"
+    assert await resolver.resolve("who made Inceptoin") == ["Inception"]
+
+
+async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore) -> None:
+    names = await NameEntryResolver.from_store(movies)
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "c2" else 0.0 for k in q.options})
+    resolver = ChoiceEntryResolver(movies, decider, names)
+    assert await resolver.resolve("is Titanic or Avatar older") == ["Avatar"]
+    question = decider.requests[0].questions[0]
+    assert list(question.options) == ["c1", "c2"]
+    assert question.options["c2"] == {
+        "name": "Avatar", "type": "film",
+        "relations": ["directed_by (out) James Cameron", "release_year (out) 2009", "has_genre (out) Science Fiction"],
+    }  # fmt: skip
+    # one candidate: no call
+    assert await resolver.resolve("who directed Memento") == ["Memento"]
+    assert decider.calls == 1

@@ -1,0 +1,94 @@
+"""Hive-partitioned Parquet tables and the DuckDB views over them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse import files as files_mod
+
+
+def _eval_rows(dataset: str, f1s: list[float]) -> list[dict[str, object]]:
+    return [{"qid": f"q{i}", "f1": f1, "dataset": dataset} for i, f1 in enumerate(f1s)]
+
+
+def test_write_hive_layout_and_views(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path / "wh")
+    part = {"dataset": "metaqa-2hop", "system": "relation-greedy"}
+    path = wh.write("eval_results", _eval_rows("metaqa-2hop", [1.0, 0.5]), part)
+    assert path == tmp_path / "wh/eval_results/dataset=metaqa-2hop/system=relation-greedy/part-0.parquet"
+    wh.write("eval_results", _eval_rows("metaqa-1hop", [0.0]), {"dataset": "metaqa-1hop", "system": "x"})
+    # the partition column lives in the folder name only
+    assert wh.read("eval_results", part).column_names == ["qid", "f1"]
+    con = duckdb.connect(str(wh.db_path), read_only=True)
+    rows = con.execute("select dataset, system, avg(f1) from eval_results group by all order by 1").fetchall()
+    con.close()
+    assert rows == [("metaqa-1hop", "x", 0.0), ("metaqa-2hop", "relation-greedy", 0.75)]
+    assert wh.tables() == ["eval_results"]
+
+
+def test_rewrite_replaces_partition_and_views_follow_tables(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    wh.write("nodes", [{"id": "a"}, {"id": "b"}])
+    wh.write("nodes", [{"id": "c"}])
+    assert query(tmp_path, "select id from nodes").rows == [("c",)]
+    wh.write("edges", [{"source": "c", "target": "c"}])
+    wh.delete("nodes")
+    assert query(tmp_path, "select view_name from duckdb_views() where not internal").rows == [("edges",)]
+
+
+def test_failed_write_keeps_previous_partition(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wh = Warehouse(tmp_path)
+    wh.write("nodes", [{"id": "a"}])
+
+    def broken(table: pa.Table, where: Path) -> None:
+        Path(where).write_bytes(b"half a file")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(files_mod.pq, "write_table", broken)
+    with pytest.raises(OSError, match="disk full"):
+        wh.write("nodes", [{"id": "b"}])
+    monkeypatch.undo()
+    assert query(tmp_path, "select id from nodes").rows == [("a",)]
+    assert sorted(p.name for p in (tmp_path / "nodes").iterdir()) == ["part-0.parquet"]
+
+
+@pytest.mark.parametrize(
+    ("table", "partition", "message"),
+    [
+        ("bad-name", None, "table 'bad-name' is invalid"),
+        ("t", {"dataset": "a/b"}, "dataset='a/b' is invalid"),
+        ("t", {"1x": "a"}, "partition key '1x' is invalid"),
+    ],
+)
+def test_bad_names_are_refused(
+    tmp_path: Path, table: str, partition: dict[str, str] | None, message: str
+) -> None:
+    with pytest.raises(InputError, match=message):
+        Warehouse(tmp_path).write(table, [{"a": 1}], partition)
+
+
+def test_partition_column_must_match(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"column 'dataset' holds \['other'\], but the partition is dataset=d"):
+        Warehouse(tmp_path).write("t", [{"dataset": "other"}], {"dataset": "d"})
+
+
+def test_empty_rows_need_a_schema(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    with pytest.raises(InputError, match="nothing to write"):
+        wh.write("t", [])
+    wh.write("t", [], schema=pa.schema([("id", pa.string())]))
+    assert query(tmp_path, "select count(*) from t").rows == [(0,)]
+
+
+def test_query_errors_are_input_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no warehouse database at"):
+        query(tmp_path, "select 1")
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    with pytest.raises(InputError, match="query failed: .*nope"):
+        query(tmp_path, "select nope from t")
