@@ -1,5 +1,180 @@
-"""graphwalk graph commands (placeholder until its issue lands)."""
+"""``graphwalk graph``: import, export and inspect graphs.
+
+A GRAPH is anything :func:`graphwalk_core.stores.open.open_store` opens: a SQLAlchemy URL, a
+``.db``/``.sqlite`` file (SQL store) or a folder of Parquet tables (in-memory store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True)
+from graphwalk_core.errors import GraphwalkError
+
+if TYPE_CHECKING:
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+app = typer.Typer(no_args_is_help=True, help=__doc__)
+
+
+class InputFormat(StrEnum):
+    triples = "triples"
+    parquet = "parquet"
+
+
+class NodeTypes(StrEnum):
+    generic = "generic"
+    metaqa = "metaqa"
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    typer.echo(f"error: {exc}", err=True)
+    return typer.Exit(code=1)
+
+
+async def _write_graph(store: MemoryGraphStore, out: Path | str) -> tuple[int, int]:
+    """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL)."""
+    from graphwalk_core.stores.open import SQLITE_SUFFIXES, open_store
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    text = str(out)
+    if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
+        store.save(text)
+        return await store.counts()
+    target = open_store(text, create=True)
+    assert isinstance(target, SQLGraphStore)
+    try:
+        async with target.transaction():
+            await target.clear()
+            await target.upsert_many(
+                [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
+            )
+            for key in await store.metadata_keys():
+                await target.set_metadata(key, await store.get_metadata(key))
+        return await target.counts()
+    finally:
+        await target.close()
+
+
+@app.command("import")
+def import_graph(
+    source: Annotated[Path, typer.Argument(help="a subject|relation|object triples file or Parquet folder")],
+    out: Annotated[str, typer.Option("--out", "-o", help="GRAPH to write: Parquet folder, .db file or URL")],
+    format: Annotated[InputFormat, typer.Option("--format", "-f", help="format of SOURCE")] = (
+        InputFormat.triples
+    ),
+    source_id: Annotated[
+        str | None, typer.Option(help="provenance source id of imported triples (default: file name)")
+    ] = None,
+    node_types: Annotated[
+        NodeTypes, typer.Option(help="node types of imported triples: generic, or MetaQA's by relation")
+    ] = NodeTypes.generic,
+) -> None:
+    """Import a graph from triples or Parquet tables into GRAPH (replacing what GRAPH held)."""
+    from graphwalk_core.stores.io import read_triples
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+    try:
+        if format is InputFormat.triples:
+            type_for = None
+            if node_types is NodeTypes.metaqa:
+                from graphwalk_core.eval.datasets.metaqa import metaqa_node_type as type_for
+            store = MemoryGraphStore.from_triples(
+                read_triples(source), source_id=source_id or source.name, node_type_for=type_for
+            )
+        else:
+            store = MemoryGraphStore.load(source)
+        nodes, edges = asyncio.run(_write_graph(store, out))
+    except GraphwalkError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {out}")
+
+
+@app.command("export")
+def export_graph(
+    graph: Annotated[str, typer.Argument(help="GRAPH to read")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="a triples file or a Parquet folder")],
+    format: Annotated[InputFormat, typer.Option("--format", "-f", help="format to write")] = (
+        InputFormat.parquet
+    ),
+) -> None:
+    """Export GRAPH as Parquet tables or as a triples file."""
+    from graphwalk_core.stores.io import export_parquet, write_triples
+    from graphwalk_core.stores.open import open_store
+
+    async def run() -> str:
+        store = open_store(graph)
+        try:
+            if format is InputFormat.parquet:
+                await export_parquet(store, out)
+                nodes, edges = await store.counts()
+                return f"wrote {nodes:,} nodes and {edges:,} edges to {out}"
+            triples = [(e.source, e.type, e.target) async for e in store.iter_edges()]
+            return f"wrote {write_triples(out, triples):,} triples to {out}"
+        finally:
+            await store.close()
+
+    try:
+        message = asyncio.run(run())
+    except GraphwalkError as exc:
+        raise _fail(exc) from None
+    typer.echo(message)
+
+
+async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], list[tuple[str, int]]]:
+    """(nodes, edges, edges per relation, the ``top`` nodes by degree) of GRAPH."""
+    from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.open import open_store
+
+    store = open_store(graph)
+    try:
+        if isinstance(store, MemoryGraphStore):
+            triples = store.triples()
+        else:
+            triples = [(e.source, e.type, e.target) async for e in store.iter_edges()]
+        relations = Counter(relation for _, relation, _ in triples)
+        degrees = Counter(source for source, _, _ in triples)
+        degrees.update(target for _, _, target in triples)
+        nodes, edges = await store.counts()
+    finally:
+        await store.close()
+    ranked = sorted(degrees.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    return nodes, edges, relations, ranked
+
+
+@app.command("stats")
+def stats(
+    graph: Annotated[str, typer.Argument(help="GRAPH to inspect")],
+    top: Annotated[int, typer.Option(help="how many top-degree nodes to list", min=0)] = 10,
+) -> None:
+    """Node and edge counts, edges per relation and the highest-degree nodes of GRAPH."""
+    try:
+        nodes, edges, relations, ranked = asyncio.run(graph_stats(graph, top))
+    except GraphwalkError as exc:
+        raise _fail(exc) from None
+    console = Console()
+    summary = Table(title=f"graph {graph}")
+    summary.add_column("measure")
+    summary.add_column("value", justify="right")
+    summary.add_row("nodes", f"{nodes:,}")
+    summary.add_row("edges", f"{edges:,}")
+    console.print(summary)
+    by_relation = Table(title="edges per relation")
+    by_relation.add_column("relation")
+    by_relation.add_column("edges", justify="right")
+    for relation, count in sorted(relations.items(), key=lambda kv: (-kv[1], kv[0])):
+        by_relation.add_row(relation, f"{count:,}")
+    console.print(by_relation)
+    hubs = Table(title=f"top {top} nodes by degree")
+    hubs.add_column("node")
+    hubs.add_column("degree", justify="right")
+    for node_id, degree in ranked:
+        hubs.add_row(node_id, f"{degree:,}")
+    console.print(hubs)

@@ -8,22 +8,29 @@ from typing import Annotated, Literal
 
 import typer
 
-from graphwalk_core.errors import GraphwalkError
+from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.stores.base import GraphStore
 
 ExtractorName = Literal["llm", "nlp"]
 DeciderChoice = Literal["jev", "local", "fake"]
 RoutingChoice = Literal["jev", "exact"]
 
 
-def _open_store(graph: str):  # type: ignore[no-untyped-def]
-    """The graph store: ``stores.open.open_store`` when present, else a SQL store (a path is SQLite)."""
-    try:
-        from graphwalk_core.stores.open import open_store  # type: ignore[import-not-found]
-    except ImportError:
-        from graphwalk_core.stores.sql import SQLGraphStore
+def _open_store(graph: str) -> GraphStore:
+    """The graph store (created when missing): a SQL URL, a SQLite file, or a Parquet folder."""
+    from graphwalk_core.stores.open import TRIPLES_SUFFIXES, open_store
 
-        return SQLGraphStore(graph if "://" in graph else f"sqlite:///{Path(graph).resolve()}")
-    return open_store(graph)
+    if "://" not in graph and Path(graph).suffix.lower() in TRIPLES_SUFFIXES:
+        raise InputError(f"cannot ingest into a triples file ({graph}): use a SQLite file or a folder")
+    return open_store(graph, create=True)
+
+
+async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
+    """A Parquet-folder graph lives in memory during the run: write it back."""
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+    if isinstance(store, MemoryGraphStore):
+        store.save(graph)
 
 
 def default_cache_path(graph: str) -> Path:
@@ -110,6 +117,7 @@ async def _run(
                 max_chars=chunk_chars,
                 progress=progress,
             )
+        await _save_if_in_memory(store, graph)
     finally:
         if cache is not None:
             cache.close()

@@ -78,14 +78,18 @@ def print_result(result: WalkResult, console: Console) -> None:
     if result.error:
         console.print(f"[red]error:[/red] {result.error}")
     for rank, answer in enumerate(result.answers, start=1):
-        shown = ", ".join(answer.names[:10]) + (f" ... ({len(answer.names)})" if len(answer.names) > 10 else "")
+        shown = ", ".join(answer.names[:10]) + (
+            f" ... ({len(answer.names)})" if len(answer.names) > 10 else ""
+        )
         console.print(
             f"{rank}. [green]{shown}[/green] score={answer.score:.3f} votes={answer.votes} "
             f"({answer.terminated_by})"
         )
         for hop in answer.witness:
             arrow = f"--{hop.relation}-->" if hop.direction == "out" else f"<--{hop.relation}--"
-            console.print(f"     {hop.source} {arrow} {hop.target}  [dim]{hop.edge_id} {hop.source_ids}[/dim]")
+            console.print(
+                f"     {hop.source} {arrow} {hop.target}  [dim]{hop.edge_id} {hop.source_ids}[/dim]"
+            )
     render_trace(result.trace, console)
 
 
@@ -93,7 +97,8 @@ def query(
     graph: Annotated[str, typer.Argument(help="graph: triples .txt, Parquet folder, .db file or URL")],
     question: Annotated[str, typer.Argument(help="the question to answer")],
     start: Annotated[
-        list[str] | None, typer.Option("--start", help="start node id (repeatable); default: from the question")
+        list[str] | None,
+        typer.Option("--start", help="start node id (repeatable); default: from the question"),
     ] = None,
     strategy: Annotated[str, typer.Option(help="greedy | beam | sample")] = "greedy",
     beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,

@@ -6,7 +6,8 @@ import asyncio
 import json
 import logging
 import time
-from typing import Any, Literal
+from collections.abc import Awaitable
+from typing import Any, Literal, TypeVar
 
 import httpx2
 from pydantic import SecretStr
@@ -35,6 +36,7 @@ from graphwalk_core.errors import ConfigError
 from graphwalk_core.settings import DEFAULT_JEV_BASE_URLS, DEFAULT_JEV_MODELS, GraphwalkSettings, JevProvider
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 #: The request id header TypeSafe sets on every response.
 REQUEST_ID_HEADER = "x-typesafe-request-id"
@@ -210,6 +212,18 @@ class JevBackend:
         policy = f"up to {self.retry.max_retries} retries"
         return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"))
 
+    async def _sdk_call(self, what: str, call: Awaitable[T]) -> T:
+        """Await an SDK call; its failure becomes a redacted DecisionError with no chained SDK error.
+
+        The error is raised outside the ``except`` block so that not even ``__context__`` keeps the
+        SDK exception (whose body may echo the key).
+        """
+        try:
+            return await call
+        except TypeSafeError as exc:
+            failure = self._error(what, exc)
+        raise failure
+
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
         """One ``system_one`` call: every question of ``request`` shares its ``state``."""
         questions = {
@@ -221,10 +235,8 @@ class JevBackend:
                     f"question {q.key!r}: {len(q.options)} options exceed Jev's limit of {JEV_MAX_OPTIONS}"
                 )
         started = time.perf_counter()
-        try:
-            resp = await self._client().system_one(state=request.state, questions=questions, model=self.model)
-        except TypeSafeError as exc:
-            raise self._error("decision", exc) from None
+        call = self._client().system_one(state=request.state, questions=questions, model=self.model)
+        resp = await self._sdk_call("decision", call)
         latency = time.perf_counter() - started
         return self._parse(request, resp, latency)
 
@@ -270,10 +282,7 @@ class JevBackend:
         answer ``{"data": {"id": <model>, "endpoints": [...]}}`` with at least one endpoint.
         """
         if self.provider == "typesafe":
-            try:
-                listing = await self._client().models.list()
-            except TypeSafeError as exc:
-                raise self._error("model listing", exc) from None
+            listing = await self._sdk_call("model listing", self._client().models.list())
             names = [m.name for m in listing.models]
             if self.model not in names:
                 raise ConfigError(

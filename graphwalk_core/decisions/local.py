@@ -46,8 +46,10 @@ STOP_RULES: tuple[str, ...] = ("gain", "description", "fixed")
 #: Per option: the text its score compares with the question (None: no similarity), and a bias.
 Plan: TypeAlias = list[tuple[str | None, float]]
 
-#: Keys whose values are boilerplate or noise for similarity (dropped when flattening).
-DEFAULT_SKIP_KEYS = frozenset({"task", "direction", "count", "edge"})
+#: Keys whose values are boilerplate or noise for similarity (dropped when flattening): the task text,
+#: edge direction and counts, the edge string (it repeats relation and node) and example lists (target
+#: names dilute a relation's meaning).
+DEFAULT_SKIP_KEYS = frozenset({"task", "direction", "count", "edge", "leads_to", "examples"})
 DEFAULT_CONTEXT_KEYS = ("path", "current")
 
 

@@ -68,41 +68,58 @@ def _empty_case(pred: list[str], gold: list[str]) -> float | None:
     return None
 
 
-def exact_match(predicted: Sequence[str], gold: Sequence[str]) -> float:
-    """1.0 when the normalized answer sets are equal."""
-    pred, gold_set = answer_set(predicted), answer_set(gold)
-    empty = _empty_case(pred, gold_set)
+def _em(pred: list[str], gold: list[str]) -> float:
+    empty = _empty_case(pred, gold)
     if empty is not None:
         return empty
-    return 1.0 if set(pred) == set(gold_set) else 0.0
+    return 1.0 if set(pred) == set(gold) else 0.0
 
 
-def f1_score(predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact") -> float:
-    """Set F1 (``exact``) or soft token-level set F1 (``token``); see the module docstring."""
+def _f1(pred: list[str], gold: list[str], match: MatchMode) -> float:
     if match not in ("exact", "token"):
         raise ValueError(f"unknown match mode {match!r}; use 'exact' or 'token'")
-    pred, gold_set = answer_set(predicted), answer_set(gold)
-    empty = _empty_case(pred, gold_set)
+    empty = _empty_case(pred, gold)
     if empty is not None:
         return empty
     if match == "exact":
-        common = len(set(pred) & set(gold_set))
-        precision, recall = common / len(pred), common / len(gold_set)
+        common = len(set(pred) & set(gold))
+        precision, recall = common / len(pred), common / len(gold)
     else:
-        precision = sum(max(token_f1(p, g) for g in gold_set) for p in pred) / len(pred)
-        recall = sum(max(token_f1(p, g) for p in pred) for g in gold_set) / len(gold_set)
+        precision = sum(max(token_f1(p, g) for g in gold) for p in pred) / len(pred)
+        recall = sum(max(token_f1(p, g) for p in pred) for g in gold) / len(gold)
     if precision + recall == 0:
         return 0.0
     return 2 * precision * recall / (precision + recall)
 
 
-def hits_at_1(predicted: Sequence[str], gold: Sequence[str]) -> float:
-    """1.0 when the top (first) prediction is a gold answer."""
-    pred, gold_set = answer_set(predicted), answer_set(gold)
-    empty = _empty_case(pred, gold_set)
+def _hits(pred: list[str], gold: list[str]) -> float:
+    empty = _empty_case(pred, gold)
     if empty is not None:
         return empty
-    return 1.0 if pred[0] in gold_set else 0.0
+    return 1.0 if pred[0] in set(gold) else 0.0
+
+
+def exact_match(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """1.0 when the normalized answer sets are equal."""
+    return _em(answer_set(predicted), answer_set(gold))
+
+
+def f1_score(predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact") -> float:
+    """Set F1 (``exact``) or soft token-level set F1 (``token``); see the module docstring."""
+    return _f1(answer_set(predicted), answer_set(gold), match)
+
+
+def hits_at_1(predicted: Sequence[str], gold: Sequence[str]) -> float:
+    """1.0 when the top (first) prediction is a gold answer."""
+    return _hits(answer_set(predicted), answer_set(gold))
+
+
+def answer_scores(
+    predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact"
+) -> tuple[float, float, float]:
+    """(EM, F1, hits@1), normalizing each answer once."""
+    pred, gold_set = answer_set(predicted), answer_set(gold)
+    return _em(pred, gold_set), _f1(pred, gold_set, match), _hits(pred, gold_set)
 
 
 def linking_correct(linked: Sequence[str] | None, gold_start: str | None) -> bool | None:

@@ -58,6 +58,7 @@ def score_answer(
     """Score ``answer`` against the question's gold; skipped and failed answers get no scores."""
     scored = answer.status in ("ok", "aborted") and not question.extra.get("no_gold")
     gold, pred = question.gold, answer.answers
+    em, f1, hits = metrics.answer_scores(pred, gold, match=dataset.match) if scored else (None, None, None)
     return QuestionResult(
         run_id=run_id,
         dataset=dataset.name,
@@ -69,9 +70,9 @@ def score_answer(
         qtype=question.qtype,
         gold=gold,
         predicted=pred,
-        em=metrics.exact_match(pred, gold) if scored else None,
-        f1=metrics.f1_score(pred, gold, match=dataset.match) if scored else None,
-        hits_at_1=metrics.hits_at_1(pred, gold) if scored else None,
+        em=em,
+        f1=f1,
+        hits_at_1=hits,
         linking_correct=metrics.linking_correct(answer.linked_start, question.gold_start)
         if answer.status != "skipped"
         else None,

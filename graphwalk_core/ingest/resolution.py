@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
-from graphwalk_core.model.merge import derive_surface, merge_edge_data, merge_node_data, retract_source
+from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source
 from graphwalk_core.stores.base import GraphStore
 
 
@@ -110,7 +110,8 @@ async def write_elements(
     for node in nodes:
         existing = await store.get_node(node.id)
         if existing is None:
-            await store.upsert_node(derive_surface(node))
+            # folded with itself: the canonical form merges and retractions produce (e.g. type backing)
+            await store.upsert_node(merge_node_data(node, node))
             counts.nodes_added += 1
             continue
         merged = merge_node_data(existing, node)

@@ -38,9 +38,9 @@ from graphwalk_core.model import (
     NodeId,
     Provenance,
     canonical_json,
-    edge_id,
 )
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.memory import bulk_edge_id
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -176,14 +176,10 @@ def _prov_values(p: Provenance | None) -> tuple[Any, ...]:
 
 
 class _Columns:
-    """Column-wise accumulation of the Parquet tables."""
+    """Row-wise accumulation of the Parquet tables (transposed into columns at the end)."""
 
     def __init__(self) -> None:
-        self.cols: dict[str, dict[str, list[Any]]] = {t: {c: [] for c in SCHEMAS[t].names} for t in TABLES}
-
-    def add(self, table: str, *values: Any) -> None:
-        for column, value in zip(self.cols[table].values(), values, strict=True):
-            column.append(value)
+        self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
 
     def provenance(
         self, kind: str, element_id: str, scope: str, key: str | None, group: Iterable[Provenance]
@@ -191,8 +187,9 @@ class _Columns:
         items: list[Provenance | None] = list(group)
         if scope != "element" and not items:
             items = [None]  # an entry that is present but backed by nothing
+        rows = self.rows["provenance"]
         for position, p in enumerate(items):
-            self.add("provenance", kind, element_id, scope, key, position, *_prov_values(p))
+            rows.append((kind, element_id, scope, key, position, *_prov_values(p)))
 
     def element(self, kind: str, element_id: str, element: Node | Edge) -> None:
         self.provenance(kind, element_id, "element", None, element.provenance)
@@ -203,15 +200,18 @@ class _Columns:
                 items: list[Provenance | None] = list(cv.provenance) or [None]
                 value = canonical_json(cv.value)
                 for position, p in enumerate(items):
-                    self.add("conflicts", kind, element_id, key, index, value, position, *_prov_values(p))
+                    row = (kind, element_id, key, index, value, position, *_prov_values(p))
+                    self.rows["conflicts"].append(row)
 
     def node(self, node: Node | SimpleNode) -> None:
         if isinstance(node, SimpleNode):
-            self.add("nodes", node.id, node.type, node.id, None, [], "{}")
+            self.rows["nodes"].append((node.id, node.type, node.id, None, [], "{}"))
             self.provenance("node", node.id, "element", None, node.provenance)
             return
         attributes = canonical_json(node.attributes)
-        self.add("nodes", node.id, node.type, node.name, node.summary, list(node.aliases), attributes)
+        self.rows["nodes"].append(
+            (node.id, node.type, node.name, node.summary, list(node.aliases), attributes)
+        )
         self.element("node", node.id, node)
         for name, group in node.name_sources.items():
             self.provenance("node", node.id, "name", name, group)
@@ -220,16 +220,21 @@ class _Columns:
 
     def edge(self, edge: Edge | SimpleEdge) -> None:
         if isinstance(edge, SimpleEdge):
-            eid = edge_id(edge.source, edge.type, edge.target)
-            self.add("edges", eid, edge.source, edge.target, edge.type, "{}")
+            eid = bulk_edge_id(edge.source, edge.type, edge.target)
+            self.rows["edges"].append((eid, edge.source, edge.target, edge.type, "{}"))
             self.provenance("edge", eid, "element", None, edge.provenance)
             return
         eid = edge.id
-        self.add("edges", eid, edge.source, edge.target, edge.type, canonical_json(edge.attributes))
+        attributes = canonical_json(edge.attributes)
+        self.rows["edges"].append((eid, edge.source, edge.target, edge.type, attributes))
         self.element("edge", eid, edge)
 
     def table(self, name: str) -> pa.Table:
-        table = pa.table(self.cols[name], schema=SCHEMAS[name])
+        schema = SCHEMAS[name]
+        rows = self.rows[name]
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.names]
+        arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
+        table = pa.table(arrays, schema=schema)
         return table.sort_by([(c, "ascending") for c in _SORTS[name]])
 
 
@@ -248,7 +253,7 @@ def write_parquet_graph(
     for edge in edges:
         columns.edge(edge)
     for key, value in metadata.items():
-        columns.add("metadata", key, value)
+        columns.rows["metadata"].append((key, value))
     for name in TABLES:
         pq.write_table(columns.table(name), out / f"{name}.parquet")
     return out
@@ -298,13 +303,19 @@ _Groups = dict[tuple[str, str], dict[str, dict[str | None, list[Provenance]]]]
 
 
 def _group_provenance(cols: dict[str, list[Any]], read: _ProvenanceReader) -> _Groups:
+    """Rows are sorted by (kind, id, scope, key, position): each group is one consecutive run."""
     groups: _Groups = {}
-    prov_cols = [cols[n] for n in _PROV_NAMES]
-    rows = zip(cols["element_kind"], cols["element_id"], cols["scope"], cols["key"], *prov_cols, strict=True)
-    for kind, element_id, scope, key, *values in rows:  # already sorted by position
-        scopes = groups.setdefault((kind, element_id), {})
-        entry = scopes.setdefault(scope, {}).setdefault(key, [])
-        p = read(tuple(values))
+    prov_rows = zip(*(cols[n] for n in _PROV_NAMES), strict=True)
+    heads = zip(cols["element_kind"], cols["element_id"], cols["scope"], cols["key"], strict=True)
+    last: tuple[Any, ...] | None = None
+    entry: list[Provenance] = []
+    cache = read.cache
+    for head, values in zip(heads, prov_rows, strict=True):
+        if head != last:
+            last = head
+            kind, element_id, scope, key = head
+            entry = groups.setdefault((kind, element_id), {}).setdefault(scope, {}).setdefault(key, [])
+        p = cache[values] if values in cache else read(values)
         if p is not None:
             entry.append(p)
     return groups
@@ -356,7 +367,12 @@ def read_parquet_graph(
     read = _ProvenanceReader()
     groups = _group_provenance(tables["provenance"], read)
     conflicts = _group_conflicts(tables["conflicts"], read)
-    interned: dict[tuple[Provenance, ...], tuple[Provenance, ...]] = {}
+    # Provenance objects are shared (see _ProvenanceReader), so equal tuples share their ids.
+    interned: dict[tuple[int, ...], tuple[Provenance, ...]] = {}
+
+    def share(group: tuple[Provenance, ...]) -> tuple[Provenance, ...]:
+        return interned.setdefault(tuple(map(id, group)), group)
+
     nodes: list[Node | SimpleNode] = []
     n = tables["nodes"]
     for node_id, kind, name, summary, aliases, attributes in zip(
@@ -372,7 +388,7 @@ def read_parquet_graph(
             and set(scopes) <= {"element"}
             and ("node", node_id) not in conflicts
         ):
-            nodes.append(SimpleNode(node_id, kind, interned.setdefault(element, element)))
+            nodes.append(SimpleNode(node_id, kind, share(element)))
             continue
         fields = _element_fields(scopes, conflicts.get(("node", node_id), {}))
         fields["name_sources"] = {k: tuple(v) for k, v in scopes.get("name", {}).items()}
@@ -396,7 +412,7 @@ def read_parquet_graph(
         scopes = groups.get(("edge", eid), {})
         element = tuple(scopes.get("element", {}).get(None, ()))
         if attributes == "{}" and set(scopes) <= {"element"} and ("edge", eid) not in conflicts:
-            edges.append(SimpleEdge(source, kind, target, interned.setdefault(element, element)))
+            edges.append(SimpleEdge(source, kind, target, share(element)))
             continue
         fields = _element_fields(scopes, conflicts.get(("edge", eid), {}))
         attrs = json.loads(attributes)

@@ -8,6 +8,8 @@ inside :meth:`MemoryGraphStore.transaction`, so an exception rolls the store bac
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,6 +31,16 @@ NodeTypeFor = Callable[[str, str], str]
 
 _MISSING: Any = object()
 _DIRECTIONS = ("out", "in", "both")
+
+
+#: The encoder ``canonical_json`` uses, built once: ``bulk_edge_id`` hashes many edges quickly.
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def bulk_edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
+    """Exactly :func:`graphwalk_core.model.edge_id`, several times faster for bulk loads and exports."""
+    data = _CANONICAL.encode([source, type, target]).encode("utf-8")
+    return "e_" + hashlib.sha256(data).hexdigest()[:24]
 
 
 def check_direction(direction: str) -> None:
@@ -195,7 +207,7 @@ class MemoryGraphStore:
 
     def _key_of(self, eid: EdgeId) -> EdgeKey | None:
         if self._edge_ids is None:
-            self._edge_ids = {edge_id(*key): key for key in self._edges}
+            self._edge_ids = {bulk_edge_id(*key): key for key in self._edges}
         return self._edge_ids.get(eid)
 
     # ------------------------------------------------------------------ write primitives (undo-logged)
@@ -442,6 +454,10 @@ class MemoryGraphStore:
             ids = [i for i in ids if self._node_type(self._nodes[i]) == type]
         chosen = sorted(ids)[:limit] if limit is not None else sorted(ids)
         return [n for n in map(self._node, chosen) if n is not None]
+
+    def triples(self) -> list[EdgeKey]:
+        """Every edge as (source, type, target), in insertion order, without building models."""
+        return list(self._edges)
 
     def _iter_nodes_sync(self) -> Iterator[Node]:
         for node_id in sorted(self._nodes):

@@ -130,7 +130,9 @@ class SQLGraphStore:
             if self._engine.dialect.name == "sqlite":
                 _sqlite_transactions(self._engine)
             schema.create_all(self._engine)
-        except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+        except ImportError as exc:  # the message names the missing driver module only
+            raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
+        except (ArgumentError, NoSuchModuleError) as exc:  # their messages may repeat the password
             raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
         except SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)

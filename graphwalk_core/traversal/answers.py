@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -62,12 +63,15 @@ def _hop_edge(source: NodeId, relation: str, direction: str, target: NodeId) -> 
     return edge_id(source, relation, target) if direction == "out" else edge_id(target, relation, source)
 
 
-def _witness_refs(beam: Beam, node: NodeId) -> list[HopRef]:
-    """Relation mode: one concrete path to ``node`` through the beam's back-pointer layers."""
+async def _witness_refs(store: GraphStore, beam: Beam, node: NodeId) -> list[HopRef]:
+    """Relation mode: one concrete path to ``node``, found backwards through the beam's frontiers."""
     refs: list[HopRef] = []
     current = node
-    for hop, layer in zip(reversed(beam.hops), reversed(beam.layers), strict=True):
-        prev = layer[current]
+    for hop, before in zip(reversed(beam.hops), reversed(beam.trail), strict=True):
+        back: Literal["out", "in"] = "in" if hop.direction == "out" else "out"
+        members = set(before)
+        adjacent = await store.adjacent(current, direction=back, edge_types=(hop.relation,))
+        prev = next(a.neighbor for a in adjacent if a.neighbor in members)
         refs.append(HopRef(hop.relation, hop.direction, prev, current))
         current = prev
     return refs[::-1]
@@ -108,7 +112,10 @@ async def build_answers(
     for group in ordered:
         best = group[0]
         if relation_mode:
-            witnesses = {n: await _hops(store, _witness_refs(best, n)) for n in best.frontier[:max_witnesses]}
+            witnesses = {
+                n: await _hops(store, await _witness_refs(store, best, n))
+                for n in best.frontier[:max_witnesses]
+            }
             witness = witnesses[best.frontier[0]] if best.frontier else []
         else:
             witness, witnesses = await _hops(store, best.hops), {}
@@ -127,3 +134,57 @@ async def build_answers(
             )
         )
     return answers
+
+
+#: MetaQA qtype words -> KB relations (``movie_to_X`` follows X's relation out of the film).
+_METAQA_RELATIONS = {
+    "director": "directed_by",
+    "writer": "written_by",
+    "actor": "starred_actors",
+    "year": "release_year",
+    "language": "in_language",
+    "tags": "has_tags",
+    "tag": "has_tags",
+    "genre": "has_genre",
+    "imdbvotes": "has_imdb_votes",
+    "imdbrating": "has_imdb_rating",
+}
+
+
+def metaqa_relation_path(qtype: str) -> list[tuple[str, Literal["out", "in"]]]:
+    """The gold relation path of a MetaQA qtype, e.g. ``actor_to_movie_to_writer`` ->
+    ``[("starred_actors", "in"), ("written_by", "out")]``."""
+    parts = qtype.strip().split("_to_")
+    path: list[tuple[str, Literal["out", "in"]]] = []
+    for here, there in pairwise(parts):
+        if (here == "movie") == (there == "movie"):
+            raise ValueError(f"qtype {qtype!r}: every hop must go to or from a movie")
+        word = there if here == "movie" else here
+        if word not in _METAQA_RELATIONS:
+            raise ValueError(f"qtype {qtype!r}: unknown entity kind {word!r}")
+        path.append((_METAQA_RELATIONS[word], "out" if here == "movie" else "in"))
+    if not path:
+        raise ValueError(f"qtype {qtype!r} has no hop")
+    return path
+
+
+async def follow_relation_path(
+    store: GraphStore,
+    start: Sequence[NodeId],
+    path: Sequence[tuple[str, Literal["out", "in"]]],
+    *,
+    exclude_start: bool = True,
+) -> set[NodeId]:
+    """Plain breadth-first set expansion along ``path`` (the relation-path answerability ceiling).
+
+    With ``exclude_start`` the start nodes never re-enter the set, as in MetaQA's gold answers.
+    """
+    excluded = set(start) if exclude_start else set()
+    frontier = set(start)
+    for relation, direction in path:
+        nxt: set[NodeId] = set()
+        for node in frontier:
+            for adj in await store.adjacent(node, direction=direction, edge_types=(relation,)):
+                nxt.add(adj.neighbor)
+        frontier = nxt - excluded
+    return frontier

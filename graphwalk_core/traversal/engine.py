@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import groupby, islice
+from operator import itemgetter
 from typing import Any, Literal
 
 from graphwalk_core.decisions.base import (
@@ -39,6 +40,8 @@ from graphwalk_core.traversal.scoring import Beam, HopRef, normalized_score, ste
 from graphwalk_core.traversal.trace import Call, Step, Trace
 
 Dir = Literal["out", "in"]
+_REL_DIR = itemgetter(0, 2)
+_NEIGHBOR = itemgetter(1)
 
 
 class _Abort(Exception):
@@ -50,7 +53,7 @@ class _Move:
     relation: str
     direction: Dir
     target: NodeId | None = None  # entity mode
-    reached: dict[NodeId, NodeId] | None = None  # relation mode: target -> source
+    reached: list[NodeId] | None = None  # relation mode: every distinct target
 
 
 @dataclass(slots=True)
@@ -323,17 +326,20 @@ class _Walk:
         return adjacent[:n], _Pruned([f"{rel} {nb}" for rel, nb, _ in adjacent[n:]], "truncated")
 
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
-        groups: dict[tuple[str, str], dict[NodeId, NodeId]] = {}
-        excluded = self.start_set if self.cfg.exclude_visited else frozenset()
+        entries: list[Adjacent] = []
         for node in beam.frontier:
-            for rel, nb, d in await self._adjacent(node):
-                if nb in excluded:
-                    continue
-                group = groups.get((rel, d))
-                if group is None:
-                    group = groups[(rel, d)] = {}
-                group.setdefault(nb, node)
-        raw = [_Move(rel, d, reached=reached) for (rel, d), reached in groups.items()]  # type: ignore[arg-type]
+            entries += await self._adjacent(node)
+        excluded = self.start_set if self.cfg.exclude_visited else frozenset()
+        # dedup (relation, neighbor, direction) and group by (relation, direction): C-level loops
+        grouped = groupby(sorted(dict.fromkeys(entries), key=_REL_DIR), key=_REL_DIR)
+        groups: dict[tuple[str, str], list[NodeId]] = {}
+        for key, items in grouped:
+            targets = list(map(_NEIGHBOR, items))
+            if not excluded.isdisjoint(targets):
+                targets = [t for t in targets if t not in excluded]
+            if targets:
+                groups[key] = targets
+        raw = [_Move(rel, d, reached=targets) for (rel, d), targets in groups.items()]  # type: ignore[arg-type]
         pruned = _Pruned()
         if len(raw) > self.max_shown:
             pruned = _Pruned([f"{m.relation} ({m.direction})" for m in raw[self.max_shown :]], "truncated")
@@ -525,11 +531,11 @@ class _Walk:
             self.reached.add(move.target)
             return child
         assert move.reached is not None
-        targets = list(move.reached)
+        targets = move.reached
         if len(targets) > self.cfg.max_frontier:
             targets = await self._cap_frontier(targets, step)
         child.hops.append(HopRef(move.relation, move.direction))
-        child.layers.append(move.reached)
+        child.trail.append(beam.frontier)
         child.frontier = targets
         self.reached.update(targets)
         return child

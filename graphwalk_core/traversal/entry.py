@@ -29,13 +29,14 @@ MAX_NAME_WORDS = 12
 #: Name words on more nodes than this do not open the fuzzy candidate pool.
 MAX_WORD_FANOUT = 200
 
-STOPWORDS = frozenset(
-    """a an the of in on at to for from by with and or but is are was were be been being do does did
-    what which who whom whose when where why how that this these those it its as into about than then
-    there their they them he she his her him i me my we our you your can could would should will shall
-    may might must has have had not no yes so if also all any some many much more most other such
-    movie movies film films""".split()
+_STOPWORD_TEXT = (
+    "a an the of in on at to for from by with and or but is are was were be been being do does did "
+    "what which who whom whose when where why how that this these those it its as into about than then "
+    "there their they them he she his her him i me my we our you your can could would should will shall "
+    "may might must has have had not no yes so if also all any some many much more most other such "
+    "movie movies film films"
 )
+STOPWORDS = frozenset(_STOPWORD_TEXT.split(" "))
 
 How = Literal["bracket", "mention", "fuzzy", "embedding", "choice"]
 
@@ -123,8 +124,10 @@ class NameEntryResolver:
             ids = [span] if span in self.index.names else self.index.by_exact.get(span.strip(), [])
             if not ids:
                 raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
-            out += [EntryCandidate(node_id=i, name=self.index.names[i], score=1.0, how="bracket", mention=span)
-                    for i in ids]  # fmt: skip
+            name = self.index.names
+            out += [
+                EntryCandidate(node_id=i, name=name[i], score=1.0, how="bracket", mention=span) for i in ids
+            ]
         return out
 
     def mentions(self, question: str) -> list[EntryCandidate]:

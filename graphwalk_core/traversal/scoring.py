@@ -60,8 +60,8 @@ class Beam:
     finished: bool = False
     terminated_by: Termination | None = None
     min_confidence: float | None = None
-    #: Relation mode, one dict per hop: each reached node -> the node it was first reached from.
-    layers: list[dict[NodeId, NodeId]] = field(default_factory=list)
+    #: Relation mode: the frontier before each hop (shared, never mutated), to rebuild witness paths.
+    trail: list[list[NodeId]] = field(default_factory=list)
 
     def score(self, alpha: float, floor: float) -> float:
         return normalized_score(self.sum_logp, self.n_decisions, alpha, floor, self.n_choices)
@@ -80,10 +80,12 @@ class Beam:
             n_decisions=self.n_decisions,
             n_choices=self.n_choices,
             min_confidence=self.min_confidence,
-            layers=list(self.layers),
+            trail=list(self.trail),
         )
 
-    def record_decision(self, p: float, floor: float, confidence: float | None, *, forced: bool = False) -> float:
+    def record_decision(
+        self, p: float, floor: float, confidence: float | None, *, forced: bool = False
+    ) -> float:
         """Add one decision with probability ``p``; returns its floored log-probability.
 
         ``forced`` marks a forced STOP at a dead end: it counts as a decision but not a real choice.

@@ -279,6 +279,7 @@ async def test_key_never_leaks(
     for text in (str(exc), repr(exc), rendered, repr(jev), caplog.text, json.dumps(vars(jev), default=repr)):
         assert KEY not in text
     assert exc.__cause__ is None
+    assert exc.__context__ is None
     if replies[0].body is echo_auth:  # the server echoed the key: it was masked, not dropped
         assert "bad credentials: Bearer ***" in str(exc)
 
@@ -329,3 +330,23 @@ async def test_concurrent_calls_share_one_client(server: JevServer) -> None:
     assert len(jev._clients) == 1
     await jev.aclose()
     assert jev._clients == {}
+
+
+async def test_saturated_integer_probabilities(server: JevServer) -> None:
+    def second_label(name: str, q: dict, state: object) -> dict[str, float]:
+        return {label: (1 if i == 1 else 0) for i, label in enumerate(q["criteria"])}
+
+    server.answer_fn = second_label
+    resp = await backend(server).decide(REQUEST)
+    assert resp.results["b0"].probabilities == {"o1": 0.0, "o2": 1.0, "STOP": 0.0}
+    assert resp.results["b0"].top == "o2"
+    assert resp.results["b0"].confidence == 1.0
+    assert resp.results["b1"].probabilities == {"yes": 0.0, "no": 1.0}
+
+
+async def test_too_many_options_fail_before_sending(server: JevServer) -> None:
+    options = {f"o{i}": None for i in range(256)}
+    request = DecisionRequest(state="s", questions=[ChoiceQuestion(key="big", options=options)])
+    with pytest.raises(DecisionError, match="'big': 256 options exceed Jev's limit of 255"):
+        await backend(server).decide(request)
+    assert server.requests == []

@@ -5,16 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from servers.openai_server import openai_server  # noqa: F401
 
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.errors import BackendError
-from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction, ExtractorResult
+from graphwalk_core.ingest.extraction.base import (
+    ExtractedEntity,
+    ExtractedRelation,
+    Extraction,
+    ExtractorResult,
+)
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.ledger import read_ledger
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.stores.base import GraphStore
-from servers.openai_server import openai_server  # noqa: F401
 
 
 class ScriptedExtractor:
@@ -54,11 +59,15 @@ class ScriptedExtractor:
                     k, _, v = pair.partition("=")
                     attributes[k] = int(v) if v.isdigit() else v
                 entities.append(
-                    ExtractedEntity(name=name, type=type_ or "entity", attributes=attributes, description=desc or None)
+                    ExtractedEntity(
+                        name=name, type=type_ or "entity", attributes=attributes, description=desc or None
+                    )
                 )
             elif kind == "R":
                 relations.append(ExtractedRelation(source=parts[0], type=parts[1], target=parts[2]))
-        return ExtractorResult(extraction=clean_extraction(Extraction(entities=entities, relations=relations)))
+        return ExtractorResult(
+            extraction=clean_extraction(Extraction(entities=entities, relations=relations))
+        )
 
 
 def same_name_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:

@@ -74,7 +74,9 @@ def test_cleanup() -> None:
     raw = Extraction(
         entities=[
             ExtractedEntity(name="Nolan", type="Film Director", attributes={"born": 1970}),
-            ExtractedEntity(name="nolan ", type="entity", description="A director.", attributes={"born": 1971}),
+            ExtractedEntity(
+                name="nolan ", type="entity", description="A director.", attributes={"born": 1971}
+            ),
             ExtractedEntity(name="Inception", type="filmWork"),
         ],
         relations=[

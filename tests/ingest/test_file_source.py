@@ -77,7 +77,8 @@ async def test_profile(tmp_path: Path) -> None:
     ]
     assert len(profile.skipped) == 8
     assert profile.bytes == sum(
-        (tmp_path / p).stat().st_size for p in ("b.txt", "films.csv", "notes/a.md", "people.jsonl", "bad.json")
+        (tmp_path / p).stat().st_size
+        for p in ("b.txt", "films.csv", "notes/a.md", "people.jsonl", "bad.json")
     )
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
+from servers.openai_server import Fail, Malformed, OpenAIServer, Reply
 
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.llm import LLMExtractor
@@ -14,12 +16,16 @@ from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.llm.litellm_backend import LiteLLMBackend
 from graphwalk_core.stores.memory import MemoryGraphStore
-from servers.openai_server import Fail, Malformed, OpenAIServer, Reply
 
 GOOD = json.dumps(
     {
         "entities": [
-            {"name": "Christopher Nolan", "type": "Person", "description": "A director.", "attributes": {"born": 1970}},
+            {
+                "name": "Christopher Nolan",
+                "type": "Person",
+                "description": "A director.",
+                "attributes": {"born": 1970},
+            },
             {"name": "Inception", "type": "film"},
         ],
         "relations": [
@@ -32,7 +38,9 @@ NEVER_VALID = '{"entities": "not a list"}'
 
 
 def extractor(server: OpenAIServer) -> LLMExtractor:
-    backend = LiteLLMBackend("openai/test-model", server.base_url, SecretStr("sk-test"), backoff_s=0.01)
+    backend = LiteLLMBackend(
+        "openai/test-model", server.base_url, SecretStr("sk-test"), max_retries=3, backoff_s=0.01
+    )
     return LLMExtractor(backend)
 
 
@@ -47,17 +55,21 @@ async def test_good_reply_is_cleaned_and_cached(openai_server: OpenAIServer, tmp
     cache = ExtractionCache(tmp_path / "cache.sqlite")
     store = MemoryGraphStore()
     llm = extractor(openai_server)
-    report = await ingest(FileSource(corpus(tmp_path / "docs")), store, extractor=llm, routing="exact", cache=cache)
+    report = await ingest(
+        FileSource(corpus(tmp_path / "docs")), store, extractor=llm, routing="exact", cache=cache
+    )
     assert (report.extraction_cost.calls, report.extraction_cost.input_tokens) == (1, 50)
     [request] = openai_server.chat_requests
     assert request.body["messages"][-1]["content"].endswith("Inception was directed by Christopher Nolan.")
     nodes = {n.name: n async for n in store.iter_nodes()}
     assert {name: n.type for name, n in nodes.items()} == {
-        "Christopher Nolan": "person", "Inception": "film", "Hans Zimmer": "entity"
+        "Christopher Nolan": "person",
+        "Inception": "film",
+        "Hans Zimmer": "entity",
     }
     assert nodes["Christopher Nolan"].provenance[0].extractor == "llm:1:openai/test-model"
     assert nodes["Christopher Nolan"].summary == "A director."
-    assert sorted(e.type async for e in store.iter_edges()) == ["directed_by", "scored_by"]
+    assert sorted([e.type async for e in store.iter_edges()]) == ["directed_by", "scored_by"]
     # a fresh graph from the same text: the cache answers, no HTTP request
     again = await ingest(
         FileSource(corpus(tmp_path / "docs")), MemoryGraphStore(), extractor=llm, routing="exact", cache=cache
@@ -75,10 +87,14 @@ async def test_transient_failures_are_retried(openai_server: OpenAIServer, tmp_p
     assert len(openai_server.chat_requests) == 4
 
 
-async def test_invalid_json_is_retried_once_with_the_error(openai_server: OpenAIServer, tmp_path: Path) -> None:
+async def test_invalid_json_is_retried_once_with_the_error(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
     openai_server.enqueue("this is not json at all", GOOD)
     store = MemoryGraphStore()
-    report = await ingest(FileSource(corpus(tmp_path)), store, extractor=extractor(openai_server), routing="exact")
+    report = await ingest(
+        FileSource(corpus(tmp_path)), store, extractor=extractor(openai_server), routing="exact"
+    )
     assert report.failed == [] and report.extraction_cost.calls == 2
     second = openai_server.chat_requests[1].body["messages"]
     assert "this is not json at all" in json.dumps(second)
@@ -89,7 +105,13 @@ async def test_never_validating_reply_fails_the_chunk_then_retries(
     openai_server: OpenAIServer, tmp_path: Path
 ) -> None:
     (tmp_path / "b.txt").write_text("Dune is a film.", encoding="utf-8")
-    openai_server.enqueue(NEVER_VALID, NEVER_VALID, '{"entities": [{"name": "Dune", "type": "film"}]}')
+
+    def by_text(messages: list[dict[str, Any]]) -> str:
+        if "Dune" in messages[-1]["content"]:
+            return '{"entities": [{"name": "Dune", "type": "film"}]}'
+        return NEVER_VALID
+
+    openai_server.script = by_text
     store = MemoryGraphStore()
     source = FileSource(corpus(tmp_path))
     report = await ingest(source, store, extractor=extractor(openai_server), routing="exact")
@@ -98,7 +120,12 @@ async def test_never_validating_reply_fails_the_chunk_then_retries(
     assert ledger["a.txt"].status == "incomplete" and ledger["b.txt"].status == "complete"
     assert "a.txt" in ledger and "validat" in ledger["a.txt"].errors[0].lower()
     assert [n.name async for n in store.iter_nodes()] == ["Dune"]
-    openai_server.enqueue(GOOD)
+    openai_server.script = lambda messages: GOOD
     retry = await ingest(source, store, extractor=extractor(openai_server), routing="exact")
     assert (retry.incomplete, retry.unchanged, retry.failed) == (1, 1, [])
-    assert sorted([n.name async for n in store.iter_nodes()]) == ["Christopher Nolan", "Dune", "Hans Zimmer", "Inception"]
+    assert sorted([n.name async for n in store.iter_nodes()]) == [
+        "Christopher Nolan",
+        "Dune",
+        "Hans Zimmer",
+        "Inception",
+    ]

@@ -34,17 +34,28 @@ def write(root: Path, files: dict[str, str | None]) -> None:
             (root / name).write_text(text, encoding="utf-8")
 
 
-async def run(root: Path, store: MemoryGraphStore, extractor: ScriptedExtractor, decider: FakeDecisionBackend, **kw):
+async def run(
+    root: Path, store: MemoryGraphStore, extractor: ScriptedExtractor, decider: FakeDecisionBackend, **kw
+):
     return await ingest(
-        FileSource(root, source_id="docs"), store, extractor=extractor, decider=decider,
-        embedder=HashingEmbedder(), routing="jev", **kw,
+        FileSource(root, source_id="docs"),
+        store,
+        extractor=extractor,
+        decider=decider,
+        embedder=HashingEmbedder(),
+        routing="jev",
+        **kw,
     )
 
 
 async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     write(corpus, CORPUS_A)
-    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    store, extractor, decider = (
+        MemoryGraphStore(),
+        ScriptedExtractor(),
+        FakeDecisionBackend(script=same_name_script),
+    )
     first = await run(corpus, store, extractor, decider)
     assert (first.new, first.update.conflicts) == (3, 2)  # Inception.year, London's type
     write(
@@ -75,7 +86,11 @@ async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
 
 async def test_rerun_unchanged_costs_nothing(tmp_path: Path) -> None:
     write(tmp_path, CORPUS_A)
-    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    store, extractor, decider = (
+        MemoryGraphStore(),
+        ScriptedExtractor(),
+        FakeDecisionBackend(script=same_name_script),
+    )
     await run(tmp_path, store, extractor, decider)
     before = await graph_tables(store, "docs")
     ledger_before = await read_ledger(store, "docs")
@@ -89,8 +104,15 @@ async def test_rerun_unchanged_costs_nothing(tmp_path: Path) -> None:
 
 
 async def test_failed_chunk_marks_document_incomplete_and_retries(tmp_path: Path) -> None:
-    write(tmp_path, {"a.txt": "E Alpha|thing|note=" + "x" * 25 + "\n\nE Beta|thing\nFAIL", "b.txt": "E Gamma|thing"})
-    store, extractor, decider = MemoryGraphStore(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    write(
+        tmp_path,
+        {"a.txt": "E Alpha|thing|note=" + "x" * 25 + "\n\nE Beta|thing\nFAIL", "b.txt": "E Gamma|thing"},
+    )
+    store, extractor, decider = (
+        MemoryGraphStore(),
+        ScriptedExtractor(),
+        FakeDecisionBackend(script=same_name_script),
+    )
     report = await run(tmp_path, store, extractor, decider, max_chars=50)
     assert report.failed == ["a.txt"]
     ledger = await read_ledger(store, "docs")
@@ -145,19 +167,29 @@ async def test_retraction_rederives_name_summary_and_conflicts(tmp_path: Path) -
 
 
 async def test_mentions_in_one_chunk_with_different_names_can_merge(tmp_path: Path) -> None:
-    write(tmp_path, {"a.txt": "E Christopher Nolan|person\nE Nolan|person\nE Inception|film\nR Inception|by|Nolan"})
+    write(
+        tmp_path,
+        {"a.txt": "E Christopher Nolan|person\nE Nolan|person\nE Inception|film\nR Inception|by|Nolan"},
+    )
     store, decider = MemoryGraphStore(), FakeDecisionBackend(script=alias_script)
     report = await run(tmp_path, store, ScriptedExtractor(), decider)
     assert decider.calls == 1 and report.routing_cost.calls == 1
     [question] = decider.questions
     assert question.options["c1"] == {
-        "name": "Christopher Nolan", "type": "person", "summary": None, "note": "named earlier in this passage"
+        "name": "Christopher Nolan",
+        "type": "person",
+        "summary": None,
+        "note": "named earlier in this passage",
     }
     nodes = {n.name: n async for n in store.iter_nodes()}
     assert sorted(nodes) == ["Christopher Nolan", "Inception"]
     assert nodes["Christopher Nolan"].aliases == ("Nolan",)
     [edge] = [e async for e in store.iter_edges()]
-    assert (edge.source, edge.type, edge.target) == (nodes["Inception"].id, "by", nodes["Christopher Nolan"].id)
+    assert (edge.source, edge.type, edge.target) == (
+        nodes["Inception"].id,
+        "by",
+        nodes["Christopher Nolan"].id,
+    )
 
 
 async def test_later_mentions_route_to_nodes_planned_earlier_in_the_run(tmp_path: Path) -> None:
@@ -168,7 +200,10 @@ async def test_later_mentions_route_to_nodes_planned_earlier_in_the_run(tmp_path
 
 
 async def test_decider_failure_merges_only_on_exact_names(tmp_path: Path) -> None:
-    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Christopher Nolan|person\nE Nolan|person"})
+    write(
+        tmp_path,
+        {"a.txt": "E Christopher Nolan|person", "b.txt": "E Christopher Nolan|person\nE Nolan|person"},
+    )
     store, decider = MemoryGraphStore(), FakeDecisionBackend(fail_after=0)
     report = await run(tmp_path, store, ScriptedExtractor(), decider)
     assert (decider.calls, report.fallbacks) == (1, 2)
@@ -202,4 +237,8 @@ async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
     store = MemoryGraphStore()
     report = await ingest(FileSource(tmp_path), store, extractor=ScriptedExtractor(), routing="exact")
     assert report.routing_cost.calls == 0
-    assert sorted([normalize_name(n.name) async for n in store.iter_nodes()]) == ["dune", "inception", "nolan"]
+    assert sorted([normalize_name(n.name) async for n in store.iter_nodes()]) == [
+        "dune",
+        "inception",
+        "nolan",
+    ]

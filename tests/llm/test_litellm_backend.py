@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 from pydantic import BaseModel, SecretStr
@@ -150,3 +151,35 @@ async def test_bad_arguments() -> None:
         LiteLLMBackend("openai/x", max_retries=-1)
     with pytest.raises(InputError, match="needs at least one message"):
         await LiteLLMBackend("openai/x").complete([])
+
+
+async def test_connection_refused_is_retried_then_fails() -> None:
+    with OpenAIServer() as server:
+        base = server.base_url  # the port is closed once the server stops
+    llm = LiteLLMBackend("openai/test-model", base, SecretStr(KEY), max_retries=1, backoff_s=0.01)
+    with pytest.raises(LLMError) as err:
+        await llm.complete(MESSAGES)
+    assert str(err.value) == (
+        "LLM openai/test-model failed after 2 attempt(s): InternalServerError: litellm.InternalServerError: "
+        "InternalServerError: OpenAIException - Connection error."
+    )
+
+
+class _HeaderError(Exception):
+    def __init__(self, headers: dict[str, str]) -> None:
+        super().__init__("x")
+        self.litellm_response_headers = headers
+
+
+def test_retry_after_header_forms() -> None:
+    from email.utils import formatdate
+
+    from graphwalk_core.llm.litellm_backend import _retry_after_s
+
+    assert _retry_after_s(_HeaderError({"retry-after-ms": "1500", "retry-after": "9"})) == 1.5
+    assert _retry_after_s(_HeaderError({"retry-after": "2"})) == 2.0
+    assert _retry_after_s(_HeaderError({"retry-after": "soon"})) is None
+    assert _retry_after_s(_HeaderError({})) is None
+    assert _retry_after_s(Exception("no headers")) is None
+    in_ten = _retry_after_s(_HeaderError({"retry-after": formatdate(time.time() + 10, usegmt=True)}))
+    assert in_ten is not None and 8.0 <= in_ten <= 10.0

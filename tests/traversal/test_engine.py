@@ -14,6 +14,7 @@ from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
 from graphwalk_core.traversal.trace import Trace
+
 from .conftest import by_node, gold_path_script, graph
 
 FLOOR = math.log(1e-3)
@@ -46,9 +47,7 @@ async def test_greedy_scores_every_decision_including_forced_stop(alpha: float) 
 
 
 async def test_beam_keeps_finished_walks_in_the_pool() -> None:
-    result, decider = await walk(
-        graph(CHAIN), by_node(CHAIN_SCRIPT), ["A"], strategy="beam", beam_width=2
-    )
+    result, decider = await walk(graph(CHAIN), by_node(CHAIN_SCRIPT), ["A"], strategy="beam", beam_width=2)
     # depth 0 keeps B (log .6) and D (log .3); D is a dead end (forced STOP, score log(.3)/2) and
     # beats STOP at B ((log .6 + log .3)/2) for the second slot; C finishes at (log .6 + log .7)/3
     assert [a.node_ids for a in result.answers] == [["C"], ["D"]]
@@ -107,7 +106,9 @@ async def test_relation_mode_moves_the_whole_frontier(movies: MemoryGraphStore) 
     script = gold_path_script([("directed_by", "in"), ("release_year", "out")])
     decider = FakeDecisionBackend(script=script)
     config = TraversalConfig(hop_mode="relation", allow_stop_at_start=False)
-    result = await Traverser(movies, decider, config=config).walk("years of Nolan films", ["Christopher Nolan"])
+    result = await Traverser(movies, decider, config=config).walk(
+        "years of Nolan films", ["Christopher Nolan"]
+    )
     top = result.answers[0]
     assert (top.node_ids, top.score, top.terminated_by) == (["2000", "2010"], 0.0, "stop")
     assert top.relation_path == ["directed_by:in", "release_year:out"]
@@ -137,7 +138,9 @@ HUB = [("H", "r", f"n{i:02d}") for i in range(60)] + [("H", "r", "golden retriev
 
 
 async def test_prefilter_keeps_top_n_by_similarity_and_records_pruned() -> None:
-    decider = FakeDecisionBackend(script=lambda q, s: {"STOP": 1.0, **{k: 0.0 for k in q.options if k != "STOP"}})
+    decider = FakeDecisionBackend(
+        script=lambda q, s: {"STOP": 1.0, **{k: 0.0 for k in q.options if k != "STOP"}}
+    )
     config = TraversalConfig(prefilter_threshold=50, prefilter_top_n=5)
     traverser = Traverser(graph(HUB), decider, embedder=HashingEmbedder(), config=config)
     result = await traverser.walk("which golden retriever", ["H"])
@@ -153,7 +156,9 @@ async def test_oversized_options_truncate_without_embedder() -> None:
     config = TraversalConfig(prefilter_top_n=5)
     result = await Traverser(graph(HUB), decider, config=config).walk("q", ["H"])
     step = result.trace.steps[0]
-    assert [o["node"] for o in step.options.values() if isinstance(o, dict)] == [f"n{i:02d}" for i in range(9)]
+    assert [o["node"] for o in step.options.values() if isinstance(o, dict)] == [
+        f"n{i:02d}" for i in range(9)
+    ]
     assert (len(step.pruned), step.pruned_reason, step.pruned[0]) == (52, "truncated", "r n09")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -93,7 +94,7 @@ def seeded_subset(questions: list[Question], n: int | None, seed: int) -> list[Q
         return list(questions)
     if n < 1:
         raise InputError(f"--n must be at least 1, got {n}")
-    ranked = sorted(questions, key=lambda q: content_hash([seed, q.id]))
+    ranked = sorted(questions, key=lambda q: hashlib.sha256(f"{seed}\x00{q.id}".encode()).hexdigest())
     return ranked[:n]
 
 

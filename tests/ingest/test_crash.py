@@ -1,0 +1,116 @@
+"""Crash safety: SIGKILL the ingest command at seeded random points; the final graph equals a clean run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import typer
+
+from graphwalk_core.cli.ingest import ingest as cli_ingest
+from graphwalk_core.stores.sql import SQLGraphStore
+
+from .conftest import graph_tables
+
+PEOPLE = ["Alice Moreau", "Bruno Keller", "Chiara Russo", "Dmitri Volkov", "Elena Sanz", "Farid Haddad"]
+PLACES = ["Lisbon", "Oslo", "Kyoto", "Quito", "Accra"]
+KILLS = 20
+
+
+def sentence(rng: random.Random) -> str:
+    a, b = rng.sample(PEOPLE, 2)
+    return f"{a} met {b} in {rng.choice(PLACES)} in {rng.randint(1950, 2020)}."
+
+
+def mutate(root: Path, rng: random.Random, step: int) -> None:
+    """Step 0 writes 24 documents; later steps change 3, delete 1 and add 1."""
+    docs = sorted(root.glob("*.txt"))
+    if step == 0:
+        for i in range(24):
+            (root / f"doc{i:03d}.txt").write_text(" ".join(sentence(rng) for _ in range(4)), encoding="utf-8")
+        return
+    for path in rng.sample(docs, 3):
+        path.write_text(" ".join(sentence(rng) for _ in range(3)), encoding="utf-8")
+    rng.choice([d for d in docs if d.exists()]).unlink()
+    (root / f"doc{100 + step:03d}.txt").write_text(sentence(rng), encoding="utf-8")
+
+
+def command(corpus: Path, graph: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "graphwalk_core.ingest",
+        str(corpus),
+        "--graph",
+        str(graph),
+        "--source-id",
+        "crash",
+        "--routing",
+        "exact",
+        "--quiet",
+    ]
+
+
+def fork_ingest(corpus: Path, graph: Path) -> int:
+    """Run the ``graphwalk ingest`` command function in a forked child (no interpreter start-up); its pid."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            cli_ingest(str(corpus), graph=str(graph), source_id="crash", routing="exact", quiet=True)
+        except typer.Exit as exc:
+            code = exc.exit_code
+        finally:
+            os._exit(code)
+    return pid
+
+
+def wait(pid: int) -> int:
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+async def tables(graph: Path) -> dict:
+    store = SQLGraphStore(f"sqlite:///{graph}")
+    try:
+        return await graph_tables(store, "crash")
+    finally:
+        await store.close()
+
+
+def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    rng = random.Random(20261130)
+    mutate(corpus, rng, 0)
+    graph = tmp_path / "crashed.sqlite"
+    started = time.perf_counter()
+    assert wait(fork_ingest(corpus, tmp_path / "probe.sqlite")) == 0
+    duration = time.perf_counter() - started
+    kills = step = 0
+    while kills < KILLS:
+        step += 1
+        assert step <= 3 * KILLS, f"only {kills} kills landed in {step} runs"
+        pid = fork_ingest(corpus, graph)
+        time.sleep(rng.uniform(0.0, duration))
+        if os.waitpid(pid, os.WNOHANG) == (0, 0):
+            os.kill(pid, signal.SIGKILL)
+            kills += 1
+            assert wait(pid) == -signal.SIGKILL
+        else:
+            pass  # finished before the kill point
+        if step % 2 == 0:
+            mutate(corpus, rng, step)
+    # finish with the real command line in a fresh interpreter, then compare with a clean run
+    subprocess.run(command(corpus, graph), check=True, timeout=300)
+    fresh = tmp_path / "fresh.sqlite"
+    assert wait(fork_ingest(corpus, fresh)) == 0
+    crashed, clean = asyncio.run(tables(graph)), asyncio.run(tables(fresh))
+    assert len(clean["ledger"]) == len(list(corpus.glob("*.txt")))
+    assert crashed == clean

@@ -1,0 +1,102 @@
+"""``graphwalk graph import|export|stats`` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from graphwalk_core.cli import app
+from graphwalk_core.stores.io import read_triples
+from graphwalk_core.stores.open import open_store
+
+KB = """Kismet|directed_by|William Dieterle
+Kismet|starred_actors|Marlene Dietrich
+Kismet|release_year|1944
+Kismet|release_year|1944
+Blonde Venus|starred_actors|Marlene Dietrich
+Blonde Venus|directed_by|Josef von Sternberg
+"""
+runner = CliRunner()
+
+
+async def check_types(db: Path) -> None:
+    store = open_store(db)
+    kismet = await store.get_node("Kismet")
+    assert kismet is not None and kismet.type == "film"
+    assert [n.type for n in await store.find_nodes(name="marlene dietrich")] == ["person"]
+    await store.close()
+
+
+def kb_file(tmp_path: Path) -> Path:
+    path = tmp_path / "kb.txt"
+    path.write_text(KB, encoding="utf-8")
+    return path
+
+
+def test_import_triples_to_sqlite_and_stats(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    args = ["graph", "import", str(kb_file(tmp_path)), "--out", str(db), "--node-types", "metaqa"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert result.output == f"wrote 6 nodes and 5 edges to {db}\n"
+    asyncio.run(check_types(db))
+    stats = runner.invoke(app, ["graph", "stats", str(db), "--top", "2"])
+    assert stats.exit_code == 0, stats.output
+    lines = [line.strip("│") for line in stats.output.splitlines() if "│" in line]
+    rows = [[cell.strip() for cell in line.split("│")] for line in lines]
+    assert rows == [
+        ["nodes", "6"],
+        ["edges", "5"],
+        ["directed_by", "2"],
+        ["starred_actors", "2"],
+        ["release_year", "1"],
+        ["Kismet", "3"],
+        ["Blonde Venus", "2"],
+    ]
+
+
+def test_import_to_parquet_export_triples_and_reimport(tmp_path: Path) -> None:
+    folder = tmp_path / "graph"
+    result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "conflicts.parquet",
+        "edges.parquet",
+        "metadata.parquet",
+        "nodes.parquet",
+        "provenance.parquet",
+    ]
+    out = tmp_path / "back.txt"
+    exported = runner.invoke(app, ["graph", "export", str(folder), "--format", "triples", "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    assert list(read_triples(out)) == [
+        ("Blonde Venus", "directed_by", "Josef von Sternberg"),
+        ("Blonde Venus", "starred_actors", "Marlene Dietrich"),
+        ("Kismet", "directed_by", "William Dieterle"),
+        ("Kismet", "release_year", "1944"),
+        ("Kismet", "starred_actors", "Marlene Dietrich"),
+    ]
+    again = runner.invoke(
+        app, ["graph", "import", str(folder), "--format", "parquet", "-o", str(tmp_path / "copy.db")]
+    )
+    assert again.exit_code == 0, again.output
+    assert again.output == f"wrote 6 nodes and 5 edges to {tmp_path / 'copy.db'}\n"
+    parquet = runner.invoke(app, ["graph", "export", str(tmp_path / "copy.db"), "-o", str(tmp_path / "p")])
+    assert parquet.exit_code == 0, parquet.output
+    for table in ("nodes", "edges", "provenance"):
+        written = (tmp_path / "p" / f"{table}.parquet").read_bytes()
+        assert written == (folder / f"{table}.parquet").read_bytes()
+
+
+def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a|r|b\nbroken line\n")
+    result = runner.invoke(app, ["graph", "import", str(bad), "-o", str(tmp_path / "g")])
+    assert result.exit_code == 1
+    assert "bad.txt:2: expected 'subject|relation|object'" in result.output
+    assert not (tmp_path / "g").exists()
+    missing = runner.invoke(app, ["graph", "stats", str(tmp_path / "missing.db")])
+    assert missing.exit_code == 1
+    assert f"graph database not found: {tmp_path / 'missing.db'}" in missing.output.replace("\n", "")

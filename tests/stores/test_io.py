@@ -1,0 +1,205 @@
+"""Triples files, Parquet export/import, open_store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import AttributeConflict, ConflictValue, Edge, Node, Provenance, edge_id
+from graphwalk_core.stores import MemoryGraphStore, SQLGraphStore
+from graphwalk_core.stores.io import (
+    SimpleEdge,
+    SimpleNode,
+    export_parquet,
+    import_parquet,
+    read_parquet_graph,
+    read_triples,
+    write_triples,
+)
+from graphwalk_core.stores.memory import bulk_edge_id
+from graphwalk_core.stores.open import open_store
+
+P1 = Provenance(source_id="wiki/a", content_hash="h1", extractor="llm", confidence=0.5, start=3, end=9)
+P2 = Provenance(source_id="wiki/b")
+
+
+def rich_graph() -> tuple[list[Node], list[Edge]]:
+    """Nodes and edges exercising every field the Parquet tables carry."""
+    nolan = Node(
+        id="n1",
+        type="person",
+        name="Christopher Nolan",
+        summary="Director.",
+        aliases=("Nolan",),
+        attributes={"born": 1970, "tags": ["a", "b"]},
+        attribute_provenance={"born": (P1,), "tags": ()},
+        conflicts={
+            "born": AttributeConflict(
+                key="born",
+                values=(
+                    ConflictValue(value=1970, provenance=(P1,)),
+                    ConflictValue(value={"y": 1971}, provenance=()),
+                ),
+            )
+        },
+        provenance=(P2, P1),
+        name_sources={"Christopher Nolan": (P1, P2), "Nolan": ()},
+        summary_sources={"Director.": (P1,)},
+    )
+    plain = Node(id="Memento", name="Memento", type="film", provenance=(P2,))
+    bare = Node(id="x", name="X")
+    edges = [
+        Edge(source="Memento", target="n1", type="directed_by", provenance=(P1, P2), attributes={"w": 0.5}),
+        Edge(source="x", target="x", type="self", provenance=(P2,)),
+        Edge(source="x", target="Memento", type="about"),
+    ]
+    return [nolan, plain, bare], edges
+
+
+def test_read_triples_and_errors(tmp_path: Path) -> None:
+    good = tmp_path / "kb.txt"
+    good.write_text("Kismet|directed_by|William Dieterle\n\nKismet|release_year|1944\n", encoding="utf-8")
+    assert list(read_triples(good)) == [
+        ("Kismet", "directed_by", "William Dieterle"),
+        ("Kismet", "release_year", "1944"),
+    ]
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a|r|b\na|r\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad\.txt:2: expected 'subject\|relation\|object'.*'a\|r'"):
+        list(read_triples(bad))
+    empty_field = tmp_path / "empty.txt"
+    empty_field.write_text("a||b\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"empty\.txt:1:"):
+        list(read_triples(empty_field))
+    with pytest.raises(InputError, match=r"triples file not found: .*missing\.txt"):
+        list(read_triples(tmp_path / "missing.txt"))
+
+
+def test_write_triples_round_trip(tmp_path: Path) -> None:
+    triples = [("a", "r", "b"), ("b", "s", "ü c")]
+    assert write_triples(tmp_path / "t.txt", triples) == 2
+    assert list(read_triples(tmp_path / "t.txt")) == triples
+    with pytest.raises(InputError, match="cannot write triple"):
+        write_triples(tmp_path / "u.txt", [("a|b", "r", "c")])
+
+
+def test_bulk_edge_id_equals_edge_id() -> None:
+    for triple in [("a", "r", "b"), ('q"uote', "ü\\n", "日本\n"), ("", "", "")]:
+        assert bulk_edge_id(*triple) == edge_id(*triple)
+
+
+async def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
+    nodes, edges = rich_graph()
+    store = MemoryGraphStore()
+    for n in nodes:
+        await store.upsert_node(n)
+    for e in edges:
+        await store.upsert_edge(e)
+    await store.set_metadata("ledger/wiki/a", "h1")
+    await export_parquet(store, tmp_path / "g")
+    read_nodes, read_edges, metadata = read_parquet_graph(tmp_path / "g")
+    assert metadata == {"ledger/wiki/a": "h1"}
+    assert [n.to_model() if isinstance(n, SimpleNode) else n for n in read_nodes] == sorted(
+        nodes, key=lambda n: n.id
+    )
+    assert isinstance(read_nodes[0], SimpleNode)  # Memento: nothing but element provenance
+    assert isinstance(read_edges[2], SimpleEdge)  # x -self-> x
+    models = [e.to_model() if isinstance(e, SimpleEdge) else e for e in read_edges]
+    assert models == sorted(edges, key=lambda e: (e.source, e.type, e.target))
+    for loaded in (MemoryGraphStore.load(tmp_path / "g"), open_store(tmp_path / "g")):
+        assert [n async for n in loaded.iter_nodes()] == [n async for n in store.iter_nodes()]
+        assert [e async for e in loaded.iter_edges()] == [e async for e in store.iter_edges()]
+        assert await loaded.get_metadata("ledger/wiki/a") == "h1"
+
+
+async def test_parquet_into_sql_and_back(tmp_path: Path) -> None:
+    nodes, edges = rich_graph()
+    memory = MemoryGraphStore()
+    for n in nodes:
+        await memory.upsert_node(n)
+    for e in edges:
+        await memory.upsert_edge(e)
+    memory.save(tmp_path / "g")
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+    assert await import_parquet(tmp_path / "g", sql) == (3, 3)
+    assert [n async for n in sql.iter_nodes()] == [n async for n in memory.iter_nodes()]
+    assert [e async for e in sql.iter_edges()] == [e async for e in memory.iter_edges()]
+    await export_parquet(sql, tmp_path / "again")
+    for table in ("nodes", "edges", "provenance", "conflicts", "metadata"):
+        first = (tmp_path / "g" / f"{table}.parquet").read_bytes()
+        assert (tmp_path / "again" / f"{table}.parquet").read_bytes() == first, table
+    await sql.close()
+
+
+def test_parquet_tables_are_duckdb_readable_and_sorted(tmp_path: Path) -> None:
+    nodes, edges = rich_graph()
+    store = MemoryGraphStore()
+    for n in nodes:
+        store._put_node(n.id, n)
+    for e in edges:
+        store._put_edge((e.source, e.type, e.target), e)
+    store.save(tmp_path)
+    db = duckdb.connect()
+    assert db.sql(f"select id from '{tmp_path}/nodes.parquet'").fetchall() == [("Memento",), ("n1",), ("x",)]
+    assert db.sql(f"select source, type from '{tmp_path}/edges.parquet'").fetchall() == [
+        ("Memento", "directed_by"),
+        ("x", "about"),
+        ("x", "self"),
+    ]
+    rows = db.sql(
+        f"select scope, key, position, source_id from '{tmp_path}/provenance.parquet' "
+        "where element_id = 'n1' order by scope, key, position"
+    ).fetchall()
+    assert rows == [
+        ("attribute", "born", 0, "wiki/a"),
+        ("attribute", "tags", 0, None),
+        ("element", None, 0, "wiki/b"),
+        ("element", None, 1, "wiki/a"),
+        ("name", "Christopher Nolan", 0, "wiki/a"),
+        ("name", "Christopher Nolan", 1, "wiki/b"),
+        ("name", "Nolan", 0, None),
+        ("summary", "Director.", 0, "wiki/a"),
+    ]
+    conflicts = db.sql(f"select key, value_index, value, source_id from '{tmp_path}/conflicts.parquet'")
+    assert conflicts.fetchall() == [("born", 0, "1970", "wiki/a"), ("born", 1, '{"y":1971}', None)]
+
+
+def test_read_parquet_graph_errors(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"graph folder not found: .*nope"):
+        read_parquet_graph(tmp_path / "nope")
+    MemoryGraphStore().save(tmp_path / "g")
+    (tmp_path / "g" / "edges.parquet").unlink()
+    with pytest.raises(InputError, match=r"has no edges\.parquet"):
+        read_parquet_graph(tmp_path / "g")
+    (tmp_path / "g" / "edges.parquet").write_text("not parquet")
+    with pytest.raises(InputError, match=r"cannot read .*edges\.parquet"):
+        read_parquet_graph(tmp_path / "g")
+
+
+async def test_open_store_specs(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"graph database not found: .*missing\.db"):
+        open_store(tmp_path / "missing.db")
+    with pytest.raises(InputError, match=r"graph not found: .*nothing"):
+        open_store(tmp_path / "nothing")
+    (tmp_path / "notes.csv").write_text("x")
+    with pytest.raises(InputError, match=r"cannot open .*notes\.csv as a graph"):
+        open_store(tmp_path / "notes.csv")
+    created = open_store(tmp_path / "sub" / "new.db", create=True)
+    assert isinstance(created, SQLGraphStore)
+    await created.upsert_node(Node(id="a", name="a"))
+    await created.close()
+    reopened = open_store(tmp_path / "sub" / "new.db")
+    assert await reopened.counts() == (1, 0)
+    await reopened.close()
+    url = open_store(f"sqlite:///{tmp_path / 'sub' / 'new.db'}")
+    assert isinstance(url, SQLGraphStore) and await url.counts() == (1, 0)
+    await url.close()
+    (tmp_path / "kb.txt").write_text("a|r|b\na|r|b\nb|s|c\n")
+    triples = open_store(tmp_path / "kb.txt")
+    assert isinstance(triples, MemoryGraphStore) and await triples.counts() == (3, 2)
+    node = await triples.get_node("a")
+    assert node is not None and node.provenance == (Provenance(source_id="kb.txt"),)
+    assert isinstance(open_store(tmp_path / "fresh", create=True), MemoryGraphStore)

@@ -1,0 +1,96 @@
+"""SQL store: atomic transactions that survive SIGKILL, clear errors for bad URLs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.errors import BackendError, InputError
+from graphwalk_core.model import Edge, Node, Provenance
+from graphwalk_core.stores import SQLGraphStore
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from graphwalk_core.model import Node
+    from graphwalk_core.stores import SQLGraphStore
+
+    async def main() -> None:
+        store = SQLGraphStore(sys.argv[1])
+        async with store.transaction():
+            await store.upsert_node(Node(id="a", name="changed"))
+            nodes = [Node(id=f"n{i}", name=f"n{i}", summary="x" * 1000) for i in range(6000)]
+            await store.upsert_many(nodes)
+            await store.set_metadata("ledger", "new")
+            print("inside", flush=True)
+            time.sleep(60)
+
+    asyncio.run(main())
+    """
+)
+
+
+async def test_sigkill_mid_transaction_keeps_previous_state(tmp_path: Path) -> None:
+    db = tmp_path / "g.db"
+    url = f"sqlite:///{db}"
+    store = SQLGraphStore(url)
+    before = Node(id="a", name="A", provenance=(Provenance(source_id="s"),))
+    await store.upsert_node(before)
+    await store.set_metadata("ledger", "old")
+    await store.close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, url], stdout=subprocess.PIPE, text=True, env=os.environ.copy()
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "inside"
+        assert db.stat().st_size > 2_000_000  # uncommitted pages really reached the file
+        assert Path(f"{db}-journal").exists()
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+    assert writer.returncode == -signal.SIGKILL
+    reopened = SQLGraphStore(url)
+    assert await reopened.counts() == (1, 0)
+    assert await reopened.get_node("a") == before
+    assert await reopened.get_metadata("ledger") == "old"
+    assert [n.id for n in await reopened.find_nodes(name="changed")] == []
+    await reopened.close()
+
+
+async def test_upsert_many_and_rollback_leave_nothing(tmp_path: Path) -> None:
+    store = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+    assert await store.upsert_many([Node(id="a", name="A"), Node(id="a", name="A2")]) == (1, 0)
+    assert (await store.get_node("a")) == Node(id="a", name="A2")
+    with pytest.raises(InputError, match="unknown node"):
+        async with store.transaction():
+            await store.upsert_node(Node(id="b", name="B"))
+            await store.upsert_edge(Edge(source="b", target="ghost", type="r"))
+    assert await store.counts() == (1, 0)
+    await store.close()
+
+
+def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        SQLGraphStore("postgresql+psycopg2://bob:s3cret@127.0.0.1:1/graph")
+    message = str(caught.value)
+    assert message == (
+        "no database driver for graph store URL postgresql+psycopg2://bob:***@127.0.0.1:1/graph: "
+        "No module named 'psycopg2'"
+    )
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    expected = r"^invalid graph store URL nosuchdb://bob:\*\*\*@h/x: NoSuchModuleError$"
+    with pytest.raises(InputError, match=expected):
+        SQLGraphStore("nosuchdb://bob:s3cret@h/x")
+    with pytest.raises(BackendError) as unreachable:
+        SQLGraphStore(f"sqlite:///{tmp_path}/no/such/dir/g.db")
+    assert str(unreachable.value) == (
+        f"cannot open graph store sqlite:///{tmp_path}/no/such/dir/g.db: unable to open database file"
+    )
+    assert "s3cret" not in repr(SQLGraphStore(f"sqlite:///{tmp_path / 'ok.db'}"))
