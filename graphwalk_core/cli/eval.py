@@ -141,7 +141,7 @@ def evaluate(
             tables.append(results_table(run.results))
             metas.append(run.metadata.model_dump(mode="json"))
     paths = write_report(out, tables, run_metadata=metas)
-    Console().print(paths["summary_md"].read_text(encoding="utf-8"))
+    typer.echo(paths["summary_md"].read_text(encoding="utf-8"))
     console.print(f"wrote {out}/results.parquet, summary.parquet, summary.md and plots")
     return paths["summary_md"]
 

@@ -63,15 +63,17 @@ def _hop_edge(source: NodeId, relation: str, direction: str, target: NodeId) -> 
     return edge_id(source, relation, target) if direction == "out" else edge_id(target, relation, source)
 
 
-async def _witness_refs(store: GraphStore, beam: Beam, node: NodeId) -> list[HopRef]:
-    """Relation mode: one concrete path to ``node``, found backwards through the beam's frontiers."""
+async def _witness_refs(
+    store: GraphStore, beam: Beam, members: list[set[NodeId]], node: NodeId
+) -> list[HopRef]:
+    """Relation mode: one concrete path to ``node``, found backwards through the beam's frontiers
+    (``members``: the frontier before each hop, as sets)."""
     refs: list[HopRef] = []
     current = node
-    for hop, before in zip(reversed(beam.hops), reversed(beam.trail), strict=True):
+    for hop, before in zip(reversed(beam.hops), reversed(members), strict=True):
         back: Literal["out", "in"] = "in" if hop.direction == "out" else "out"
-        members = set(before)
         adjacent = await store.adjacent(current, direction=back, edge_types=(hop.relation,))
-        prev = next(a.neighbor for a in adjacent if a.neighbor in members)
+        prev = next(a.neighbor for a in adjacent if a.neighbor in before)
         refs.append(HopRef(hop.relation, hop.direction, prev, current))
         current = prev
     return refs[::-1]
@@ -112,10 +114,9 @@ async def build_answers(
     for group in ordered:
         best = group[0]
         if relation_mode:
-            witnesses = {
-                n: await _hops(store, await _witness_refs(store, best, n))
-                for n in best.frontier[:max_witnesses]
-            }
+            members = [set(frontier) for frontier in best.trail]
+            shown = best.frontier[:max_witnesses]
+            witnesses = {n: await _hops(store, await _witness_refs(store, best, members, n)) for n in shown}
             witness = witnesses[best.frontier[0]] if best.frontier else []
         else:
             witness, witnesses = await _hops(store, best.hops), {}

@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from itertools import groupby, islice
-from operator import itemgetter
+from itertools import islice
 from typing import Any, Literal
 
 from graphwalk_core.decisions.base import (
@@ -40,8 +39,8 @@ from graphwalk_core.traversal.scoring import Beam, HopRef, normalized_score, ste
 from graphwalk_core.traversal.trace import Call, Step, Trace
 
 Dir = Literal["out", "in"]
-_REL_DIR = itemgetter(0, 2)
-_NEIGHBOR = itemgetter(1)
+#: A node's distinct neighbors per (relation, direction).
+Grouped = dict[tuple[str, str], tuple[NodeId, ...]]
 
 
 class _Abort(Exception):
@@ -75,7 +74,12 @@ class _Prepared:
 
 
 class Traverser:
-    """Walks a graph from start nodes to answers, asking ``decider`` at every real choice."""
+    """Walks a graph from start nodes to answers, asking ``decider`` at every real choice.
+
+    Adjacency read from the store is cached per node (up to ``adjacency_cache_size`` nodes; 0
+    disables it): reuse a Traverser across questions on a graph that does not change, and call
+    :meth:`clear_cache` after writing to the store.
+    """
 
     def __init__(
         self,
@@ -83,6 +87,8 @@ class Traverser:
         decider: DecisionBackend,
         embedder: Embedder | None = None,
         config: TraversalConfig | None = None,
+        *,
+        adjacency_cache_size: int = 200_000,
     ) -> None:
         self.store = store
         self.decider = decider
@@ -91,6 +97,31 @@ class Traverser:
         self.config.check_backend(decider.max_options)
         self.prefilter = Prefilter(embedder) if embedder is not None else None
         self._node_types: list[str] | None = None
+        self.adjacency_cache_size = adjacency_cache_size
+        self._adjacency: dict[NodeId, Grouped] = {}
+
+    def clear_cache(self) -> None:
+        """Forget cached adjacency and node types (call after the store changes)."""
+        self._adjacency.clear()
+        self._node_types = None
+
+    async def grouped_adjacency(self, node: NodeId) -> Grouped:
+        """``node``'s distinct neighbors per (relation, direction), in store order (cached)."""
+        cached = self._adjacency.get(node)
+        if cached is not None:
+            return cached
+        groups: dict[tuple[str, str], dict[NodeId, None]] = {}
+        for rel, nb, d in await self.store.adjacent(node, direction=self.config.direction):
+            group = groups.get((rel, d))
+            if group is None:
+                group = groups[(rel, d)] = {}
+            group[nb] = None
+        grouped = {key: tuple(nbs) for key, nbs in groups.items()}
+        if self.adjacency_cache_size > 0:
+            if len(self._adjacency) >= self.adjacency_cache_size:
+                self._adjacency.clear()
+            self._adjacency[node] = grouped
+        return grouped
 
     async def node_types(self) -> list[str]:
         """The graph's distinct node types (scanned once, for the answer-type question)."""
@@ -226,11 +257,12 @@ class _Walk:
 
     # -- options -------------------------------------------------------------------------------
 
-    async def _adjacent(self, node: NodeId) -> list[Any]:
+    async def _grouped(self, node: NodeId) -> Grouped:
+        """One adjacency read (counted against ``max_expansions``), grouped by (relation, direction)."""
         if self.expansions >= self.cfg.budget.max_expansions:
             raise _Abort(f"max_expansions: {self.cfg.budget.max_expansions} adjacency reads used")
         self.expansions += 1
-        return await self.store.adjacent(node, direction=self.cfg.direction)
+        return await self.t.grouped_adjacency(node)
 
     async def _prepare(self, beam: Beam, depth: int) -> _Prepared:
         if self.relation_mode:
@@ -296,7 +328,8 @@ class _Walk:
 
     async def _entity_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         current = beam.frontier[0]
-        adjacent: list[Adjacent] = list(dict.fromkeys(await self._adjacent(current)))  # dedup, keep order
+        grouped = await self._grouped(current)
+        adjacent = [Adjacent(rel, nb, d) for (rel, d), nbs in grouped.items() for nb in nbs]  # type: ignore[arg-type]
         if self.cfg.exclude_visited:
             visited = beam.visited
             adjacent = [a for a in adjacent if a[1] not in visited]
@@ -326,15 +359,18 @@ class _Walk:
         return adjacent[:n], _Pruned([f"{rel} {nb}" for rel, nb, _ in adjacent[n:]], "truncated")
 
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
-        entries: list[Adjacent] = []
+        merged: dict[tuple[str, str], list[NodeId]] = {}
         for node in beam.frontier:
-            entries += await self._adjacent(node)
+            for key, nbs in (await self._grouped(node)).items():
+                into = merged.get(key)
+                if into is None:
+                    merged[key] = list(nbs)
+                else:
+                    into.extend(nbs)
         excluded = self.start_set if self.cfg.exclude_visited else frozenset()
-        # dedup (relation, neighbor, direction) and group by (relation, direction): C-level loops
-        grouped = groupby(sorted(dict.fromkeys(entries), key=_REL_DIR), key=_REL_DIR)
         groups: dict[tuple[str, str], list[NodeId]] = {}
-        for key, items in grouped:
-            targets = list(map(_NEIGHBOR, items))
+        for key, found in merged.items():
+            targets = list(dict.fromkeys(found)) if len(beam.frontier) > 1 else found
             if not excluded.isdisjoint(targets):
                 targets = [t for t in targets if t not in excluded]
             if targets:

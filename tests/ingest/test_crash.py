@@ -101,10 +101,8 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
         time.sleep(rng.uniform(0.0, duration))
         if os.waitpid(pid, os.WNOHANG) == (0, 0):
             os.kill(pid, signal.SIGKILL)
-            kills += 1
-            assert wait(pid) == -signal.SIGKILL
-        else:
-            pass  # finished before the kill point
+            # a child that finished just before the signal exits normally: not a kill
+            kills += wait(pid) == -signal.SIGKILL
         if step % 2 == 0:
             mutate(corpus, rng, step)
     # finish with the real command line in a fresh interpreter, then compare with a clean run
