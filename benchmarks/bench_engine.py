@@ -87,9 +87,7 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
-async def measure(
-    store: MemoryGraphStore, questions: list[Question], hop_mode: HopMode
-) -> dict[str, float]:
+async def measure(store: MemoryGraphStore, questions: list[Question], hop_mode: HopMode) -> dict[str, float]:
     """Per-step and per-question engine times, the BFS time, and both F1 sums."""
     decider = GoldPathDecider()
     config = TraversalConfig(hop_mode=hop_mode, allow_stop_at_start=False, max_frontier=1_000_000)

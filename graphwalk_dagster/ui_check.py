@@ -149,13 +149,17 @@ def backfill_status(url: str, backfill_id: str) -> dict[str, Any]:
 
 
 def run_backfill_daemon(workspace: Path, until_done: str, url: str, timeout: float = 60.0) -> dict[str, Any]:
-    """Run the real backfill daemon iteration in process until the backfill ``until_done`` finishes."""
+    """Run Dagster's backfill and run-queue daemon iterations in process until ``until_done`` finishes.
+
+    This is what ``dagster-daemon`` does on its 30 s loop, run back to back so a test waits seconds.
+    """
     import logging
 
     from dagster import DagsterInstance
     from dagster._core.workspace.context import WorkspaceProcessContext
     from dagster._core.workspace.load_target import WorkspaceFileTarget
     from dagster._daemon.backfill import execute_backfill_iteration
+    from dagster._daemon.run_coordinator.queued_run_coordinator_daemon import QueuedRunCoordinatorDaemon
 
     logger = logging.getLogger("graphwalk.backfill")
     deadline = time.monotonic() + timeout
@@ -163,8 +167,11 @@ def run_backfill_daemon(workspace: Path, until_done: str, url: str, timeout: flo
         DagsterInstance.get() as instance,
         WorkspaceProcessContext(instance, WorkspaceFileTarget(paths=[str(workspace)])) as context,
     ):
+        queue = QueuedRunCoordinatorDaemon(interval_seconds=1)
+        status: dict[str, Any] = {}
         while time.monotonic() < deadline:
             list(execute_backfill_iteration(context, logger))
+            list(queue.run_iteration(context))
             status = backfill_status(url, until_done)
             if status.get("status") in ("COMPLETED", "COMPLETED_SUCCESS", "COMPLETED_FAILED", "FAILED"):
                 return status

@@ -279,3 +279,62 @@ def custom(
             quiet=quiet,
         )
     )
+
+
+@app.command("2wiki-retrieval")
+def twowiki_retrieval(
+    out: Out,
+    corpus: Annotated[Path | None, typer.Option(help="passage corpus (default: 2wiki/corpus.json)")] = None,
+    questions: Annotated[Path | None, typer.Option(help="questions with supporting_titles")] = None,
+    corpus_subset: Annotated[
+        int | None, typer.Option(help="passages kept: every supporting one + seeded distractors")
+    ] = None,
+    preset: Annotated[str, typer.Option(help="graphwalk preset for the walk")] = "entity-beam",
+    n: N = None,
+    seed: Seed = 0,
+    decider: Decider = None,
+    data_dir: DataDir = None,
+    concurrency: Concurrency = 4,
+    set_: Sets = None,
+    embed_model_path: EmbedPath = None,
+) -> None:
+    """All-supporting-passages-retrieved rate of graphwalk (via provenance) vs dense top-k."""
+
+    def run() -> None:
+        import asyncio
+
+        from graphwalk_core.eval.retrieval import corpus_subset as subset
+        from graphwalk_core.eval.retrieval import run_retrieval, write_retrieval_report
+
+        ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=data_dir, path=questions, corpus=corpus)
+        ds = subset(ds, corpus_subset, seed)
+        chosen, embedder, _, reasons = _backends(decider, embed_model_path, None, None)
+        if chosen is None:
+            raise typer.BadParameter(reasons.get("decider", "no decider"))
+        report = asyncio.run(
+            run_retrieval(
+                ds,
+                decider=chosen,
+                embedder=embedder,
+                preset=preset,
+                concurrency=concurrency,
+                overrides=parse_sets(set_),
+            )
+        )
+        path = write_retrieval_report(report, out)
+        typer.echo(path.read_text(encoding="utf-8"))
+
+    _guard(run)
+
+
+@app.command("report")
+def report(out: Out) -> None:
+    """Rebuild results.parquet, summary.md and plots from every run checkpointed under OUT/runs."""
+
+    def run() -> None:
+        from graphwalk_core.eval.report import report_from_runs
+
+        paths = report_from_runs(out)
+        typer.echo(paths["summary_md"].read_text(encoding="utf-8"))
+
+    _guard(run)

@@ -204,3 +204,17 @@ def write_report(
         paths["f1_by_hops"] = plot_f1_by_hops(summary, out_dir / "f1_by_hops.png")
         paths["cost_vs_f1"] = plot_cost_vs_f1(summary, out_dir / "cost_vs_f1.png")
     return paths
+
+
+def report_from_runs(out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
+    """``write_report`` over every run checkpointed under ``out_dir/runs`` (e.g. after several commands)."""
+    from graphwalk_core.eval.checkpoint import read_checkpoint
+    from graphwalk_core.eval.runner import CHECKPOINT, METADATA
+
+    tables, metas = [], []
+    for folder in sorted((Path(out_dir) / "runs").glob("*/")):
+        if (folder / CHECKPOINT).exists():
+            tables.append(results_table(read_checkpoint(folder / CHECKPOINT)))
+        if (folder / METADATA).exists():
+            metas.append(json.loads((folder / METADATA).read_text(encoding="utf-8")))
+    return write_report(out_dir, tables, run_metadata=metas, plots=plots)

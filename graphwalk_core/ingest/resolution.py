@@ -106,9 +106,16 @@ async def retract_document(store: GraphStore, source_id: str, counts: WriteCount
 async def write_elements(
     store: GraphStore, nodes: list[Node], edges: list[Edge], counts: WriteCounts
 ) -> None:
-    """Fold incoming nodes, then edges, into the store with ``merge_node_data`` / ``merge_edge_data``."""
+    """Fold incoming nodes, then edges, into the store with ``merge_node_data`` / ``merge_edge_data``.
+
+    A document's repeated elements are folded together first, so each element is read and written once.
+    """
+    folded: dict[str, Node] = {}
     for node in nodes:
-        existing = await store.get_node(node.id)
+        folded[node.id] = merge_node_data(folded[node.id], node) if node.id in folded else node
+    stored = await store.get_nodes(list(folded))
+    for node_id, node in folded.items():
+        existing = stored.get(node_id)
         if existing is None:
             # folded with itself: the canonical form merges and retractions produce (e.g. type backing)
             await store.upsert_node(merge_node_data(node, node))
@@ -118,7 +125,10 @@ async def write_elements(
         counts.conflicts += max(0, len(merged.conflicts) - len(existing.conflicts))
         counts.nodes_merged += 1
         await store.upsert_node(merged)
+    folded_edges: dict[str, Edge] = {}
     for edge in edges:
+        folded_edges[edge.id] = merge_edge_data(folded_edges[edge.id], edge) if edge.id in folded_edges else edge
+    for edge in folded_edges.values():
         existing_edge = await store.get_edge(edge.id)
         if existing_edge is None:
             await store.upsert_edge(edge)

@@ -1,8 +1,15 @@
 """Pure merge logic shared by every store: union provenance, record conflicts, derive surface names.
 
-Every function here is order-independent: merging A into B gives the same element as merging B into A
-(apart from the id, which is the first argument's). Nothing is silently overwritten: disagreeing
-attribute values (and disagreeing real types) become :class:`AttributeConflict` records.
+Merging is order-independent: merging A into B gives the same element as merging B into A (apart
+from the id, which is the first argument's), and merge order over three or more elements does not
+matter either. Nothing is silently overwritten: disagreeing attribute values (and disagreeing real
+types) become :class:`AttributeConflict` records, each value with the provenance backing it.
+
+Conventions: an attribute missing from ``attribute_provenance`` is backed by the element's provenance
+(merges write it explicitly); a node without ``name_sources`` (or ``summary_sources``) counts its
+name and aliases (or summary) as backed by its provenance; "backed by most sources" counts distinct
+``source_id``\ s, ties going to the smallest canonical JSON (values) or the longest, then
+lexicographically smallest text (names, summaries).
 """
 
 from __future__ import annotations
@@ -231,6 +238,8 @@ def retract_source(element: _E, source_id: str) -> _E | None:
     Attributes left without sources are dropped, a conflict left with one value becomes a plain
     attribute, and a node's name, aliases and summary are re-derived.
     """
+    if source_id not in source_ids(element):
+        return element
     provenance = _without(element.provenance, source_id)
     if not provenance:
         return None

@@ -40,7 +40,7 @@ from graphwalk_core.model import (
     canonical_json,
 )
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.stores.memory import bulk_edge_id
+from graphwalk_core.stores.memory import MemoryGraphStore, bulk_edge_id
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -180,6 +180,16 @@ class _Columns:
 
     def __init__(self) -> None:
         self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
+        #: simple elements, written column-wise: (kind, id(provenance)) -> (provenance, ids)
+        self.simple: dict[tuple[str, int], tuple[tuple[Provenance, ...], list[str]]] = {}
+        self.simple_nodes: tuple[list[str], list[str]] = ([], [])
+        self.simple_edges: tuple[list[str], list[str], list[str], list[str]] = ([], [], [], [])
+
+    def _simple(self, kind: str, element_id: str, provenance: tuple[Provenance, ...]) -> None:
+        group = self.simple.get((kind, id(provenance)))
+        if group is None:
+            group = self.simple[(kind, id(provenance))] = (provenance, [])
+        group[1].append(element_id)
 
     def provenance(
         self, kind: str, element_id: str, scope: str, key: str | None, group: Iterable[Provenance]
@@ -205,8 +215,9 @@ class _Columns:
 
     def node(self, node: Node | SimpleNode) -> None:
         if isinstance(node, SimpleNode):
-            self.rows["nodes"].append((node.id, node.type, node.id, None, [], "{}"))
-            self.provenance("node", node.id, "element", None, node.provenance)
+            self.simple_nodes[0].append(node.id)
+            self.simple_nodes[1].append(node.type)
+            self._simple("node", node.id, node.provenance)
             return
         attributes = canonical_json(node.attributes)
         self.rows["nodes"].append(
@@ -221,20 +232,58 @@ class _Columns:
     def edge(self, edge: Edge | SimpleEdge) -> None:
         if isinstance(edge, SimpleEdge):
             eid = bulk_edge_id(edge.source, edge.type, edge.target)
-            self.rows["edges"].append((eid, edge.source, edge.target, edge.type, "{}"))
-            self.provenance("edge", eid, "element", None, edge.provenance)
+            for column, value in zip(
+                self.simple_edges, (eid, edge.source, edge.target, edge.type), strict=True
+            ):
+                column.append(value)
+            self._simple("edge", eid, edge.provenance)
             return
         eid = edge.id
         attributes = canonical_json(edge.attributes)
         self.rows["edges"].append((eid, edge.source, edge.target, edge.type, attributes))
         self.element("edge", eid, edge)
 
+    def _simple_tables(self, name: str) -> list[pa.Table]:
+        """The simple elements' rows of table ``name``, built column-wise."""
+        schema = SCHEMAS[name]
+        if name == "nodes" and self.simple_nodes[0]:
+            ids, types = self.simple_nodes
+            n = len(ids)
+            columns = [
+                ids,
+                types,
+                ids,
+                pa.nulls(n, pa.string()),
+                pa.repeat(pa.scalar([], pa.list_(pa.string())), n),
+                pa.repeat("{}", n),
+            ]
+            return [pa.table(columns, schema=schema)]
+        if name == "edges" and self.simple_edges[0]:
+            eids, sources, targets, types = self.simple_edges
+            columns = [eids, sources, targets, types, pa.repeat("{}", len(eids))]
+            return [pa.table(columns, schema=schema)]
+        if name != "provenance":
+            return []
+        blocks = []
+        for (kind, _), (provenance, ids) in self.simple.items():
+            n = len(ids)
+            for position, p in enumerate(provenance):
+                head = [pa.repeat(kind, n), ids, pa.repeat("element", n), pa.nulls(n, pa.string())]
+                values = [
+                    pa.repeat(pa.scalar(v, type=f), n)
+                    for v, (_, f) in zip(_prov_values(p), _PROV_FIELDS, strict=True)
+                ]
+                blocks.append(
+                    pa.table([*head, pa.repeat(pa.scalar(position, pa.int32()), n), *values], schema=schema)
+                )
+        return blocks
+
     def table(self, name: str) -> pa.Table:
         schema = SCHEMAS[name]
         rows = self.rows[name]
         columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema.names]
         arrays = [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)]
-        table = pa.table(arrays, schema=schema)
+        table = pa.concat_tables([pa.table(arrays, schema=schema), *self._simple_tables(name)])
         return table.sort_by([(c, "ascending") for c in _SORTS[name]])
 
 
@@ -261,6 +310,8 @@ def write_parquet_graph(
 
 async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
     """Write any store's nodes, edges, provenance, conflicts and metadata as Parquet tables."""
+    if isinstance(store, MemoryGraphStore):
+        return store.save(directory)  # same tables, without building every model
     nodes = [n async for n in store.iter_nodes()]
     edges = [e async for e in store.iter_edges()]
     metadata = {k: v for k in await store.metadata_keys() if (v := await store.get_metadata(k)) is not None}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from itertools import pairwise
 from typing import Literal
 
@@ -63,8 +63,22 @@ def _hop_edge(source: NodeId, relation: str, direction: str, target: NodeId) -> 
     return edge_id(source, relation, target) if direction == "out" else edge_id(target, relation, source)
 
 
+#: ``node -> {(relation, direction): neighbors}``: a cached adjacency reader (the Traverser's).
+GroupedReader = Callable[[NodeId], Awaitable[dict[tuple[str, str], tuple[NodeId, ...]]]]
+
+
+async def _back_neighbors(
+    store: GraphStore, grouped: GroupedReader | None, node: NodeId, relation: str, back: Literal["out", "in"]
+) -> Sequence[NodeId]:
+    if grouped is not None:
+        found = (await grouped(node)).get((relation, back))
+        if found is not None:
+            return found
+    return [a.neighbor for a in await store.adjacent(node, direction=back, edge_types=(relation,))]
+
+
 async def _witness_refs(
-    store: GraphStore, beam: Beam, members: list[set[NodeId]], node: NodeId
+    store: GraphStore, grouped: GroupedReader | None, beam: Beam, members: list[set[NodeId]], node: NodeId
 ) -> list[HopRef]:
     """Relation mode: one concrete path to ``node``, found backwards through the beam's frontiers
     (``members``: the frontier before each hop, as sets)."""
@@ -72,8 +86,8 @@ async def _witness_refs(
     current = node
     for hop, before in zip(reversed(beam.hops), reversed(members), strict=True):
         back: Literal["out", "in"] = "in" if hop.direction == "out" else "out"
-        adjacent = await store.adjacent(current, direction=back, edge_types=(hop.relation,))
-        prev = next(a.neighbor for a in adjacent if a.neighbor in before)
+        neighbors = await _back_neighbors(store, grouped, current, hop.relation, back)
+        prev = next(n for n in neighbors if n in before)
         refs.append(HopRef(hop.relation, hop.direction, prev, current))
         current = prev
     return refs[::-1]
@@ -100,6 +114,7 @@ async def build_answers(
     by_votes: bool,
     relation_mode: bool,
     max_witnesses: int,
+    grouped: GroupedReader | None = None,
 ) -> list[Answer]:
     """Group walks by the node set they reached; rank by votes (sampling) or by the best walk."""
     groups: dict[frozenset[NodeId], list[Beam]] = {}
@@ -116,7 +131,9 @@ async def build_answers(
         if relation_mode:
             members = [set(frontier) for frontier in best.trail]
             shown = best.frontier[:max_witnesses]
-            witnesses = {n: await _hops(store, await _witness_refs(store, best, members, n)) for n in shown}
+            witnesses = {
+                n: await _hops(store, await _witness_refs(store, grouped, best, members, n)) for n in shown
+            }
             witness = witnesses[best.frontier[0]] if best.frontier else []
         else:
             witness, witnesses = await _hops(store, best.hops), {}

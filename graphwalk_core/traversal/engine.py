@@ -98,6 +98,7 @@ class Traverser:
         self.prefilter = Prefilter(embedder) if embedder is not None else None
         self._node_types: list[str] | None = None
         self.adjacency_cache_size = adjacency_cache_size
+        self.config_json = self.config.model_dump(mode="json")
         self._adjacency: dict[NodeId, Grouped] = {}
 
     def clear_cache(self) -> None:
@@ -161,7 +162,7 @@ class _Walk:
         self.trace = Trace(
             query=query,
             start=start,
-            config=self.cfg.model_dump(mode="json"),
+            config=traverser.config_json,
             model_ids=[traverser.decider.model_id],
         )
         self.next_id = 0
@@ -216,6 +217,7 @@ class _Walk:
             by_votes=self.sampling,
             relation_mode=self.relation_mode,
             max_witnesses=self.cfg.max_witnesses,
+            grouped=self.t.grouped_adjacency,
         )
         totals = self.trace.totals
         totals.expansions, totals.nodes_reached = self.expansions, len(self.reached)
@@ -269,7 +271,7 @@ class _Walk:
             keyed, pruned, names = await self._relation_moves(beam)
         else:
             keyed, pruned, names = await self._entity_moves(beam)
-        step = Step(
+        step = Step.model_construct(  # built from engine data: skip validation on the hot path
             depth=depth,
             beam_id=beam.id,
             parent_beam_id=beam.parent,
@@ -323,9 +325,6 @@ class _Walk:
             self._types[nid] = node.type
         return nodes
 
-    def _cap(self, n: int) -> int:
-        return n if n <= self.max_shown else self.max_shown
-
     async def _entity_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         current = beam.frontier[0]
         grouped = await self._grouped(current)
@@ -348,15 +347,24 @@ class _Walk:
         return keyed, pruned, [cur_name]
 
     async def _prune(self, adjacent: list[Adjacent]) -> tuple[list[Adjacent], _Pruned]:
-        """Entity-mode hub: keep the top-N by query similarity, or truncate without an embedder."""
+        """Entity-mode hub: names are fetched for the option texts only when the prefilter runs."""
         if self.t.prefilter is not None and len(adjacent) > self.cfg.prefilter_threshold:
             nodes = await self.store.get_nodes(list(dict.fromkeys(a[1] for a in adjacent)))
             texts = [f"{rel} {nodes[nb].name if nb in nodes else nb}" for rel, nb, _ in adjacent]
-            kept, dropped = self.t.prefilter.top_n(self.query, texts, self._cap(self.cfg.prefilter_top_n))
-            pruned = _Pruned([texts[i] for i, _ in dropped], "prefilter", [sim for _, sim in dropped])
-            return [adjacent[i] for i in kept], pruned
+        else:
+            texts = [f"{rel} {nb}" for rel, nb, _ in adjacent]
+        kept, pruned = self._cut(texts)
+        return [adjacent[i] for i in kept], pruned
+
+    def _cut(self, texts: list[str]) -> tuple[list[int], _Pruned]:
+        """Above ``prefilter_threshold`` with an embedder: the top-N texts by query similarity;
+        otherwise the first ``max_options - 1`` (store order). Returns kept indices and the pruned."""
+        if self.t.prefilter is not None and len(texts) > self.cfg.prefilter_threshold:
+            n = min(self.cfg.prefilter_top_n, self.max_shown)
+            kept, dropped = self.t.prefilter.top_n(self.query, texts, n)
+            return kept, _Pruned([texts[i] for i, _ in dropped], "prefilter", [sim for _, sim in dropped])
         n = self.max_shown
-        return adjacent[:n], _Pruned([f"{rel} {nb}" for rel, nb, _ in adjacent[n:]], "truncated")
+        return list(range(min(n, len(texts)))), _Pruned(texts[n:], "truncated" if len(texts) > n else None)
 
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         merged: dict[tuple[str, str], list[NodeId]] = {}
@@ -377,9 +385,9 @@ class _Walk:
                 groups[key] = targets
         raw = [_Move(rel, d, reached=targets) for (rel, d), targets in groups.items()]  # type: ignore[arg-type]
         pruned = _Pruned()
-        if len(raw) > self.max_shown:
-            pruned = _Pruned([f"{m.relation} ({m.direction})" for m in raw[self.max_shown :]], "truncated")
-            raw = raw[: self.max_shown]
+        if len(raw) > min(self.cfg.prefilter_threshold, self.max_shown):
+            kept, pruned = self._cut([f"{m.relation} ({m.direction})" for m in raw])
+            raw = [raw[i] for i in kept]
         k = self.cfg.leads_to_names
         shown_ids = beam.frontier[:3]
         previews = [list(islice(m.reached or (), k)) for m in raw]

@@ -16,7 +16,15 @@ from typing import Literal, Protocol
 import numpy as np
 from pydantic import BaseModel
 
-from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, DecisionRequest, DecisionResponse
+from graphwalk_core.decisions.base import (
+    ChoiceQuestion,
+    DecisionBackend,
+    DecisionError,
+    DecisionRequest,
+    DecisionResponse,
+    normalize_distribution,
+    top_label,
+)
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import NodeId
@@ -94,18 +102,22 @@ class NameIndex:
 
 
 class NameEntryResolver:
-    """Bracketed spans, whole-word mentions, IDF-weighted fuzzy words, then an optional embedding."""
+    """Bracketed spans, whole-word mentions, IDF-weighted fuzzy words, then an optional embedding.
+
+    Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve``.
+    """
 
     def __init__(
         self,
-        index: NameIndex,
+        source: NameIndex | GraphStore,
         *,
         embedder: Embedder | None = None,
         best_only: bool = False,
         max_candidates: int = 8,
         min_fuzzy: float = 0.5,
     ) -> None:
-        self.index = index
+        self._index = source if isinstance(source, NameIndex) else None
+        self._store = None if isinstance(source, NameIndex) else source
         self.embedder = embedder
         self.best_only = best_only
         self.max_candidates = max_candidates
@@ -116,6 +128,19 @@ class NameEntryResolver:
     @classmethod
     async def from_store(cls, store: GraphStore, **kwargs: object) -> NameEntryResolver:
         return cls(await NameIndex.build(store), **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def index(self) -> NameIndex:
+        if self._index is None:
+            raise RuntimeError("the name index is not built yet: await ensure_index() or resolve() first")
+        return self._index
+
+    async def ensure_index(self) -> NameIndex:
+        """Build the index from the store once (a no-op when it was given)."""
+        if self._index is None:
+            assert self._store is not None
+            self._index = await NameIndex.build(self._store)
+        return self._index
 
     def brackets(self, question: str) -> list[EntryCandidate]:
         """``[bracketed]`` spans resolved exactly (id, then name/alias); unknown spans raise."""
@@ -195,6 +220,7 @@ class NameEntryResolver:
 
     async def resolve(self, question: str) -> list[NodeId]:
         """Start nodes (deduplicated, best first); ``best_only`` keeps the top one."""
+        await self.ensure_index()
         found = self.candidates(question)
         if found and found[0].how in ("fuzzy", "embedding"):
             found = found[:1]
@@ -237,6 +263,7 @@ class ChoiceEntryResolver:
 
     async def resolve(self, question: str) -> list[NodeId]:
         self.last_response = None
+        await self.names.ensure_index()
         found = list(dict.fromkeys(c.node_id for c in self.names.candidates(question)))
         found = found[: self.max_candidates]
         if len(found) <= 1:
@@ -253,5 +280,8 @@ class ChoiceEntryResolver:
             ],
         )
         self.last_response = await self.decider.decide(request)
-        top = self.last_response.results["entry"].top
+        result = self.last_response.results.get("entry")
+        if result is None:
+            raise DecisionError("entry choice: the decider returned no answer for question 'entry'")
+        top = top_label(normalize_distribution(list(options), result.probabilities, key="entry"))
         return [found[int(top[1:]) - 1]]

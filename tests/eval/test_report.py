@@ -7,7 +7,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from graphwalk_core.eval.report import RESULTS_SCHEMA, results_table, summary_markdown, summary_table, write_report
+from graphwalk_core.eval.report import (
+    RESULTS_SCHEMA,
+    results_table,
+    summary_markdown,
+    summary_table,
+    write_report,
+)
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.base import SkippedSystem
 
@@ -20,7 +26,9 @@ def test_results_table_has_the_documented_columns(tmp_path: Path) -> None:
     assert table.schema == RESULTS_SCHEMA
     assert table.num_rows == 6
     row = table.to_pylist()[1]
-    assert {k: row[k] for k in ("dataset", "split", "hops", "system", "question_id", "gold", "predicted")} == {
+    assert {
+        k: row[k] for k in ("dataset", "split", "hops", "system", "question_id", "gold", "predicted")
+    } == {
         "dataset": "toy",
         "split": "dev",
         "hops": 2,
@@ -56,16 +64,25 @@ def test_summary_groups_by_hops_with_exact_values(tmp_path: Path) -> None:
     assert hop1["latency_p50_s"] == pytest.approx(0.25)
     assert hop1["latency_p95_s"] == pytest.approx(0.385)
     assert hop1["cost_per_1k_usd"] == pytest.approx(0.1)  # one reported cost of $0.0001
-    assert (hop1["decision_calls_per_q"], hop1["llm_calls_per_q"], hop1["input_tokens_per_q"]) == (1.0, 0.0, 10.0)
+    assert (hop1["decision_calls_per_q"], hop1["llm_calls_per_q"], hop1["input_tokens_per_q"]) == (
+        1.0,
+        0.0,
+        10.0,
+    )
     assert hop1["linking_acc"] == 1.0
     skip = summary[1]
-    assert (skip["n_skipped"], skip["skip_reason"], skip["f1"], skip["latency_p50_s"]) == (2, "no LLM", None, None)
+    assert (skip["n_skipped"], skip["skip_reason"], skip["f1"], skip["latency_p50_s"]) == (
+        2,
+        "no LLM",
+        None,
+        None,
+    )
 
 
 def test_errors_score_zero_and_are_counted(tmp_path: Path) -> None:
     run = run_eval(toy_dataset(3), DictSystem(), out_dir=tmp_path)
-    rows = [r.model_copy(update={"status": "error", "f1": None, "em": None, "hits_at_1": None, "error": "boom"})
-            if r.question_id == "q000" else r for r in run.results]  # fmt: skip
+    failed = {"status": "error", "f1": None, "em": None, "hits_at_1": None, "error": "boom"}
+    rows = [r.model_copy(update=failed) if r.question_id == "q000" else r for r in run.results]
     summary = summary_table([results_table(rows)]).to_pylist()
     hop1 = summary[0]
     assert (hop1["n"], hop1["n_error"], hop1["f1"]) == (1, 1, 0.0)
@@ -74,11 +91,16 @@ def test_errors_score_zero_and_are_counted(tmp_path: Path) -> None:
 
 def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:
     run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
-    paths = write_report(tmp_path, [results_table(run.results)], run_metadata=[run.metadata.model_dump(mode="json")])
+    paths = write_report(
+        tmp_path, [results_table(run.results)], run_metadata=[run.metadata.model_dump(mode="json")]
+    )
     assert pq.read_table(paths["results"]).num_rows == 6
     assert pq.read_table(paths["summary"]).num_rows == 3
     md = paths["summary_md"].read_text()
     assert "### toy (dev)" in md
-    assert "| 1 | dict | 2 | 0.500 [0.00, 1.00] | 0.500 | 0.500 | 0.25 | 0.39 | 0.1000 | 1.00 | 0.00 | 1.000 |" in md
+    assert (
+        "| 1 | dict | 2 | 0.500 [0.00, 1.00] | 0.500 | 0.500 | 0.25 | 0.39 | 0.1000 | 1.00 | 0.00 | 1.000 |"
+        in md
+    )
     for key in ("f1_by_hops", "cost_vs_f1"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

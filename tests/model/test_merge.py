@@ -135,7 +135,9 @@ def test_retract_source_drops_promotes_and_rederives() -> None:
     assert (left.name, left.aliases, left.summary) == ("Christopher Nolan", (), "Filmmaker.")
     assert left.name_sources == {"Christopher Nolan": (B,)}
     assert retract_source(left, "wiki/b") is None
-    assert retract_source(merged, "wiki/zzz") == merged
+    assert retract_source(merged, "wiki/zzz") is merged
+    plain = n("X", (A,), type="film")
+    assert retract_source(plain, "wiki/b") is plain
 
 
 def test_retract_keeps_conflict_with_two_values_left() -> None:
@@ -200,3 +202,18 @@ def test_merge_is_order_independent_for_two(x: Node, y: Node) -> None:
 def test_merge_is_order_independent_for_three(x: Node, y: Node, z: Node) -> None:
     assert merge_node_data(merge_node_data(x, y), z) == merge_node_data(x, merge_node_data(y, z))
     assert merge_node_data(merge_node_data(x, y), z) == merge_node_data(merge_node_data(z, x), y)
+
+
+@settings(max_examples=100, deadline=None)
+@given(nodes, nodes, nodes, st.sampled_from(["wiki/a", "wiki/b"]), st.sampled_from(["wiki/b", "wiki/c"]))
+def test_retraction_is_order_independent(x: Node, y: Node, z: Node, first: str, second: str) -> None:
+    merged = merge_node_data(merge_node_data(x, y), z)
+
+    def retract_both(a: str, b: str) -> Node | None:
+        once = retract_source(merged, a)
+        return None if once is None else retract_source(once, b)
+
+    assert retract_both(first, second) == retract_both(second, first)
+    left = retract_both(first, second)
+    if left is not None:
+        assert {first, second}.isdisjoint(source_ids(left))

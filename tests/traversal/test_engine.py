@@ -9,7 +9,7 @@ import pytest
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import edge_id
+from graphwalk_core.model import Edge, edge_id
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
@@ -219,3 +219,36 @@ async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
         await traverser.walk("q", ["Avatr"])
     with pytest.raises(InputError, match="no start node"):
         await traverser.walk("q", [])
+
+
+async def test_relation_mode_prefilters_relations_and_caps_frontier_by_similarity(
+    movies: MemoryGraphStore,
+) -> None:
+    store = graph([("H", f"rel{i:02d}", f"x{i}") for i in range(12)] + [("H", "golden_retriever", "dog")])
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(hop_mode="relation", prefilter_threshold=10, prefilter_top_n=3)
+    traverser = Traverser(store, decider, embedder=HashingEmbedder(), config=config)
+    step = (await traverser.walk("which golden retriever", ["H"])).trace.steps[0]
+    assert len(step.options) == 4 and (len(step.pruned), step.pruned_reason) == (10, "prefilter")
+    # kept options stay in store order: the golden_retriever relation came last
+    assert step.options["o3"]["relation"] == "golden_retriever"  # type: ignore[index]
+
+    script = gold_path_script([("starred_actors", "in")])
+    config = TraversalConfig(hop_mode="relation", max_frontier=1)
+    traverser = Traverser(
+        movies, FakeDecisionBackend(script=script), embedder=HashingEmbedder(), config=config
+    )
+    result = await traverser.walk("the titanic", ["Leonardo DiCaprio"])
+    assert result.answers[0].node_ids == ["Titanic"]
+    assert result.trace.steps[0].note == "frontier capped from 3 to 1 by query similarity"
+
+
+async def test_adjacency_cache_is_cleared_on_request() -> None:
+    store = graph([("A", "r", "B")])
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    traverser = Traverser(store, decider)
+    await traverser.walk("q", ["A"])
+    await store.upsert_edge(Edge(source="A", target="B", type="s"))
+    assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 2  # cached: o1 + STOP
+    traverser.clear_cache()
+    assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 3

@@ -14,7 +14,7 @@ from .conftest import graph
 
 
 async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None:
-    resolver = await NameEntryResolver.from_store(movies)
+    resolver = NameEntryResolver(movies)  # the index is built on the first resolve
     assert await resolver.resolve("who directed [Titanic]") == ["Titanic"]
     assert resolver.candidates("who directed [Titanic]")[0].how == "bracket"
     with pytest.raises(InputError, match=r"\[Titanc\] is not a node name"):

@@ -13,7 +13,8 @@ from graphwalk_core.warehouse import Warehouse
 def test_sql_prints_rows(tmp_path: Path) -> None:
     Warehouse(tmp_path).write("eval_results", [{"f1": 0.25}, {"f1": 0.75}], {"dataset": "custom"})
     result = CliRunner().invoke(
-        app, ["sql", "select dataset, avg(f1) as f1 from eval_results group by all", "--warehouse", str(tmp_path)]
+        app,
+        ["sql", "select dataset, avg(f1) as f1 from eval_results group by all", "--warehouse", str(tmp_path)],
     )
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if "custom" in line]

@@ -74,7 +74,9 @@ def test_bad_names_are_refused(
 
 
 def test_partition_column_must_match(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"column 'dataset' holds \['other'\], but the partition is dataset=d"):
+    with pytest.raises(
+        InputError, match=r"column 'dataset' holds \['other'\], but the partition is dataset=d"
+    ):
         Warehouse(tmp_path).write("t", [{"dataset": "other"}], {"dataset": "d"})
 
 

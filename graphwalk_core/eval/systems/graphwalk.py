@@ -18,7 +18,8 @@ from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES, Budget, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
 
-Linking = Literal["gold", "resolve"]
+#: gold: the dataset's start; resolve: every name mention; resolve-best: the top name candidate.
+Linking = Literal["gold", "resolve", "resolve-best"]
 #: Resolves a question to entry node ids (empty: no entry found); see ``entry.py``.
 EntryFn = Callable[[GraphStore, str], Awaitable[list[NodeId]]]
 
@@ -77,7 +78,7 @@ def passages_of(result: WalkResult) -> list[str]:
 
 
 class GraphwalkSystem:
-    """Walks the graph from the gold start (``linking="gold"``) or a resolved one (``"resolve"``)."""
+    """Walks the graph from the gold start (``linking="gold"``) or resolved ones (``resolve*``)."""
 
     def __init__(
         self,
@@ -91,8 +92,8 @@ class GraphwalkSystem:
         entry: EntryFn | None = None,
         ingest: dict[str, Any] | None = None,
     ) -> None:
-        if linking == "resolve" and entry is None:
-            raise InputError("linking='resolve' needs an entry resolver")
+        if linking != "gold" and entry is None:
+            raise InputError(f"linking={linking!r} needs an entry resolver")
         self._name = name
         self.store = store
         self.decider = decider
@@ -122,7 +123,7 @@ class GraphwalkSystem:
         """(start node ids, the linked start to score, or None when the gold start was given)."""
         if self.linking == "gold":
             if question.gold_start is None:
-                raise InputError(f"question {question.id} has no gold start: use linking='resolve'")
+                raise InputError(f"question {question.id} has no gold start: use --set linking=resolve")
             return [question.gold_start], None
         assert self.entry is not None
         starts = await self.entry(self.store, question.text)

@@ -27,13 +27,14 @@ NEEDS_DECIDER = (*PRESETS, "graph-reader")
 SYSTEM_OPTIONS = ("linking", "k", "read_from", "walker", "routing", "max_calls", "max_lookups", "max_docs")
 
 
-def _entry_resolver(store: GraphStore, embedder: Embedder | None) -> Any:
-    """The traversal package's name resolver as ``async (store, question) -> start ids``."""
-    try:
-        from graphwalk_core.traversal.entry import NameEntryResolver  # type: ignore[import-not-found]
-    except ImportError as exc:  # pragma: no cover - depends on the traversal package
-        raise InputError("linking='resolve' needs graphwalk_core.traversal.entry (not available)") from exc
-    resolver = NameEntryResolver(store, embedder=embedder)
+async def _entry_resolver(store: GraphStore, embedder: Embedder | None, *, best_only: bool) -> Any:
+    """The traversal package's name resolver as ``async (store, question) -> start ids``.
+
+    The name index is built here, once, before any question runs concurrently.
+    """
+    from graphwalk_core.traversal.entry import NameEntryResolver
+
+    resolver = await NameEntryResolver.from_store(store, embedder=embedder, best_only=best_only)
 
     async def resolve(_store: GraphStore, question: str) -> list[str]:
         return list(await resolver.resolve(question))
@@ -107,7 +108,10 @@ async def build_system_async(
     for key in ("k", "max_calls", "max_lookups", "max_docs"):
         options.pop(key, None)
     config = preset_config(preset, glosses=metaqa_glosses(knowledge.source), **options)
-    entry = _entry_resolver(store, embedder) if linking == "resolve" else None
+    if linking not in ("gold", "resolve", "resolve-best"):
+        raise InputError(f"unknown linking {linking!r}; use gold, resolve or resolve-best")
+    best_only = linking == "resolve-best"
+    entry = None if linking == "gold" else await _entry_resolver(store, embedder, best_only=best_only)
     walker = GraphwalkSystem(
         preset if name != "graph-reader" else f"graph-reader/{preset}",
         store,
@@ -139,8 +143,9 @@ def build_system(
     A system whose backend is missing (no LLM for vector-rag/iter-rag/graph-reader, no decider for the
     walks) comes back as a ``SkippedSystem`` with the reason (``skip_reason`` may word it, e.g. "no Jev
     key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
-    ``linking`` (gold|resolve), ``k``, ``read_from`` (facts|passages), ``walker`` (graph-reader's preset),
-    ``routing`` (exact|jev ingestion routing), ``max_calls``/``max_lookups``/``max_docs`` (iter-rag).
+    ``linking`` (gold|resolve|resolve-best), ``k``, ``read_from`` (facts|passages), ``walker``
+    (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
+    ``max_lookups``, ``max_docs`` (iter-rag).
     """
     return asyncio.run(
         build_system_async(

@@ -1,0 +1,67 @@
+"""The code location loads and validates, with every asset, check, sensor, schedule and resource."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from graphwalk_dagster.definitions import defs
+
+ASSETS = {
+    "source_profile",
+    "source_documents",
+    "chunks",
+    "extractions",
+    "routing_decisions",
+    "graph_updates",
+    "knowledge_graph",
+    "eval_questions",
+    "eval_results",
+    "eval_summary",
+}
+
+
+def test_definitions_load_and_validate() -> None:
+    loaded = defs()
+    dg.Definitions.validate_loadable(loaded)
+    graph = loaded.resolve_asset_graph()
+    assert {k.to_user_string() for k in graph.get_all_asset_keys()} == ASSETS
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert checks == {
+        ("knowledge_graph", "edge_endpoints_exist"),
+        ("knowledge_graph", "elements_have_provenance"),
+        ("knowledge_graph", "ledger_has_documents"),
+        ("eval_results", "eval_results_valid"),
+    }
+    assert [s.name for s in loaded.sensors or []] == ["source_change_sensor"]
+    assert [(s.name, s.cron_schedule) for s in loaded.schedules or []] == [("daily_reingest", "0 3 * * *")]
+    assert set(loaded.resources or {}) == {
+        "warehouse",
+        "sources",
+        "graph_store",
+        "decider",
+        "llm",
+        "embedder",
+        "io_manager",
+    }
+
+
+def test_partitions() -> None:
+    graph = defs().resolve_asset_graph()
+    ingest = graph.get(dg.AssetKey("chunks")).partitions_def
+    assert isinstance(ingest, dg.DynamicPartitionsDefinition) and ingest.name == "sources"
+    evals = graph.get(dg.AssetKey("eval_results")).partitions_def
+    assert isinstance(evals, dg.MultiPartitionsDefinition)
+    dims = {d.name: d.partitions_def.get_partition_keys() for d in evals.partitions_defs}
+    assert dims == {
+        "dataset": ["metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "custom"],
+        "system": [
+            "relation-greedy",
+            "relation-beam",
+            "entity-greedy",
+            "entity-beam",
+            "graph-reader",
+            "vector-rag",
+            "iter-rag",
+        ],
+    }
+    assert graph.get(dg.AssetKey("knowledge_graph")).partitions_def is None

@@ -1,0 +1,154 @@
+"""Materialize ingestion, the graph and eval partitions in process; read the warehouse back with DuckDB."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values
+
+from graphwalk_core.eval.metrics import f1_score
+from graphwalk_dagster.demo import evaluate, ingest_sources, offline_resources
+
+SYSTEMS = [("custom", "relation-greedy"), ("custom", "vector-rag")]
+
+
+@dataclass
+class Run:
+    root: Path
+    data: Path
+    first: list[dg.ExecuteInProcessResult]
+    again: dg.ExecuteInProcessResult
+    evals: list[dg.ExecuteInProcessResult]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    base = tmp_path_factory.mktemp("pipeline")
+    sources = copy_data(base / "data")
+    questions = base / "questions.jsonl"
+    questions.write_text("\n".join(CUSTOM_QUESTIONS) + "\n", encoding="utf-8")
+    root = base / "warehouse"
+    resources = offline_resources(root, sources_file=sources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        first = ingest_sources(["films", "sample_db"], resources, instance, log=lambda _: None)
+        # nothing changed: the whole chain again for films must cost nothing
+        (again,) = ingest_sources(["films"], resources, instance, log=lambda _: None)[:1]
+        evals = evaluate(
+            SYSTEMS,
+            resources,
+            instance,
+            n=10,
+            log=lambda _: None,
+            questions_config={"questions": str(questions)},
+        )
+    return Run(root, base / "data", first, again, evals)
+
+
+def _sql(root: Path, sql: str) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(root / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_ingestion_metadata(run: Run) -> None:
+    films = run.first[0]
+    assert metadata_values(films, "source_documents")["new"] == 11
+    extraction = metadata_values(films, "extractions")
+    assert (extraction["extractor"], extraction["items"], extraction["failures"]) == ("nlp:1", 11, 0)
+    routing = metadata_values(films, "routing_decisions")
+    assert (routing["mentions"], routing["merge"], routing["new"]) == (54, 26, 28)
+    assert routing["calls"] == 10
+    updates = metadata_values(films, "graph_updates")
+    assert (
+        updates["nodes_added"],
+        updates["edges_added"],
+        updates["conflicts"],
+        updates["ledger_written"],
+    ) == (
+        28,
+        38,
+        3,
+        11,
+    )
+
+
+def test_unchanged_sources_cost_nothing(run: Run) -> None:
+    docs = metadata_values(run.again, "source_documents")
+    assert (docs["new"], docs["changed"], docs["unchanged"], docs["deleted"]) == (0, 0, 11, 0)
+    assert metadata_values(run.again, "chunks")["chunks"] == 0
+    assert metadata_values(run.again, "extractions")["calls"] == 0
+    assert metadata_values(run.again, "routing_decisions")["calls"] == 0
+    assert metadata_values(run.again, "graph_updates")["ledger_written"] == 0
+    assert "unchanged since the last run" in str(
+        metadata_values(run.again, "source_documents")["skipped_why"]
+    )
+
+
+def test_knowledge_graph_tables(run: Run) -> None:
+    counts = {
+        t: _sql(run.root, f"select count(*) from {t}")[0][0]
+        for t in ("nodes", "edges", "conflicts", "ledger")
+    }
+    assert counts == {"nodes": 45, "edges": 57, "conflicts": 6, "ledger": 37}
+    assert _sql(run.root, "select source, count(*) from ledger group by all order by 1") == [
+        ("films", 11),
+        ("sample_db", 26),
+    ]
+    assert _sql(
+        run.root,
+        "select t.name from edges e join nodes s on s.id = e.source join nodes t on t.id = e.target "
+        "where s.name = 'Dune' and e.type = 'director'",
+    ) == [("Denis Villeneuve",)]
+    assert (run.root / "nodes" / "part-0.parquet").is_file()
+    assert (run.root / "documents" / "source=films" / "part-0.parquet").is_file()
+
+
+def test_graph_checks_pass(run: Run) -> None:
+    graph_run = run.first[-1]
+    outcomes = {e.check_name: e.passed for e in graph_run.get_asset_check_evaluations()}
+    assert outcomes == {
+        "edge_endpoints_exist": True,
+        "elements_have_provenance": True,
+        "ledger_has_documents": True,
+    }
+
+
+def test_eval_results_in_warehouse(run: Run) -> None:
+    path = run.root / "eval_results" / "dataset=custom" / "system=relation-greedy" / "part-0.parquet"
+    assert path.is_file()
+    rows = _sql(
+        run.root,
+        "select dataset, system, question_id, status, error from eval_results order by system, question_id",
+    )
+    reason = "no LLM configured (set GRAPHWALK_LLM_MODEL)"
+    assert [r[:4] for r in rows] == [
+        ("custom", "relation-greedy", "c1", "ok"),
+        ("custom", "relation-greedy", "c2", "ok"),
+        ("custom", "vector-rag", "c1", "skipped"),
+        ("custom", "vector-rag", "c2", "skipped"),
+    ]
+    assert [r[4] for r in rows[2:]] == [reason, reason]
+    skipped = metadata_values(run.evals[1], "eval_results")
+    assert (skipped["n"], skipped["n_skipped"], skipped["skip_reason"]) == (2, 2, reason)
+    checks = [e.passed for r in run.evals[:2] for e in r.get_asset_check_evaluations()]
+    assert checks == [True, True]
+    # the stored f1 is the metric of the stored answers (whatever the walk found)
+    scored = _sql(
+        run.root, "select predicted, gold, f1 from eval_results where status = 'ok' order by question_id"
+    )
+    assert [f1 for _, _, f1 in scored] == [f1_score(list(p), list(g)) for p, g, _ in scored]
+
+
+def test_eval_summary(run: Run) -> None:
+    rows = _sql(run.root, "select dataset, system, n, n_skipped from eval_summary order by system")
+    assert rows == [("custom", "relation-greedy", 2, 0), ("custom", "vector-rag", 2, 2)]
+    summary = metadata_values(run.evals[-1], "eval_summary")
+    assert summary["rows"] == 2
+    assert "data:image/png;base64," in str(summary["plots"])
+    assert (run.root / "plots" / "f1_by_hops.png").is_file()

@@ -1,0 +1,145 @@
+"""graphwalk presets and graph-reader on a toy graph with a scripted fake decider (and the LLM server)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import SecretStr
+from servers.openai_server import OpenAIServer, Reply
+
+from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
+from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, preset_config
+from graphwalk_core.eval.systems.registry import build_system
+from graphwalk_core.llm.litellm_backend import LiteLLMBackend
+
+TRIPLES = (
+    ("Film Alpha", "directed_by", "Dir X"),
+    ("Film Alpha", "written_by", "Wri Y"),
+    ("Film Alpha", "release_year", "2001"),
+    ("Film Beta", "directed_by", "Dir X"),
+    ("Film Beta", "release_year", "1999"),
+)
+
+
+def follow_directed_by(question: ChoiceQuestion, state: JSONContent) -> Mapping[str, float]:
+    """Take directed_by (out) when offered, else STOP."""
+    for label, desc in question.options.items():
+        if (
+            isinstance(desc, dict)
+            and desc.get("relation") == "directed_by"
+            and desc.get("direction") == "out"
+        ):
+            return {k: (0.9 if k == label else 0.1 / (len(question.options) - 1)) for k in question.options}
+    return {k: (1.0 if k == "STOP" else 0.0) for k in question.options}
+
+
+def _dataset(with_start: bool = True) -> Dataset:
+    questions = [
+        Question(
+            id="a", text="who directed Film Alpha", gold=["Dir X"], hops=1, extra={"start": "Film Alpha"}
+        ),
+        Question(id="b", text="who directed Film Beta", gold=["Dir X"], hops=1, extra={"start": "Film Beta"}),
+    ]
+    if not with_start:
+        questions = [q.model_copy(update={"extra": {}}) for q in questions]
+    return Dataset(
+        name="toy", split="dev", questions=questions, knowledge=Knowledge(graph="triples", triples=TRIPLES)
+    )
+
+
+def test_relation_greedy_answers_and_records_calls(tmp_path: Path) -> None:
+    decider = FakeDecisionBackend(script=follow_directed_by)
+    system = build_system("relation-greedy", _dataset(), decider=decider, embedder=None, llm=None)
+    assert isinstance(system, GraphwalkSystem)
+    assert (system.config.hop_mode, system.config.strategy, system.config.stop_style) == (
+        "relation",
+        "greedy",
+        "literal",
+    )
+    run = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+    a, b = run.results
+    assert (a.predicted, a.em, a.f1, a.hits_at_1, a.status) == (["Dir X"], 1.0, 1.0, 1.0, "ok")
+    assert (a.decision_calls, a.input_tokens, a.cost_usd, a.linked_start, a.linking_correct) == (
+        2,
+        200,
+        None,
+        None,
+        None,
+    )
+    assert a.passages == ["kb"]  # the edge's provenance source: <source>/<doc id> = corpus/kb
+    assert [s["chosen"] for s in a.trace["steps"]] == ["o1", "STOP"]
+    assert a.trace["answers"][0]["path"] == ["directed_by:out"]
+    assert b.predicted == ["Dir X"]
+    assert run.metadata.system_identity["decider"] == "fake:seed=0"
+    assert run.metadata.system_identity["config"]["allow_stop_at_start"] is False
+
+
+def test_presets_and_overrides() -> None:
+    assert preset_config("entity-beam").strategy == "beam"
+    assert preset_config("relation-greedy", show_types=False).show_types is False
+    decider = FakeDecisionBackend(script=follow_directed_by)
+    system = build_system(
+        "entity-greedy",
+        _dataset(),
+        decider=decider,
+        embedder=None,
+        llm=None,
+        overrides={"answer_type": "off"},
+    )
+    assert isinstance(system, GraphwalkSystem)
+    assert (system.config.hop_mode, system.config.answer_type) == ("entity", "off")
+
+
+def test_resolved_linking_scores_linking_accuracy(tmp_path: Path) -> None:
+    decider = FakeDecisionBackend(script=follow_directed_by)
+    dataset = _dataset()
+    system = build_system(
+        "relation-greedy", dataset, decider=decider, embedder=None, llm=None, overrides={"linking": "resolve"}
+    )
+    run = run_eval(dataset, system, out_dir=tmp_path)
+    assert [(r.linked_start, r.linking_correct, r.predicted) for r in run.results] == [
+        (["Film Alpha"], True, ["Dir X"]),
+        (["Film Beta"], True, ["Dir X"]),
+    ]
+
+
+def test_no_gold_start_defaults_to_resolution(tmp_path: Path) -> None:
+    dataset = _dataset(with_start=False)
+    system = build_system(
+        "relation-greedy",
+        dataset,
+        decider=FakeDecisionBackend(script=follow_directed_by),
+        embedder=None,
+        llm=None,
+    )
+    assert isinstance(system, GraphwalkSystem) and system.linking == "resolve"
+    run = run_eval(dataset, system, out_dir=tmp_path)
+    assert [(r.linked_start, r.linking_correct) for r in run.results] == [
+        (["Film Alpha"], None),
+        (["Film Beta"], None),
+    ]
+
+
+def test_graph_reader_reads_the_walked_facts(openai_server: OpenAIServer, tmp_path: Path) -> None:
+    openai_server.enqueue(Reply("Dir X", cost=0.0003))
+    llm = LiteLLMBackend("openai/test-model", api_base=openai_server.base_url, api_key=SecretStr("sk-test"))
+    dataset = _dataset()
+    dataset = dataset.model_copy(update={"questions": dataset.questions[:1]})
+    system = build_system(
+        "graph-reader",
+        dataset,
+        decider=FakeDecisionBackend(script=follow_directed_by),
+        embedder=None,
+        llm=llm,
+    )
+    (result,) = run_eval(dataset, system, out_dir=tmp_path).results
+    assert (result.predicted, result.em, result.decision_calls, result.llm_calls) == (["Dir X"], 1.0, 2, 1)
+    assert result.cost_usd == 0.0003  # the decider reports none; the LLM's reported cost only
+    assert (result.decider, result.llm_model) == ("fake:seed=0", "openai/test-model")
+    prompt = openai_server.chat_requests[0].body["messages"][1]["content"]
+    assert "[1] Film Alpha --directed_by--> Dir X" in prompt
+    assert "[2] walk answer (directed_by:out): Dir X" in prompt

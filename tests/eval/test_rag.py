@@ -1,0 +1,138 @@
+"""vector-rag and iter-rag through litellm against the local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+from servers.openai_server import Fail, OpenAIServer, Reply
+
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Question
+from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.systems.base import SkippedSystem
+from graphwalk_core.eval.systems.registry import build_system
+from graphwalk_core.llm.litellm_backend import LiteLLMBackend
+
+PASSAGES = (
+    Passage(id="Alpha", title="Alpha", text="Alpha is a river in Freedonia. Its source is Lake Beta."),
+    Passage(id="Beta", title="Beta", text="Lake Beta lies 42 metres above sea level."),
+    Passage(id="Gamma", title="Gamma", text="Gamma is a town of bakers and painters."),
+)
+
+
+def _dataset() -> Dataset:
+    q = Question(
+        id="q1", text="How high above sea level is the source of the river Alpha?", gold=["42 metres"]
+    )
+    return Dataset(
+        name="toytext",
+        split="dev",
+        questions=[q],
+        knowledge=Knowledge(graph="passages", passages=PASSAGES, source="toytext"),
+        match="token",
+    )
+
+
+def _llm(server: OpenAIServer) -> LiteLLMBackend:
+    return LiteLLMBackend(
+        "openai/test-model", api_base=server.base_url, api_key=SecretStr("sk-test"), backoff_s=0.01
+    )
+
+
+def _words(messages: list[dict]) -> int:
+    return sum(len(str(m["content"]).split()) for m in messages)
+
+
+def test_vector_rag_retrieves_top_k_and_reads(openai_server: OpenAIServer, tmp_path: Path) -> None:
+    openai_server.enqueue(Fail(429, retry_after=0.01), Reply("42 metres | 42", cost=0.00025))
+    system = build_system(
+        "vector-rag",
+        _dataset(),
+        decider=None,
+        embedder=HashingEmbedder(),
+        llm=_llm(openai_server),
+        overrides={"k": 2},
+    )
+    run = run_eval(_dataset(), system, out_dir=tmp_path)
+    (result,) = run.results
+    assert (result.status, result.predicted, result.em, result.llm_calls, result.cost_usd) == (
+        "ok",
+        ["42 metres", "42"],
+        0.0,
+        1,
+        0.00025,
+    )
+    assert result.f1 == pytest.approx(10 / 11)  # P = (1 + 2/3) / 2 = 5/6, R = 1
+    assert result.llm_model == "openai/test-model" and result.embedder == HashingEmbedder().model_id
+    requests = openai_server.chat_requests
+    assert len(requests) == 2  # the 429, then the retry
+    messages = requests[-1].body["messages"]
+    assert result.input_tokens == _words(messages)
+    assert result.output_tokens == 4  # the server counts words: "42 metres | 42"
+    assert result.passages == ["Alpha", "Beta"]
+    assert "[1] Alpha: Alpha is a river" in messages[1]["content"]
+    assert messages[1]["content"].endswith(
+        "Question: How high above sea level is the source of the river Alpha?\nAnswer:"
+    )
+
+
+def test_iter_rag_looks_up_then_answers(openai_server: OpenAIServer, tmp_path: Path) -> None:
+    openai_server.enqueue(
+        Reply(json.dumps({"lookup": ["Beta", "Nowhere Else"]}), cost=0.0001),
+        Reply(json.dumps({"answer": "42 metres"}), cost=0.0002),
+    )
+    system = build_system(
+        "iter-rag",
+        _dataset(),
+        decider=None,
+        embedder=HashingEmbedder(),
+        llm=_llm(openai_server),
+        overrides={"k": 1},
+    )
+    run = run_eval(_dataset(), system, out_dir=tmp_path)
+    (result,) = run.results
+    assert (result.predicted, result.em, result.f1, result.llm_calls) == (["42 metres"], 1.0, 1.0, 2)
+    assert result.cost_usd == pytest.approx(0.0003)
+    assert result.passages[0] == "Alpha" and "Beta" in result.passages
+    second = openai_server.chat_requests[1].body["messages"][-1]["content"]
+    assert "Lake Beta lies 42 metres above sea level." in second
+
+
+def test_iter_rag_forces_an_answer_when_a_lookup_adds_nothing(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.enqueue(Reply(json.dumps({"lookup": ["Alpha"]})), Reply("forty-two"))
+    system = build_system(
+        "iter-rag",
+        _dataset(),
+        decider=None,
+        embedder=HashingEmbedder(),
+        llm=_llm(openai_server),
+        overrides={"k": 3},
+    )
+    (result,) = run_eval(_dataset(), system, out_dir=tmp_path).results
+    assert (result.predicted, result.llm_calls, result.cost_usd) == (["forty-two"], 2, None)
+    assert (
+        openai_server.chat_requests[1]
+        .body["messages"][0]["content"]
+        .startswith("You answer questions using only")
+    )
+
+
+def test_systems_without_an_llm_are_skipped_with_the_reason() -> None:
+    for name in ("vector-rag", "iter-rag", "graph-reader"):
+        system = build_system(name, _dataset(), decider=None, embedder=HashingEmbedder(), llm=None)
+        assert isinstance(system, SkippedSystem)
+        assert system.reason == "no LLM configured (set GRAPHWALK_LLM_MODEL)"
+    walk = build_system(
+        "relation-greedy",
+        _dataset(),
+        decider=None,
+        embedder=None,
+        llm=None,
+        skip_reason={"decider": "no Jev key"},
+    )
+    assert isinstance(walk, SkippedSystem) and walk.reason == "no Jev key"
