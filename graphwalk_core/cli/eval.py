@@ -63,20 +63,22 @@ def _backends(decider: str | None, embed_path: Path | None, llm_model: str | Non
     """(decider or None, embedder, llm or None, skip reasons) from settings and options."""
     from graphwalk_core.decisions.factory import make_decider
     from graphwalk_core.embeddings.factory import default_model_path, make_embedder
+    from graphwalk_core.embeddings.hashing import HashingEmbedder
     from graphwalk_core.errors import ConfigError
     from graphwalk_core.llm.factory import make_llm
     from graphwalk_core.settings import get_settings
 
     settings = get_settings()
     update: dict[str, Any] = {}
-    if embed_path is not None or settings.embed_model_path is None:
+    hashing = embed_path is not None and str(embed_path) == "hashing"
+    if not hashing and (embed_path is not None or settings.embed_model_path is None):
         update["embed_model_path"] = embed_path or default_model_path()
     if llm_model:
         update["llm_model"] = llm_model
     if llm_base:
         update["llm_api_base"] = llm_base
     settings = settings.model_copy(update=update)
-    embedder = make_embedder(settings)
+    embedder = HashingEmbedder() if hashing else make_embedder(settings)
     reasons: dict[str, str] = {}
     try:
         chosen = make_decider(settings, embedder=embedder, name=decider)

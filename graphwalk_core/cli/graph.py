@@ -132,10 +132,11 @@ async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], lis
     """(nodes, edges, edges per relation, the ``top`` nodes by degree) of GRAPH."""
     from graphwalk_core.stores.memory import MemoryGraphStore
     from graphwalk_core.stores.open import open_store
+    from graphwalk_core.stores.sql import SQLGraphStore
 
     store = open_store(graph)
     try:
-        if isinstance(store, MemoryGraphStore):
+        if isinstance(store, MemoryGraphStore | SQLGraphStore):
             triples = store.triples()
         else:
             triples = [(e.source, e.type, e.target) async for e in store.iter_edges()]

@@ -51,8 +51,6 @@ async def _run(
 
     if not question.strip():
         raise InputError("the question is empty")
-    if not Path(graph).exists() and "://" not in graph:
-        raise InputError(f"graph not found: {graph}")
     store = open_store(graph)
     try:
         settings = get_settings()

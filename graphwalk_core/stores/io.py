@@ -26,7 +26,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
@@ -41,6 +43,7 @@ from graphwalk_core.model import (
 )
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore, bulk_edge_id
+from graphwalk_core.warehouse.files import atomic_path, write_table_atomic
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -119,9 +122,9 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
 
 
 def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:
-    """Write ``subject|relation|object`` lines; returns the number written."""
+    """Write ``subject|relation|object`` lines atomically; returns the number written."""
     count = 0
-    with Path(path).open("w", encoding="utf-8") as out:
+    with atomic_path(Path(path)) as tmp, tmp.open("w", encoding="utf-8") as out:
         for triple in triples:
             if len(triple) != 3 or any(not t or "|" in t or "\n" in t for t in triple):
                 raise InputError(
@@ -293,7 +296,7 @@ def write_parquet_graph(
     edges: Iterable[Edge | SimpleEdge],
     metadata: Mapping[str, str],
 ) -> Path:
-    """Write the five Parquet tables into ``directory`` (created if needed)."""
+    """Write the five Parquet tables into ``directory`` (created if needed), each file atomically."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     columns = _Columns()
@@ -303,8 +306,9 @@ def write_parquet_graph(
         columns.edge(edge)
     for key, value in metadata.items():
         columns.rows["metadata"].append((key, value))
-    for name in TABLES:
-        pq.write_table(columns.table(name), out / f"{name}.parquet")
+    tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    for name, table in tables.items():
+        write_table_atomic(table, out / f"{name}.parquet")
     return out
 
 
@@ -321,7 +325,7 @@ async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
 # ---------------------------------------------------------------------- Parquet: read
 
 
-def _read_table(directory: Path, name: str) -> dict[str, list[Any]]:
+def _read_table(directory: Path, name: str) -> pa.Table:
     path = directory / f"{name}.parquet"
     if not path.is_file():
         raise InputError(f"graph folder {directory} has no {name}.parquet")
@@ -332,7 +336,14 @@ def _read_table(directory: Path, name: str) -> dict[str, list[Any]]:
     missing = set(SCHEMAS[name].names) - set(table.column_names)
     if missing:
         raise InputError(f"{path} lacks columns {sorted(missing)}")
-    return {c: table.column(c).to_pylist() for c in SCHEMAS[name].names}
+    return table.select(SCHEMAS[name].names)
+
+
+def _columns(table: pa.Table) -> dict[str, list[Any]]:
+    return {c: table.column(c).to_pylist() for c in table.column_names}
+
+
+_MISSING: Any = object()
 
 
 class _ProvenanceReader:
@@ -348,7 +359,31 @@ class _ProvenanceReader:
         return p  # type: ignore[return-value]
 
 
-_MISSING: Any = object()
+def _element_provenance(
+    table: pa.Table, read: _ProvenanceReader
+) -> dict[tuple[str, str], tuple[Provenance, ...]]:
+    """(kind, element id) -> element provenance, computed column-wise (the bulk of the rows).
+
+    Rows are keyed by their provenance values joined as text (floats print round-trip exactly),
+    so each distinct provenance is built once; rows are in position order per element.
+    """
+    if table.num_rows == 0:
+        return {}
+    parts = [pc.cast(table.column(n), pa.string()) for n in _PROV_NAMES]
+    joined = pc.binary_join_element_wise(*parts, "\x1f", null_handling="replace", null_replacement="\x00")
+    codes = pc.dictionary_encode(joined).combine_chunks().indices.to_numpy()
+    _, first_rows = np.unique(codes, return_index=True)
+    picked = _columns(table.take(pa.array(first_rows)).select(_PROV_NAMES))
+    distinct = [read(values) for values in zip(*picked.values(), strict=True)]
+    singles = [(p,) for p in distinct]
+    result: dict[tuple[str, str], tuple[Provenance, ...]] = {}
+    kinds, ids = table.column("element_kind").to_pylist(), table.column("element_id").to_pylist()
+    for key, code in zip(zip(kinds, ids, strict=True), codes.tolist(), strict=True):
+        known = result.get(key)
+        result[key] = singles[code] if known is None else (*known, distinct[code])
+    return result
+
+
 #: (kind, element id) -> scope -> key -> provenance list
 _Groups = dict[tuple[str, str], dict[str, dict[str | None, list[Provenance]]]]
 
@@ -360,13 +395,12 @@ def _group_provenance(cols: dict[str, list[Any]], read: _ProvenanceReader) -> _G
     heads = zip(cols["element_kind"], cols["element_id"], cols["scope"], cols["key"], strict=True)
     last: tuple[Any, ...] | None = None
     entry: list[Provenance] = []
-    cache = read.cache
     for head, values in zip(heads, prov_rows, strict=True):
         if head != last:
             last = head
             kind, element_id, scope, key = head
             entry = groups.setdefault((kind, element_id), {}).setdefault(scope, {}).setdefault(key, [])
-        p = cache[values] if values in cache else read(values)
+        p = read(values)
         if p is not None:
             entry.append(p)
     return groups
@@ -393,14 +427,15 @@ def _group_conflicts(
 
 
 def _element_fields(
-    scopes: Mapping[str, Mapping[str | None, list[Provenance]]], conflicts: dict[str, AttributeConflict]
+    element: tuple[Provenance, ...],
+    scopes: Mapping[str, Mapping[str | None, list[Provenance]]],
+    conflicts: dict[str, AttributeConflict],
 ) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "provenance": tuple(scopes.get("element", {}).get(None, ())),
+    return {
+        "provenance": element,
         "attribute_provenance": {k: tuple(v) for k, v in scopes.get("attribute", {}).items()},
         "conflicts": conflicts,
     }
-    return fields
 
 
 def read_parquet_graph(
@@ -414,34 +449,31 @@ def read_parquet_graph(
     folder = Path(directory)
     if not folder.is_dir():
         raise InputError(f"graph folder not found: {folder}")
-    tables = {name: _read_table(folder, name) for name in TABLES}
+    raw = {name: _read_table(folder, name) for name in TABLES}
     read = _ProvenanceReader()
-    groups = _group_provenance(tables["provenance"], read)
-    conflicts = _group_conflicts(tables["conflicts"], read)
-    # Provenance objects are shared (see _ProvenanceReader), so equal tuples share their ids.
-    interned: dict[tuple[int, ...], tuple[Provenance, ...]] = {}
-
-    def share(group: tuple[Provenance, ...]) -> tuple[Provenance, ...]:
-        return interned.setdefault(tuple(map(id, group)), group)
-
+    is_element = pc.equal(raw["provenance"].column("scope"), "element")
+    element_provenance = _element_provenance(raw["provenance"].filter(is_element), read)
+    groups = _group_provenance(_columns(raw["provenance"].filter(pc.invert(is_element))), read)
+    conflicts = _group_conflicts(_columns(raw["conflicts"]), read)
+    tables = {name: _columns(raw[name]) for name in ("nodes", "edges", "metadata")}
     nodes: list[Node | SimpleNode] = []
     n = tables["nodes"]
     for node_id, kind, name, summary, aliases, attributes in zip(
         n["id"], n["type"], n["name"], n["summary"], n["aliases"], n["attributes"], strict=True
     ):
         scopes = groups.get(("node", node_id), {})
-        element = tuple(scopes.get("element", {}).get(None, ()))
+        element = element_provenance.get(("node", node_id), ())
         if (
             name == node_id
             and summary is None
             and not aliases
             and attributes == "{}"
-            and set(scopes) <= {"element"}
+            and not scopes
             and ("node", node_id) not in conflicts
         ):
-            nodes.append(SimpleNode(node_id, kind, share(element)))
+            nodes.append(SimpleNode(node_id, kind, element))
             continue
-        fields = _element_fields(scopes, conflicts.get(("node", node_id), {}))
+        fields = _element_fields(element, scopes, conflicts.get(("node", node_id), {}))
         fields["name_sources"] = {k: tuple(v) for k, v in scopes.get("name", {}).items()}
         fields["summary_sources"] = {k: tuple(v) for k, v in scopes.get("summary", {}).items()}
         nodes.append(
@@ -461,11 +493,11 @@ def read_parquet_graph(
         e["id"], e["source"], e["target"], e["type"], e["attributes"], strict=True
     ):
         scopes = groups.get(("edge", eid), {})
-        element = tuple(scopes.get("element", {}).get(None, ()))
-        if attributes == "{}" and set(scopes) <= {"element"} and ("edge", eid) not in conflicts:
-            edges.append(SimpleEdge(source, kind, target, share(element)))
+        element = element_provenance.get(("edge", eid), ())
+        if attributes == "{}" and not scopes and ("edge", eid) not in conflicts:
+            edges.append(SimpleEdge(source, kind, target, element))
             continue
-        fields = _element_fields(scopes, conflicts.get(("edge", eid), {}))
+        fields = _element_fields(element, scopes, conflicts.get(("edge", eid), {}))
         attrs = json.loads(attributes)
         edges.append(Edge(source=source, target=target, type=kind, attributes=attrs, **fields))
     metadata = dict(zip(tables["metadata"]["key"], tables["metadata"]["value"], strict=True))

@@ -3,7 +3,8 @@
 Adjacency is kept as lists of :class:`Adjacent` tuples per node, so ``adjacent()`` is a list copy.
 Nodes and edges loaded in bulk are kept as raw tuples and turned into pydantic models (then cached)
 only when someone asks for them. Every write goes through four primitives that log an undo entry
-inside :meth:`MemoryGraphStore.transaction`, so an exception rolls the store back.
+inside :meth:`MemoryGraphStore.transaction`, so an exception rolls the store back (to the start of
+the innermost block; writes by other coroutines during the block are rolled back with it).
 """
 
 from __future__ import annotations
@@ -129,21 +130,21 @@ class MemoryGraphStore:
             in_list.append(make(Adjacent, (relation, subject, "in")))
         store._nodes, store._edges, store._metadata = nodes, edges, metadata
         store._out, store._in = out_adj, in_adj
-        raw_sources: dict[int, set[str]] = {}
         for index, values, raw_at in ((store._node_sources, nodes, 1), (store._edge_sources, edges, None)):
+            # raw values share provenance tuples: index each tuple's members in one update
+            by_provenance: dict[int, tuple[tuple[Provenance, ...], list[Any]]] = {}
             for member, value in values.items():
                 if isinstance(value, Node | Edge):
-                    sources = source_ids(value)
-                else:
-                    prov = value if raw_at is None else value[raw_at]
-                    sources = raw_sources.get(id(prov))  # type: ignore[assignment]
-                    if sources is None:
-                        sources = raw_sources[id(prov)] = {p.source_id for p in prov}  # type: ignore[union-attr]
-                for source in sources:
-                    members = index.get(source)
-                    if members is None:
-                        members = index[source] = set()
-                    members.add(member)
+                    _index_sources(index, source_ids(value), member, add=True)
+                    continue
+                prov = value if raw_at is None else value[raw_at]
+                group = by_provenance.get(id(prov))
+                if group is None:
+                    group = by_provenance[id(prov)] = (prov, [])  # type: ignore[assignment]
+                group[1].append(member)
+            for prov, members in by_provenance.values():
+                for source in {p.source_id for p in prov}:
+                    index.setdefault(source, set()).update(members)
         names = store._names
         for node_id, value in nodes.items():
             keys = [node_id] if not isinstance(value, Node) else [value.name, *value.aliases]

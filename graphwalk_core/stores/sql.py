@@ -3,7 +3,9 @@
 Elements are stored whole as JSON (``data``) next to queryable columns; ``node_names`` indexes
 names and aliases case-insensitively and ``element_sources`` indexes every source an element cites.
 Calls run synchronously inside the async methods (SQLite is local and fast). ``transaction()``
-wraps every write inside in one SQL transaction; nested blocks are savepoints.
+wraps every write inside in one SQL transaction; nested blocks are savepoints. While a transaction
+is open, every call on this store object uses it (one logical writer per store object). SQLite's
+rollback journal makes a killed process leave the last committed state.
 """
 
 from __future__ import annotations
@@ -431,6 +433,13 @@ class SQLGraphStore:
             nodes = [Node.model_validate_json(d) for (d,) in node_rows]
             edges = self._edges_where(conn, edges_table.c.id.in_(cited.where(s.element_kind == "edge")))
         return nodes, edges
+
+    def triples(self) -> list[tuple[NodeId, str, NodeId]]:
+        """Every edge as (source, type, target), ordered, without building models."""
+        c = edges_table.c
+        with self._connection() as conn:
+            rows = conn.execute(select(c.source, c.type, c.target).order_by(c.source, c.type, c.target))
+            return [(source, kind, target) for source, kind, target in rows]
 
     async def counts(self) -> tuple[int, int]:
         with self._connection() as conn:

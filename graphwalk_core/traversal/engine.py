@@ -485,10 +485,9 @@ class _Walk:
         """Apply forced steps and decisions; keep the next pool of walks."""
         alpha, floor = self.cfg.length_alpha, self.cfg.prob_floor
         finished = [b for b in self._pool if b.finished]
-        # (score, order, prepared, label, p) candidates; materialized only if selected
-        candidates: list[tuple[float, int, _Prepared, str, float]] = []
+        # (score, prepared, label, p) candidates in offer order; materialized only if selected
+        candidates: list[tuple[float, _Prepared, str, float]] = []
         carried: list[Beam] = []
-        order = 0
         for p in prepared:
             step = p.step
             assert step is not None
@@ -527,19 +526,18 @@ class _Walk:
                 score = normalized_score(
                     beam.sum_logp + step_logp(prob, floor), beam.n_decisions + 1, alpha, floor, 1
                 )
-                candidates.append((score, order, p, label, prob))
-                order += 1
+                candidates.append((score, p, label, prob))
         if self.sampling:
             return finished + carried
-        # finished walks and forced continuations compete with the new candidates for the k slots
-        pool_entries: list[tuple[float, int, Beam | None, _Prepared | None, str, float]] = [
-            (b.score(alpha, floor), -1, b, None, "", 0.0) for b in (*finished, *carried)
+        # finished walks and forced continuations compete with the new candidates for the k slots;
+        # the sort is stable, so ties keep pool order, then offer order
+        pool_entries: list[tuple[float, Beam | None, _Prepared | None, str, float]] = [
+            (b.score(alpha, floor), b, None, "", 0.0) for b in (*finished, *carried)
         ]
-        pool_entries += [(s, o, None, p, label, prob) for s, o, p, label, prob in candidates]
+        pool_entries += [(s, None, p, label, prob) for s, p, label, prob in candidates]
         pool_entries.sort(key=lambda e: -e[0])
-        kept = pool_entries[: self.cfg.width]
         out: list[Beam] = []
-        for _, _, beam, p, label, prob in kept:
+        for _, beam, p, label, prob in pool_entries[: self.cfg.width]:
             out.append(beam if beam is not None else await self._take(p, label, prob))  # type: ignore[arg-type]
         return out
 

@@ -1,4 +1,4 @@
-"""Walk scoring: floored log-probabilities, length normalization and beam selection."""
+"""Walk scoring: floored log-probabilities, length normalization and walk ranking."""
 
 from __future__ import annotations
 
@@ -103,11 +103,6 @@ class Beam:
     def finish(self, why: Termination) -> None:
         self.finished = True
         self.terminated_by = why
-
-
-def select_top(candidates: Sequence[Beam], k: int, alpha: float, floor: float) -> list[Beam]:
-    """The ``k`` best candidates by normalized score; ties keep candidate order (stable sort)."""
-    return sorted(candidates, key=lambda b: -b.score(alpha, floor))[:k]
 
 
 def rank_walks(beams: Sequence[Beam], alpha: float, floor: float) -> list[Beam]:

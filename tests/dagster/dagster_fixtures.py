@@ -12,7 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Questions over the sample graph built from data/sources.yaml (answers are node names).
 CUSTOM_QUESTIONS = [
-    '{"id": "c1", "question": "Who directed Inception?", "answers": ["Christopher Nolan"], "start": "Inception"}',
+    '{"id": "c1", "question": "Who directed Inception?", "answers": ["Christopher Nolan"], '
+    '"start": "Inception"}',
     '{"id": "c2", "question": "Which films did Christopher Nolan direct?", "answers": ["Inception", '
     '"Interstellar"], "start": "Christopher Nolan"}',
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,41 +12,56 @@ import pytest
 from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values
 
 from graphwalk_core.eval.metrics import f1_score
+from graphwalk_dagster.defs.shared.resources import DeciderResource, LLMResource
 from graphwalk_dagster.demo import evaluate, ingest_sources, offline_resources
 
 SYSTEMS = [("custom", "relation-greedy"), ("custom", "vector-rag")]
 
 
+#: Keys set in the environment for the whole module: they must never show up in logs, metadata or files.
+SECRETS = {
+    "GRAPHWALK_JEV_API_KEY": "sk-jev-TOPSECRET-7f3a9c",
+    "GRAPHWALK_LLM_API_KEY": "sk-llm-TOPSECRET-22b1e0",
+}
+
+
 @dataclass
 class Run:
     root: Path
-    data: Path
+    instance: dg.DagsterInstance
     first: list[dg.ExecuteInProcessResult]
     again: dg.ExecuteInProcessResult
     evals: list[dg.ExecuteInProcessResult]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     base = tmp_path_factory.mktemp("pipeline")
     sources = copy_data(base / "data")
     questions = base / "questions.jsonl"
     questions.write_text("\n".join(CUSTOM_QUESTIONS) + "\n", encoding="utf-8")
     root = base / "warehouse"
-    resources = offline_resources(root, sources_file=sources)
-    with dg.DagsterInstance.ephemeral() as instance:
-        first = ingest_sources(["films", "sample_db"], resources, instance, log=lambda _: None)
-        # nothing changed: the whole chain again for films must cost nothing
-        (again,) = ingest_sources(["films"], resources, instance, log=lambda _: None)[:1]
-        evals = evaluate(
-            SYSTEMS,
-            resources,
-            instance,
-            n=10,
-            log=lambda _: None,
-            questions_config={"questions": str(questions)},
-        )
-    return Run(root, base / "data", first, again, evals)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in SECRETS.items():
+            mp.setenv(name, value)
+        resources = {
+            **offline_resources(root, sources_file=sources),
+            "decider": DeciderResource(backend="local", jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
+            "llm": LLMResource(model="", api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
+        }
+        with dg.instance_for_test() as instance:
+            first = ingest_sources(["films", "sample_db"], resources, instance, log=lambda _: None)
+            # nothing changed: the whole chain again for films must cost nothing
+            (again,) = ingest_sources(["films"], resources, instance, log=lambda _: None)[:1]
+            evals = evaluate(
+                SYSTEMS,
+                resources,
+                instance,
+                n=10,
+                log=lambda _: None,
+                questions_config={"questions": str(questions)},
+            )
+            yield Run(root, instance, first, again, evals)
 
 
 def _sql(root: Path, sql: str) -> list[tuple[object, ...]]:
@@ -54,6 +70,20 @@ def _sql(root: Path, sql: str) -> list[tuple[object, ...]]:
         return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def test_keys_never_in_logs_metadata_or_files(run: Run) -> None:
+    runs = run.instance.get_runs()
+    assert len(runs) == 2 + 1 + 2 + 2 + 1  # two sources + graph, films again + graph, two evals + summary
+    text = ""
+    for dagster_run in runs:
+        records = run.instance.get_records_for_run(dagster_run.run_id, limit=100_000).records
+        text += "\n".join(str(r.event_log_entry) for r in records) + str(dagster_run.run_config)
+    assert "routing_decisions" in text and "ASSET_MATERIALIZATION" in text
+    stored = "\n".join(p.read_text(errors="replace") for p in run.root.rglob("*.json"))
+    assert '"chunks"' in stored  # the JSON IO manager wrote the intermediate outputs
+    for secret in SECRETS.values():
+        assert secret not in text and secret not in stored
 
 
 def test_ingestion_metadata(run: Run) -> None:

@@ -128,6 +128,8 @@ async def test_iteration_in_order(store: GraphStore) -> None:
         ("Memento", "directed_by", "Christopher Nolan"),
         ("Memento", "starred_actors", "Guy Pearce"),
     ]
+    assert isinstance(store, MemoryGraphStore | SQLGraphStore)  # both offer triples() beyond the protocol
+    assert sorted(store.triples()) == edges
 
 
 async def test_delete_cascades(store: GraphStore) -> None:

@@ -83,7 +83,9 @@ def test_write_triples_round_trip(tmp_path: Path) -> None:
     assert write_triples(tmp_path / "t.txt", triples) == 2
     assert list(read_triples(tmp_path / "t.txt")) == triples
     with pytest.raises(InputError, match="cannot write triple"):
-        write_triples(tmp_path / "u.txt", [("a|b", "r", "c")])
+        write_triples(tmp_path / "t.txt", [("x", "r", "y"), ("a|b", "r", "c")])
+    assert list(read_triples(tmp_path / "t.txt")) == triples  # the failed write replaced nothing
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.txt"]
 
 
 def test_bulk_edge_id_equals_edge_id() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.model import Edge, edge_id
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
@@ -219,6 +219,8 @@ async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
         await traverser.walk("q", ["Avatr"])
     with pytest.raises(InputError, match="no start node"):
         await traverser.walk("q", [])
+    with pytest.raises(ConfigError, match="prefilter_top_n=30 exceeds the decider's max_options - 1 \\(9\\)"):
+        Traverser(movies, FakeDecisionBackend(max_options=10))
 
 
 async def test_relation_mode_prefilters_relations_and_caps_frontier_by_similarity(

@@ -18,7 +18,7 @@ from graphwalk_core.traversal.sampling import (
     used_distribution,
     walk_rng,
 )
-from graphwalk_core.traversal.scoring import Beam, normalized_score, rank_walks, select_top, step_logp
+from graphwalk_core.traversal.scoring import Beam, normalized_score, rank_walks, step_logp
 
 
 def test_step_logp_floors_small_probabilities() -> None:
@@ -50,13 +50,12 @@ def test_beam_records_decisions_and_confidence() -> None:
     assert beam.score(0.0, 1e-3) == math.log(0.5) + math.log(1e-3)
 
 
-def test_select_top_is_stable_and_rank_puts_ended_walks_first() -> None:
+def test_rank_puts_ended_walks_first_then_score() -> None:
     beams = []
     for i, lp in enumerate([-1.0, -0.5, -1.0, -0.1]):
         b = Beam(id=i, parent=None)
         b.record_decision(math.exp(lp), 1e-3, None)
         beams.append(b)
-    assert [b.id for b in select_top(beams, 3, 1.0, 1e-3)] == [3, 1, 0]
     beams[3].terminated_by = "max_depth"
     beams[0].finish("stop")
     beams[1].finish("dead_end")

@@ -92,5 +92,5 @@ def test_query_errors_are_input_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no warehouse database at"):
         query(tmp_path, "select 1")
     Warehouse(tmp_path).write("t", [{"a": 1}])
-    with pytest.raises(InputError, match="query failed: .*nope"):
+    with pytest.raises(InputError, match=r"query failed: .*nope"):
         query(tmp_path, "select nope from t")

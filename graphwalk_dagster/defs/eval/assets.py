@@ -6,7 +6,7 @@ from pydantic import Field
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
-from graphwalk_core.eval.systems.registry import build_system
+from graphwalk_core.eval.systems.registry import NEEDS_LLM, build_system
 from graphwalk_core.warehouse.eval_data import load_partition_dataset
 from graphwalk_core.warehouse.eval_tables import partition_stats, summarize, write_results
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
@@ -65,9 +65,16 @@ def eval_results(
 ) -> dg.MaterializeResult:
     """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet."""
     dims = _dims(context)
-    emb = embedder.make()
+    llm_backend = llm.make()
+    # a system that needs an LLM is skipped without one: no need to load the models then
+    models = not (dims["system"] in NEEDS_LLM and llm_backend is None)
+    emb = embedder.make() if models else None
     system = build_system(
-        dims["system"], eval_questions, decider=decider.make(emb), embedder=emb, llm=llm.make()
+        dims["system"],
+        eval_questions,
+        decider=decider.make(emb) if models else None,
+        embedder=emb,
+        llm=llm_backend,
     )
     run = run_eval(
         eval_questions, system, out_dir=warehouse.path() / "eval_runs", concurrency=config.concurrency

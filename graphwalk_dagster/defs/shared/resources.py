@@ -219,4 +219,5 @@ def default_resources() -> dict[str, Any]:
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources=default_resources())
+    """Shared resources; runs execute in process (steps are light and share loaded models)."""
+    return dg.Definitions(resources=default_resources(), executor=dg.in_process_executor)

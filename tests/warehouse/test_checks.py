@@ -1,0 +1,83 @@
+"""Warehouse integrity checks, eval-result checks and source fingerprints."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+from graphwalk_core.eval.report import RESULTS_SCHEMA
+from graphwalk_core.ingest.sources.specs import load_sources
+from graphwalk_core.warehouse import Warehouse
+from graphwalk_core.warehouse.checks import (
+    edge_endpoints_exist,
+    elements_have_provenance,
+    ledger_has_documents,
+)
+from graphwalk_core.warehouse.eval_tables import result_problems
+from graphwalk_core.warehouse.source_fingerprints import source_fingerprint
+
+
+def _graph(root: Path) -> None:
+    wh = Warehouse(root)
+    wh.write("nodes", [{"id": "a"}, {"id": "b"}])
+    wh.write(
+        "edges", [{"id": "e1", "source": "a", "target": "b"}, {"id": "e2", "source": "a", "target": "zz"}]
+    )
+    prov = [
+        ("node", "a", "element", "s/d1"),
+        ("node", "b", "element", None),
+        ("edge", "e1", "element", "s/d1"),
+    ]
+    wh.write(
+        "provenance",
+        [{"element_kind": k, "element_id": i, "scope": sc, "source_id": s} for k, i, sc, s in prov],
+    )
+    wh.write("ledger", [{"source": "s", "document_id": "d1"}, {"source": "s", "document_id": "gone"}])
+    wh.write(
+        "documents",
+        [{"document_id": "d1", "status": "new"}, {"document_id": "gone", "status": "deleted"}],
+        {"source": "s"},
+    )
+
+
+def test_graph_checks_find_the_broken_rows(tmp_path: Path) -> None:
+    _graph(tmp_path)
+    endpoints = edge_endpoints_exist(tmp_path)
+    assert (endpoints.passed, endpoints.failures, endpoints.examples) == (False, 1, ["e2|a|zz"])
+    provenance = elements_have_provenance(tmp_path)
+    assert (provenance.failures, provenance.examples) == (2, ["edge|e2", "node|b"])
+    ledger = ledger_has_documents(tmp_path)
+    assert (ledger.failures, ledger.examples) == (1, ["s|gone"])
+
+
+def _results(ids: list[str], f1s: list[float | None]) -> pa.Table:
+    rows = [
+        {"question_id": i, "f1": f, "em": 0.0, "hits_at_1": 1.0, "status": "ok"}
+        for i, f in zip(ids, f1s, strict=True)
+    ]
+    return pa.Table.from_pylist(rows, schema=pa.schema([RESULTS_SCHEMA.field(n) for n in rows[0]]))
+
+
+def test_result_problems() -> None:
+    assert result_problems(_results(["q1", "q2"], [0.5, None])) == []
+    assert result_problems(_results(["q1", "q1", "q2"], [1.5, 0.0, -0.1])) == [
+        "repeated question ids: ['q1']",
+        "f1 outside [0, 1]: [1.5, -0.1]",
+    ]
+
+
+def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    doc = tmp_path / "docs" / "a.txt"
+    doc.write_text("Inception is a film.", encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+    before = source_fingerprint(spec)
+    os.utime(doc, ns=(10**9, 10**9))
+    assert source_fingerprint(spec) == before
+    doc.write_text("Inception is a 2010 film.", encoding="utf-8")
+    assert source_fingerprint(spec) != before
