@@ -58,7 +58,7 @@ def run_demo(warehouse: Path, n: int, fresh: bool) -> tuple[float, list[tuple[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=10, help="questions per eval partition")
+    parser.add_argument("--n", type=int, default=5, help="questions per eval partition")
     args = parser.parse_args()
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ def demo(
     warehouse: Annotated[Path, typer.Option(help="warehouse root for Parquet, DuckDB and the graph")] = Path(
         "warehouse"
     ),
-    n: Annotated[int, typer.Option(min=1, help="questions per eval partition")] = 10,
+    n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 5,
     fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
 ) -> None:
     """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""

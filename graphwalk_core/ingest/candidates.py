@@ -79,8 +79,8 @@ class CandidateIndex:
         """Ids of nodes whose name or an alias normalizes like ``name`` (insertion order)."""
         return list(self._exact.get(normalize_name(name), ()))
 
-    def add(self, entry: IndexEntry) -> None:
-        """Index a node (or refresh its names when already indexed)."""
+    def add(self, entry: IndexEntry, *, embed: bool = True) -> None:
+        """Index a node (or refresh its names when already indexed); ``embed=False``: no vector (literals)."""
         if entry.id in self.entries:
             for name in (entry.name, *entry.aliases):
                 self.add_name(entry.id, name)
@@ -89,7 +89,7 @@ class CandidateIndex:
         for name in (entry.name, *entry.aliases):
             self._index_name(entry.id, name)
         self._names[entry.id] = name_words(entry.name)
-        if self.embedder is not None:
+        if self.embedder is not None and embed:
             self._unembedded.append(entry.id)
 
     def add_name(self, node_id: str, name: str) -> None:
@@ -115,9 +115,14 @@ class CandidateIndex:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
         assert self.embedder is not None
         keys = [normalize_name(n) for n in names]
-        missing = list(dict.fromkeys(k for k in keys if k not in self._vectors))
+        # the first spelling of each unseen name is embedded as written, so the embedder's own text
+        # cache also answers the local decider, which embeds mention and card names verbatim
+        missing: dict[str, str] = {}
+        for key, name in zip(keys, names, strict=True):
+            if key not in self._vectors:
+                missing.setdefault(key, name)
         if missing:
-            vectors = self.embedder.embed(missing)
+            vectors = self.embedder.embed(list(missing.values()))
             self.embedded_texts += len(missing)
             for key, vec in zip(missing, vectors, strict=True):
                 self._vectors[key] = vec

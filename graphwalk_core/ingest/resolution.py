@@ -127,7 +127,9 @@ async def write_elements(
         await store.upsert_node(merged)
     folded_edges: dict[str, Edge] = {}
     for edge in edges:
-        folded_edges[edge.id] = merge_edge_data(folded_edges[edge.id], edge) if edge.id in folded_edges else edge
+        folded_edges[edge.id] = (
+            merge_edge_data(folded_edges[edge.id], edge) if edge.id in folded_edges else edge
+        )
     for edge in folded_edges.values():
         existing_edge = await store.get_edge(edge.id)
         if existing_edge is None:

@@ -12,6 +12,7 @@ an LLM (when configured) adjudicates. If the decider fails, a mention merges onl
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 from dataclasses import dataclass, field
@@ -44,6 +45,10 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ROUTE_THRESHOLD = 0.6
 NEW = "NEW"
+#: Card and state keys the local decider skips (see :func:`routing_decider`).
+LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type"})
+#: Mention names are embedded ahead of routing in batches of this many chunks.
+PREFETCH_CHUNKS = 256
 #: Types whose identity is their text: routed by exact name, never asked.
 LITERAL_TYPES = frozenset({"year", "date", "number"})
 ROUTE_TASK = (
@@ -71,6 +76,20 @@ class _Mention:
     probability: float = 1.0
 
 
+def routing_decider(decider: DecisionBackend | None) -> DecisionBackend | None:
+    """The decider as routing uses it. The local (embedding) decider compares the mention's name with each
+    card's name and aliases: passage, sentences, types, summaries and relations are skipped (long texts
+    would swamp the names and cost an embedding per question; bare names hit the embedding cache the
+    candidate index fills). Jev reads everything."""
+    from graphwalk_core.decisions.local import LocalDecisionBackend
+
+    if isinstance(decider, LocalDecisionBackend) and "passage" not in decider.skip_keys:
+        clone = copy.copy(decider)
+        clone.skip_keys = frozenset(decider.skip_keys | LOCAL_SKIP_KEYS)
+        return clone
+    return decider
+
+
 class Router:
     """Routes chunk after chunk against one growing index (strictly sequential, so order is the plan)."""
 
@@ -93,7 +112,7 @@ class Router:
                 "routing='jev' needs a decider (jev, local or fake); use routing='exact' for none"
             )
         self.store = store
-        self.decider = decider
+        self.decider = routing_decider(decider)
         self.llm = llm
         self.routing = routing
         self.route_threshold = route_threshold
@@ -147,30 +166,43 @@ class Router:
     def _candidates(self, mentions: list[_Mention]) -> None:
         fuzzy = self.routing == "jev"
         routable = [i for i, m in enumerate(mentions) if m.entity.node_id is None]
-        names = [mentions[i].entity.name for i in routable]
-        for i, found in zip(routable, self.index.candidates(names, fuzzy=fuzzy), strict=True):
+        literal = [i for i in routable if mentions[i].entity.type in LITERAL_TYPES]
+        named = [i for i in routable if mentions[i].entity.type not in LITERAL_TYPES]
+        for i in literal:
+            exact = self.index.exact(mentions[i].entity.name)[:1]
+            mentions[i].candidates = [Candidate(nid, 1.0, "exact") for nid in exact]
+        names = [mentions[i].entity.name for i in named]
+        for i, found in zip(named, self.index.candidates(names, fuzzy=fuzzy), strict=True):
             mention = mentions[i]
-            if mention.entity.type in LITERAL_TYPES:
-                mention.candidates = [c for c in found if c.how == "exact"][:1]
-                continue
             mention.candidates = found
             if fuzzy:
                 words = name_words(mention.entity.name)
                 mention.peers = [
                     j
-                    for j in routable
+                    for j in named
                     if j < i
-                    and mentions[j].entity.type not in LITERAL_TYPES
                     and jaccard(words, name_words(mentions[j].entity.name)) >= self.index.jaccard_threshold
                 ]
+
+    def _compatible(self, node_id: str, entity: ExtractedEntity) -> bool:
+        node_type = self.index.entries[node_id].type
+        return GENERIC_TYPE in (node_type, entity.type) or node_type == entity.type
+
+    def _unique_exact(self, mention: _Mention) -> bool:
+        """The mention's only candidate has its exact name and a compatible type, and no peer competes."""
+        cands = mention.candidates
+        return (
+            len(cands) == 1
+            and not mention.peers
+            and cands[0].how == "exact"
+            and self._compatible(cands[0].node_id, mention.entity)
+        )
 
     def _exact_choice(self, mention: _Mention) -> str | None:
         exact = [c.node_id for c in mention.candidates if c.how == "exact"]
         if not exact:
             return None
-        same_type = [
-            nid for nid in exact if self.index.entries[nid].type in (mention.entity.type, GENERIC_TYPE)
-        ]
+        same_type = [nid for nid in exact if self._compatible(nid, mention.entity)]
         return (same_type or exact)[0]
 
     async def _questions(
@@ -184,6 +216,8 @@ class Router:
                 continue
             if not mention.candidates and not mention.peers:
                 continue
+            if self._unique_exact(mention):
+                continue  # one same-named, type-compatible candidate and no alternative: merged, no call
             options: dict[str, object] = {}
             mapping: dict[str, str | int] = {}
             for n, cand in enumerate(mention.candidates, start=1):
@@ -237,7 +271,8 @@ class Router:
         assert self.decider is not None
         chosen: dict[str, tuple[str, float, str]] = {}
         try:
-            response = await self.decider.decide(DecisionRequest(state=passage, questions=questions))
+            request = DecisionRequest(state={"passage": passage}, questions=questions)
+            response = await self.decider.decide(request)
             self.cost.add(response.usage)
             for q in questions:
                 result = response.results[q.key]
@@ -275,6 +310,20 @@ class Router:
             else:
                 mention.action, mention.target = "new", None
 
+    def prefetch(self, items: list[ChunkExtraction]) -> None:
+        """Embed the mention names of many chunks in one batch (cached), ahead of routing them."""
+        if self.routing != "jev" or self.index.embedder is None:
+            return
+        names = [
+            e.name
+            for item in items
+            if item.extraction is not None
+            for e in item.extraction.entities
+            if e.node_id is None and e.type not in LITERAL_TYPES
+        ]
+        if names:
+            self.index.embed(names)
+
     async def route_chunk(
         self, item: ChunkExtraction, source_id: str
     ) -> tuple[list[MentionDecision], list[Node], list[Edge]]:
@@ -310,9 +359,10 @@ class Router:
                 else:
                     salt = f"{doc_source}@{chunk.index}#{i}"
                     target = new_node_id(entity.name, entity.type, salt, lambda nid: nid in self.index)
-                    self.index.add(
-                        IndexEntry(id=target, name=entity.name, type=entity.type, summary=entity.description)
+                    entry = IndexEntry(
+                        id=target, name=entity.name, type=entity.type, summary=entity.description
                     )
+                    self.index.add(entry, embed=entity.type not in LITERAL_TYPES)
                     mention.action = "new"
                 action, via = mention.action, mention.via
             resolved.append(target)
@@ -382,7 +432,9 @@ async def route_extractions(
         for ref in extractions.documents
     }
     mentions: list[MentionDecision] = []
-    for item in extractions.items:
+    for n, item in enumerate(extractions.items):
+        if n % PREFETCH_CHUNKS == 0:
+            router.prefetch(extractions.items[n : n + PREFETCH_CHUNKS])
         plan = plans[item.chunk.document_id]
         if item.extraction is None:
             plan.status = "incomplete"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS = re.compile(r"\w+", re.UNICODE)
 
 
+@lru_cache(maxsize=200_000)
 def normalize_name(name: str) -> str:
     """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``."""
     text = unicodedata.normalize("NFKD", name)
@@ -17,6 +19,7 @@ def normalize_name(name: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 
+@lru_cache(maxsize=200_000)
 def name_words(name: str) -> frozenset[str]:
     """The set of normalized words of a name (for Jaccard similarity)."""
     return frozenset(_WORDS.findall(normalize_name(name)))

@@ -43,7 +43,6 @@ from graphwalk_core.model import (
 )
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore, bulk_edge_id
-from graphwalk_core.warehouse.files import atomic_path, write_table_atomic
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -123,6 +122,8 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
 
 def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:
     """Write ``subject|relation|object`` lines atomically; returns the number written."""
+    from graphwalk_core.warehouse.files import atomic_path  # imports duckdb: only when writing
+
     count = 0
     with atomic_path(Path(path)) as tmp, tmp.open("w", encoding="utf-8") as out:
         for triple in triples:
@@ -297,6 +298,8 @@ def write_parquet_graph(
     metadata: Mapping[str, str],
 ) -> Path:
     """Write the five Parquet tables into ``directory`` (created if needed), each file atomically."""
+    from graphwalk_core.warehouse.files import write_table_atomic  # imports duckdb: only when writing
+
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     columns = _Columns()

@@ -10,6 +10,7 @@ the innermost block; writes by other coroutines during the block are rolled back
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
@@ -88,6 +89,9 @@ class MemoryGraphStore:
         """
         provenance = (Provenance(source_id=source_id, content_hash=content_hash),)
         edges = dict.fromkeys(triples, provenance)
+        bad = next((t for t in edges if not (type(t) is tuple and len(t) == 3)), None)
+        if bad is not None:
+            raise InputError(f"from_triples needs (subject, relation, object) tuples, got {bad!r}")
         node_types: dict[NodeId, str] = {}
         if node_type_for is None:
             for subject, _, obj in edges:
@@ -112,24 +116,18 @@ class MemoryGraphStore:
     ) -> MemoryGraphStore:
         """A store over these node and edge values, building adjacency and indexes in one pass."""
         store = cls()
-        out_adj: dict[NodeId, list[Adjacent]] = {}
-        in_adj: dict[NodeId, list[Adjacent]] = {}
+        out_adj: defaultdict[NodeId, list[Adjacent]] = defaultdict(list)
+        in_adj: defaultdict[NodeId, list[Adjacent]] = defaultdict(list)
         make = tuple.__new__
-        for key in edges:
-            subject, relation, obj = key
-            if subject not in nodes or obj not in nodes:
-                missing = [n for n in (subject, obj) if n not in nodes]
-                raise InputError(f"edge {subject} -{relation}-> {obj}: unknown node(s) {missing}")
-            out_list = out_adj.get(subject)
-            if out_list is None:
-                out_list = out_adj[subject] = []
-            out_list.append(make(Adjacent, (relation, obj, "out")))
-            in_list = in_adj.get(obj)
-            if in_list is None:
-                in_list = in_adj[obj] = []
-            in_list.append(make(Adjacent, (relation, subject, "in")))
+        for subject, relation, obj in edges:
+            out_adj[subject].append(make(Adjacent, (relation, obj, "out")))
+            in_adj[obj].append(make(Adjacent, (relation, subject, "in")))
+        if not (out_adj.keys() <= nodes.keys() and in_adj.keys() <= nodes.keys()):
+            key = next(k for k in edges if k[0] not in nodes or k[2] not in nodes)
+            missing = [n for n in (key[0], key[2]) if n not in nodes]
+            raise InputError(f"edge {key[0]} -{key[1]}-> {key[2]}: unknown node(s) {missing}")
         store._nodes, store._edges, store._metadata = nodes, edges, metadata
-        store._out, store._in = out_adj, in_adj
+        store._out, store._in = dict(out_adj), dict(in_adj)
         for index, values, raw_at in ((store._node_sources, nodes, 1), (store._edge_sources, edges, None)):
             # raw values share provenance tuples: index each tuple's members in one update
             by_provenance: dict[int, tuple[tuple[Provenance, ...], list[Any]]] = {}

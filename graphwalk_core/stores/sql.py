@@ -1,7 +1,8 @@
 """SQL graph store on SQLAlchemy 2: the durable system of record (SQLite file by default, any URL).
 
 Elements are stored whole as JSON (``data``) next to queryable columns; ``node_names`` indexes
-names and aliases case-insensitively and ``element_sources`` indexes every source an element cites.
+names and aliases case-insensitively and ``provenance`` holds one row per (source id, element) for
+every source an element cites anywhere (the full provenance records live in ``data``).
 Calls run synchronously inside the async methods (SQLite is local and fast). ``transaction()``
 wraps every write inside in one SQL transaction; nested blocks are savepoints. While a transaction
 is open, every call on this store object uses it (one logical writer per store object). SQLite's
@@ -69,13 +70,13 @@ edges_table = Table(
     Column("data", Text, nullable=False),
     Index("ix_edges_order", "source", "type", "target"),
 )
-sources_table = Table(
-    "element_sources",
+provenance_table = Table(
+    "provenance",
     schema,
     Column("source_id", String, primary_key=True),
     Column("element_kind", String, primary_key=True),
     Column("element_id", String, primary_key=True),
-    Index("ix_element_sources_element", "element_kind", "element_id"),
+    Index("ix_provenance_element", "element_kind", "element_id"),
 )
 metadata_table = Table(
     "metadata",
@@ -172,8 +173,8 @@ class SQLGraphStore:
     # ------------------------------------------------------------------ row helpers
 
     def _unindex(self, conn: Connection, kind: str, ids: list[str]) -> None:
-        s = sources_table.c
-        conn.execute(delete(sources_table).where(s.element_kind == kind, s.element_id.in_(ids)))
+        s = provenance_table.c
+        conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(ids)))
         if kind == "node":
             conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
 
@@ -196,7 +197,7 @@ class SQLGraphStore:
                     for source in sorted(source_ids(e))
                 ]
                 if sources:
-                    conn.execute(insert(sources_table), sources)
+                    conn.execute(insert(provenance_table), sources)
                 if kind == "node":
                     names = [
                         {"name_key": key, "node_id": i}
@@ -422,7 +423,7 @@ class SQLGraphStore:
 
     async def elements_from_source(self, source_id: str) -> tuple[list[Node], list[Edge]]:
         """Nodes (by id) and edges (by source, type, target) citing ``source_id`` anywhere."""
-        s = sources_table.c
+        s = provenance_table.c
         cited = select(s.element_id).where(s.source_id == source_id)
         with self._connection() as conn:
             node_rows = conn.execute(

@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import BackendError, InputError
 
 DB_NAME = "warehouse.duckdb"
 _LOCK_RETRIES = 50
@@ -26,8 +26,13 @@ def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         try:
             return duckdb.connect(str(db), read_only=read_only)
         except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower() or attempt == _LOCK_RETRIES - 1:
+            if "lock" not in str(exc).lower():
                 raise
+            if attempt == _LOCK_RETRIES - 1:
+                raise BackendError(
+                    f"{db} stayed locked by another process for {_LOCK_RETRIES * _LOCK_WAIT_S:.0f}s "
+                    "(close other DuckDB sessions on it)"
+                ) from exc
             time.sleep(_LOCK_WAIT_S)
     raise AssertionError("unreachable")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dagster as dg
+import yaml
+from dagster_fixtures import REPO
 
 from graphwalk_dagster.definitions import defs
 
@@ -65,3 +67,9 @@ def test_partitions() -> None:
         ],
     }
     assert graph.get(dg.AssetKey("knowledge_graph")).partitions_def is None
+
+
+def test_instance_config_turns_telemetry_off() -> None:
+    config = yaml.safe_load((REPO / "dagster.yaml").read_text(encoding="utf-8"))
+    assert config["telemetry"] == {"enabled": False}
+    assert config["concurrency"] == {"pools": {"default_limit": 1}}

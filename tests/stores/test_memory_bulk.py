@@ -47,6 +47,8 @@ async def test_from_triples_collapses_duplicates_and_types_nodes() -> None:
         Adjacent("directed_by", "Memento", "in"),
         Adjacent("directed_by", "Insomnia", "in"),
     ]
+    with pytest.raises(InputError, match=r"needs \(subject, relation, object\) tuples, got \('a', 'b'\)"):
+        MemoryGraphStore.from_triples([("a", "r", "b"), ("a", "b")], source_id="kb")
     untyped = MemoryGraphStore.from_triples(KB, source_id="kb")
     assert {n.type async for n in untyped.iter_nodes()} == {"entity"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.model import Edge, Node, Provenance
+from graphwalk_core.model import Edge, Node, Provenance, edge_id
 from graphwalk_core.stores import SQLGraphStore
 
 KILLED_WRITER = textwrap.dedent(
@@ -94,3 +94,31 @@ def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
         f"cannot open graph store sqlite:///{tmp_path}/no/such/dir/g.db: unable to open database file"
     )
     assert "s3cret" not in repr(SQLGraphStore(f"sqlite:///{tmp_path / 'ok.db'}"))
+
+
+async def test_schema_is_queryable_sql(tmp_path: Path) -> None:
+    import sqlite3
+
+    store = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+    p = Provenance(source_id="doc/1")
+    await store.upsert_many(
+        [Node(id="a", name="A", aliases=("Alpha",), provenance=(p,)), Node(id="b", name="B")],
+        [Edge(source="a", target="b", type="r", provenance=(p,))],
+    )
+    await store.close()
+    db = sqlite3.connect(tmp_path / "g.db")
+    tables = {r[0] for r in db.execute("select name from sqlite_master where type = 'table'")}
+    assert tables == {"nodes", "node_names", "edges", "provenance", "metadata"}
+    indexed = {r[0] for r in db.execute("select name from pragma_index_list('edges')")}
+    assert {"ix_edges_source", "ix_edges_target"} <= indexed
+    assert db.execute("select source_id, element_kind, element_id from provenance order by 2").fetchall() == [
+        ("doc/1", "edge", edge_id("a", "r", "b")),
+        ("doc/1", "node", "a"),
+    ]
+    assert db.execute("select name_key, node_id from node_names order by 1").fetchall() == [
+        ("a", "a"),
+        ("alpha", "a"),
+        ("b", "b"),
+    ]
+    assert db.execute("select json_extract(data, '$.name') from nodes where id = 'a'").fetchone() == ("A",)
+    db.close()

@@ -13,6 +13,7 @@ from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.models import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
 from graphwalk_core.ingest.sources.base import SourceProfile
 from graphwalk_core.ingest.sources.specs import open_source
+from graphwalk_core.warehouse import query
 from graphwalk_core.warehouse.graph_tables import publish_graph, write_documents
 from graphwalk_dagster.defs.ingest.partitions import source_partitions
 from graphwalk_dagster.defs.shared.resources import (
@@ -26,6 +27,9 @@ from graphwalk_dagster.defs.shared.resources import (
 from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata
 
 INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
+#: Steps that open the graph store share one pool: dagster.yaml limits it to one at a time, so two
+#: sources ingesting at once never contend for the SQLite file.
+GRAPH_POOL = "graph_store"
 
 
 @dg.asset(**INGEST, kinds={"python"})
@@ -43,7 +47,7 @@ def source_profile(context: dg.AssetExecutionContext, sources: SourcesResource) 
     return profile
 
 
-@dg.asset(**INGEST, deps=[source_profile], kinds={"python"})
+@dg.asset(**INGEST, deps=[source_profile], kinds={"python"}, pool=GRAPH_POOL)
 def source_documents(
     context: dg.AssetExecutionContext,
     sources: SourcesResource,
@@ -120,7 +124,7 @@ def extractions(
     return result
 
 
-@dg.asset(**INGEST, kinds={"python"})
+@dg.asset(**INGEST, kinds={"python"}, pool=GRAPH_POOL)
 def routing_decisions(
     context: dg.AssetExecutionContext,
     extractions: ExtractionSet,
@@ -157,7 +161,7 @@ def routing_decisions(
     return plan
 
 
-@dg.asset(**INGEST, kinds={"sqlite"})
+@dg.asset(**INGEST, kinds={"sqlite"}, pool=GRAPH_POOL)
 def graph_updates(
     context: dg.AssetExecutionContext,
     source_documents: DocumentDiff,
@@ -171,8 +175,15 @@ def graph_updates(
             return await stages.apply_plan(store, source_documents, routing_decisions)
 
     report = asyncio.run(apply())
+    applied = [
+        {"document": d, "status": "incomplete" if d in report.documents_incomplete else "complete"}
+        for d in report.documents_applied
+    ]
     context.add_output_metadata(
-        report.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"})
+        {
+            **report.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"}),
+            "preview": preview(applied),
+        }
     )
     return report
 
@@ -182,6 +193,7 @@ def graph_updates(
     group_name="ingest",
     kinds={"duckdb", "parquet"},
     automation_condition=dg.AutomationCondition.eager(),
+    pool=GRAPH_POOL,
 )
 def knowledge_graph(graph_store: GraphStoreResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
     """The whole graph as Parquet tables (nodes, edges, provenance, conflicts, metadata, ledger)."""
@@ -191,6 +203,11 @@ def knowledge_graph(graph_store: GraphStoreResource, warehouse: WarehouseResourc
             return await publish_graph(store, warehouse.warehouse())
 
     counts = asyncio.run(publish())
+    nodes = query(warehouse.path(), "SELECT id, type, name, summary FROM nodes ORDER BY name LIMIT 10")
     return dg.MaterializeResult(
-        metadata={**counts, "warehouse": dg.MetadataValue.path(str(warehouse.path()))}
+        metadata={
+            **counts,
+            "warehouse": dg.MetadataValue.path(str(warehouse.path())),
+            "preview": preview([dict(zip(nodes.columns, row, strict=True)) for row in nodes.rows]),
+        }
     )

@@ -1,0 +1,60 @@
+"""The ``graphwalk ingest`` command: summary output, reruns, skipped input and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from typer.testing import CliRunner
+
+from graphwalk_core.cli.ingest import ingest
+
+REPO = Path(__file__).resolve().parents[2]
+app = typer.Typer()
+app.command()(ingest)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.output
+
+
+def test_ingest_files_then_rerun(tmp_path: Path) -> None:
+    graph = str(tmp_path / "graph.sqlite")
+    films = str(REPO / "data" / "films")
+    mapping = str(REPO / "data" / "films_mapping.yaml")
+    code, out = invoke(films, "--graph", graph, "--mapping", mapping, "--routing", "exact")
+    assert code == 0, out
+    assert "new 11, changed 0, retried 0, unchanged 0, deleted 0, failed 0" in out
+    assert "│ decision calls    │ 0 (0 in, 0 out tokens), escalations 0, fallbacks 0" in out
+    code, out = invoke(films, "--graph", graph, "--mapping", mapping, "--routing", "exact")
+    assert code == 0 and "new 0, changed 0, retried 0, unchanged 11, deleted 0, failed 0" in out
+    assert "added 0, merged 0, retracted 0, deleted 0" in out
+
+
+def test_ingest_sql_with_fake_decider(tmp_path: Path) -> None:
+    graph = str(tmp_path / "graph.sqlite")
+    code, out = invoke(str(REPO / "data" / "sample.sqlite"), "--graph", graph, "--decider", "fake")
+    assert code == 0, out
+    assert "ingest sample (nlp:1, routing jev)" in out
+    assert "nodes             │ added 17" in out and "edges             │ added 19" in out
+
+
+def test_skipped_input_is_listed(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "ok.txt").write_text("Ada Lovelace met Charles Babbage.", encoding="utf-8")
+    (corpus / "rows.jsonl").write_text('{"a": 1}\n{broken\n', encoding="utf-8")
+    code, out = invoke(str(corpus), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
+    assert code == 0, out
+    assert "skipped rows.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes" in out
+    assert "new 2," in out
+
+
+def test_errors_are_clear(tmp_path: Path) -> None:
+    code, out = invoke(str(tmp_path / "nope"), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
+    assert (code, out.strip()) == (2, f"error: source path {tmp_path / 'nope'} does not exist")
+    code, out = invoke("postgresql+psycopg2://bob:hunter2@127.0.0.1:1/x", "--graph", str(tmp_path / "g.sqlite"))
+    assert code == 2 and "hunter2" not in out and "bob:***@127.0.0.1:1/x" in out
+    code, out = invoke(str(REPO / "data" / "films"), "--graph", str(tmp_path / "kb.txt"), "--routing", "exact")
+    assert code == 2 and "cannot ingest into a triples file" in out
