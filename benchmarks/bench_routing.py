@@ -106,7 +106,7 @@ def main() -> int:
     started = time.perf_counter()
     extractions = [extract_nlp(text) for _, text in paragraphs]
     print(
-        f"{len(paragraphs)} paragraphs, nlp extraction {time.perf_counter() - started:.2f}s (not timed below); "
+        f"{len(paragraphs)} paragraphs, nlp extraction {time.perf_counter() - started:.2f}s (untimed); "
         f"embedder: {fresh_embedder(settings).model_id}; decider: local"
     )
     rows = [asyncio.run(run(size, paragraphs, extractions, settings)) for size in args.sizes]

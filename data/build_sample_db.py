@@ -37,7 +37,11 @@ PEOPLE = [
     (7, "Denis Villeneuve", 1967, "Gentilly"),
     (8, "Timothée Chalamet", 1995, "New York City"),
 ]
-STUDIOS = [(1, "Warner Bros. Pictures", 1923), (2, "Universal Pictures", 1912), (3, "Legendary Pictures", 2000)]
+STUDIOS = [
+    (1, "Warner Bros. Pictures", 1923),
+    (2, "Universal Pictures", 1912),
+    (3, "Legendary Pictures", 2000),
+]
 FILMS = [
     (1, "Inception", 2010, 1, 1),
     (2, "Interstellar", 2014, 1, 1),

@@ -56,6 +56,14 @@ def make_embedder(settings: GraphwalkSettings) -> Embedder:
     try:
         return _fastembed(settings.embed_model, None)
     except ConfigError as err:
+        shared = default_model_path()
+        if shared is not None:
+            if settings.embed_model not in _warned:
+                _warned.add(settings.embed_model)
+                log.info(
+                    "%s is not cached offline; using the shared model at %s", settings.embed_model, shared
+                )
+            return _fastembed(MINILM_MODEL, shared.resolve())
         if settings.embed_model not in _warned:
             _warned.add(settings.embed_model)
             log.warning("embedding model unavailable offline, using HashingEmbedder: %s", err)

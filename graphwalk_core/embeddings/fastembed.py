@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,21 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+@contextmanager
+def _quiet_fastembed() -> Iterator[None]:
+    """Silence fastembed's own (loguru) error lines while probing its cache: we report the outcome once."""
+    try:
+        from loguru import logger
+    except ImportError:  # pragma: no cover - loguru comes with fastembed
+        yield
+        return
+    logger.disable("fastembed")
+    try:
+        yield
+    finally:
+        logger.enable("fastembed")
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
@@ -77,7 +93,8 @@ class FastEmbedEmbedder:
         else:
             kwargs["local_files_only"] = True  # never touch the network
         try:
-            return TextEmbedding(self.model_name, **kwargs)
+            with _quiet_fastembed():
+                return TextEmbedding(self.model_name, **kwargs)
         except Exception as err:
             where = str(self.model_path) if self.model_path else "fastembed's cache (offline, no download)"
             raise ConfigError(f"cannot load embedding model {self.model_name!r} from {where}: {err}") from err

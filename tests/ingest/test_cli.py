@@ -54,7 +54,11 @@ def test_skipped_input_is_listed(tmp_path: Path) -> None:
 def test_errors_are_clear(tmp_path: Path) -> None:
     code, out = invoke(str(tmp_path / "nope"), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
     assert (code, out.strip()) == (2, f"error: source path {tmp_path / 'nope'} does not exist")
-    code, out = invoke("postgresql+psycopg2://bob:hunter2@127.0.0.1:1/x", "--graph", str(tmp_path / "g.sqlite"))
+    code, out = invoke(
+        "postgresql+psycopg2://bob:hunter2@127.0.0.1:1/x", "--graph", str(tmp_path / "g.sqlite")
+    )
     assert code == 2 and "hunter2" not in out and "bob:***@127.0.0.1:1/x" in out
-    code, out = invoke(str(REPO / "data" / "films"), "--graph", str(tmp_path / "kb.txt"), "--routing", "exact")
+    code, out = invoke(
+        str(REPO / "data" / "films"), "--graph", str(tmp_path / "kb.txt"), "--routing", "exact"
+    )
     assert code == 2 and "cannot ingest into a triples file" in out

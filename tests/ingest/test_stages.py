@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -23,9 +24,10 @@ from graphwalk_core.stores.memory import MemoryGraphStore
 from .conftest import graph_tables
 
 REPO = Path(__file__).resolve().parents[2]
+M = TypeVar("M", bound=BaseModel)
 
 
-def roundtrip[M: BaseModel](value: M) -> M:
+def roundtrip(value: M) -> M:
     again = type(value).model_validate_json(value.model_dump_json())
     assert again == value
     return again
