@@ -1,3 +1,4 @@
+# ruff: noqa: E402  (thread limits must be set before numpy loads)
 """Routing throughput over HotpotQA paragraphs: NLP extractions precomputed, MiniLM embedder, local decider.
 
 Run: ``.venv/bin/python benchmarks/bench_routing.py [--sizes 250 500 1000]``. Needs
@@ -17,9 +18,13 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# one BLAS thread: on a shared 2-core machine, threaded small matrix products thrash (3-7x slower)
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings import factory
+from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.ingest.extraction.nlp import NLP_VERSION, extract_nlp
@@ -61,13 +66,19 @@ def extraction_set(paragraphs: list[tuple[str, str]], extractions: list[Extracti
     return ExtractionSet(source_id="hotpotqa", documents=refs, items=items)
 
 
-def fresh_embedder(settings: GraphwalkSettings):  # type: ignore[no-untyped-def]
-    factory._fastembed.cache_clear()  # a new model instance: no vectors cached from a previous size
+def fresh_embedder(settings: GraphwalkSettings | None):  # type: ignore[no-untyped-def]
+    """A new embedder (no vectors cached from a previous size); ``None``: the hashing embedder."""
+    if settings is None:
+        return HashingEmbedder()
+    factory._fastembed.cache_clear()
     return factory.make_embedder(settings)
 
 
 async def run(
-    size: int, paragraphs: list[tuple[str, str]], extractions: list[Extraction], settings: GraphwalkSettings
+    size: int,
+    paragraphs: list[tuple[str, str]],
+    extractions: list[Extraction],
+    settings: GraphwalkSettings | None,
 ):
     embedder = fresh_embedder(settings)
     embedder.embed(["warm up"])  # model load and first-call setup stay outside the clock
@@ -96,18 +107,27 @@ async def run(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000])
+    parser.add_argument(
+        "--embedder",
+        choices=["minilm", "hashing"],
+        default="minilm",
+        help="hashing: routing cost without ONNX",
+    )
     args = parser.parse_args()
     if not DATA.is_file():
         print(f"missing {DATA}: this benchmark needs ../shared/data", file=sys.stderr)
         return 2
     model_path = factory.default_model_path()
-    settings = GraphwalkSettings(embed_model_path=model_path) if model_path else GraphwalkSettings()
+    settings: GraphwalkSettings | None = None
+    if args.embedder == "minilm":
+        settings = GraphwalkSettings(embed_model_path=model_path) if model_path else GraphwalkSettings()
     paragraphs = load_paragraphs(DATA, max(args.sizes))
     started = time.perf_counter()
     extractions = [extract_nlp(text) for _, text in paragraphs]
     print(
         f"{len(paragraphs)} paragraphs, nlp extraction {time.perf_counter() - started:.2f}s (untimed); "
-        f"embedder: {fresh_embedder(settings).model_id}; decider: local"
+        f"embedder: {fresh_embedder(settings).model_id}; decider: local; load average: "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}"
     )
     rows = [asyncio.run(run(size, paragraphs, extractions, settings)) for size in args.sizes]
     header = list(rows[0])

@@ -129,12 +129,14 @@ def run_demo(
     *,
     n: int,
     sources_file: Path | None = None,
+    questions: Path | None = None,
     instance: dg.DagsterInstance | None = None,
     log: Log = print,
 ) -> None:
     """Ingest every declared source, publish the graph, run the plan's eval partitions and summarize."""
     resources = offline_resources(warehouse, sources_file=sources_file)
     source_ids = [spec.id for spec in resources["sources"].specs()]
+    config = {"questions": str(questions)} if questions else None
     with instance or dg.DagsterInstance.ephemeral() as inst:
         ingest_sources(source_ids, resources, inst, log)
-        evaluate(plan.partitions, resources, inst, n=n, log=log)
+        evaluate(plan.partitions, resources, inst, n=n, log=log, questions_config=config)

@@ -16,18 +16,30 @@ def demo(
     ),
     n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 5,
     fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
+    questions: Annotated[
+        Path | None,
+        typer.Option(help="custom questions over the sample graph (default: data/questions.jsonl)"),
+    ] = None,
 ) -> None:
     """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""
     from rich.console import Console
 
     from graphwalk_core.demo import demo_plan, print_report
+    from graphwalk_core.warehouse.eval_data import CUSTOM_QUESTIONS
 
     console = Console()
     start = time.perf_counter()
     if fresh:
         shutil.rmtree(warehouse, ignore_errors=True)
-    plan = demo_plan()
+    questions = questions or CUSTOM_QUESTIONS
+    plan = demo_plan(questions=questions)
     from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
 
-    run_demo(warehouse, plan, n=n, log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"))
+    run_demo(
+        warehouse,
+        plan,
+        n=n,
+        questions=questions,
+        log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
+    )
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)

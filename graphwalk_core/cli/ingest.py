@@ -34,7 +34,7 @@ async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
 
 
 def default_cache_path(graph: str) -> Path:
-    """Extraction cache next to a graph file (``<folder>/.graphwalk/extractions.sqlite``), else in ~/.cache."""
+    """The extraction cache: ``<graph folder>/.graphwalk/extractions.sqlite``, else in ~/.cache."""
     if "://" in graph:
         from sqlalchemy.engine import make_url
 

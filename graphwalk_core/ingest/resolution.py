@@ -1,10 +1,14 @@
 """Resolution: node ids, incoming element data with provenance, and per-document writes and retraction.
 
-Node ids. A routed NEW node gets ``n_`` + hash(normalized name): it does not depend on which document
-created it, so incremental and fresh ingests agree. When routing says NEW but that id is taken (the
-decider judged a same-named node to be a different entity), the id becomes hash(normalized name, type),
-then hash(normalized name, type, document, chunk, mention): deterministic for a given routing. Structured
-sources pin their own ids (SQL: hash(source, table, primary key)).
+Node ids. A routed NEW node gets ``n_`` + hash(normalized name). When routing says NEW but that id is
+taken (the decider judged a same-named node to be a different entity), the id becomes ``nd_`` +
+hash(normalized name, type), then ``nd_`` + hash(name, type, document, chunk, mention). Structured sources
+pin their own ids (SQL: ``n_sql_`` + hash(source, table, primary key)).
+
+Canonical ids. An ``n_`` node merged under several names is re-keyed after every write to the hash of the
+name its earliest source (lowest ``<source>/<document>``, then offset) gave it, which is the name a fresh
+ingest in document order creates it with. So ids do not depend on which document came first or on a
+deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from dataclasses import dataclass
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
-from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source
+from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source, rewired
 from graphwalk_core.stores.base import GraphStore
 
 
@@ -29,18 +33,55 @@ def new_node_id(name: str, type: str, salt: str, taken: Callable[[str], bool]) -
     key = normalize_name(name)
     for candidate in (
         base_node_id(name),
-        "n_" + content_hash([key, type])[:24],
-        "n_" + content_hash([key, type, salt])[:24],
+        "nd_" + content_hash([key, type])[:24],
+        "nd_" + content_hash([key, type, salt])[:24],
     ):
         if not taken(candidate):
             return candidate
     raise AssertionError(f"node id collision for {name!r} ({salt})")  # pragma: no cover
 
 
+def _first_source(provenance: tuple[Provenance, ...]) -> tuple[str, int]:
+    return min((p.source_id, p.start if p.start is not None else -1) for p in provenance)
+
+
+def canonical_node_id(node: Node) -> str | None:
+    """The id ``node`` should have, when that differs from its id (only for ``n_`` name-hash ids).
+
+    It is the hash of the name backed by the earliest source; when several names tie (one chunk), the
+    current id is kept if it is one of them, else the smallest name wins.
+    """
+    if not node.id.startswith("n_") or node.id.startswith("n_sql_") or not node.name_sources:
+        return None
+    firsts = {name: _first_source(prov) for name, prov in node.name_sources.items() if prov}
+    if not firsts:
+        return None
+    earliest = min(firsts.values())
+    tied = sorted(name for name, first in firsts.items() if first == earliest)
+    wanted = {base_node_id(name) for name in tied}
+    if node.id in wanted:
+        return None
+    return base_node_id(tied[0])
+
+
+async def rekey_node(store: GraphStore, node: Node, new_id: str) -> None:
+    """Move ``node`` to ``new_id`` (a free id): copy it, rewire its edges, delete the old id."""
+    await store.upsert_node(node.model_copy(update={"id": new_id}))
+    seen: set[str] = set()
+    for neighbor in await store.neighbors(node.id):
+        edge = neighbor.edge
+        if edge.id in seen:
+            continue
+        seen.add(edge.id)
+        await store.upsert_edge(rewired(edge, node.id, new_id))
+    await store.delete_node(node.id)
+
+
 def mention_node(node_id: str, entity: ExtractedEntity, provenance: Provenance) -> Node:
     """The incoming data one mention brings to node ``node_id`` (every value backed by ``provenance``)."""
     prov = (provenance,)
-    return Node(
+    # model_construct: every field comes from validated models (a hot path when routing large corpora)
+    return Node.model_construct(
         id=node_id,
         type=entity.type,
         name=entity.name,
@@ -55,7 +96,7 @@ def mention_node(node_id: str, entity: ExtractedEntity, provenance: Provenance) 
 
 def relation_edge(source: str, target: str, relation: ExtractedRelation, provenance: Provenance) -> Edge:
     prov = (provenance,)
-    return Edge(
+    return Edge.model_construct(
         source=source,
         target=target,
         type=relation.type,
@@ -78,13 +119,14 @@ class WriteCounts:
     conflicts: int = 0
 
 
-async def retract_document(store: GraphStore, source_id: str, counts: WriteCounts) -> None:
+async def retract_document(store: GraphStore, source_id: str, counts: WriteCounts) -> set[str]:
     """Remove exactly the provenance of ``source_id`` (``<source>/<document>``) from the store.
 
     Elements left without provenance are deleted; the others lose that source's attribute values,
     names and summaries, which :func:`retract_source` re-derives (a lone conflict value is promoted).
     """
     nodes, edges = await store.elements_from_source(source_id)
+    survivors: set[str] = set()
     for edge in sorted(edges, key=lambda e: e.id):
         kept = retract_source(edge, source_id)
         if kept is None:
@@ -101,11 +143,13 @@ async def retract_document(store: GraphStore, source_id: str, counts: WriteCount
         else:
             await store.upsert_node(kept)
             counts.nodes_retracted += 1
+            survivors.add(kept.id)
+    return survivors
 
 
 async def write_elements(
     store: GraphStore, nodes: list[Node], edges: list[Edge], counts: WriteCounts
-) -> None:
+) -> set[str]:
     """Fold incoming nodes, then edges, into the store with ``merge_node_data`` / ``merge_edge_data``.
 
     A document's repeated elements are folded together first, so each element is read and written once.
@@ -140,3 +184,34 @@ async def write_elements(
         counts.conflicts += max(0, len(merged_edge.conflicts) - len(existing_edge.conflicts))
         counts.edges_merged += 1
         await store.upsert_edge(merged_edge)
+    return set(folded)
+
+
+async def canonicalize(store: GraphStore, node_ids: set[str], renames: dict[str, str]) -> None:
+    """Re-key the touched nodes whose canonical id differs (when that id is free); record renames."""
+    for node_id in sorted(node_ids):
+        node = await store.get_node(node_id)
+        if node is None:
+            continue
+        new_id = canonical_node_id(node)
+        if new_id is None or await store.get_node(new_id) is not None:
+            continue
+        await rekey_node(store, node, new_id)
+        renames[node_id] = new_id
+        for old, target in renames.items():
+            if target == node_id:
+                renames[old] = new_id
+
+
+def renamed(nodes: list[Node], edges: list[Edge], renames: dict[str, str]) -> tuple[list[Node], list[Edge]]:
+    """A document's planned elements with ids re-keyed earlier in the run replaced."""
+    if not renames:
+        return nodes, edges
+    nodes = [n.model_copy(update={"id": renames[n.id]}) if n.id in renames else n for n in nodes]
+    out: list[Edge] = []
+    for edge in edges:
+        for old in (edge.source, edge.target):
+            if old in renames:
+                edge = rewired(edge, old, renames[old])
+        out.append(edge)
+    return nodes, out

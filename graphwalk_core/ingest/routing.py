@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, DecisionError, DecisionRequest
 from graphwalk_core.embeddings.base import Embedder
-from graphwalk_core.errors import BackendError
+from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
 from graphwalk_core.ingest.ledger import provenance_source
@@ -106,8 +106,6 @@ class Router:
         card_relations: int = 8,
     ) -> None:
         if routing == "jev" and decider is None:
-            from graphwalk_core.errors import ConfigError
-
             raise ConfigError(
                 "routing='jev' needs a decider (jev, local or fake); use routing='exact' for none"
             )
@@ -319,7 +317,7 @@ class Router:
             for item in items
             if item.extraction is not None
             for e in item.extraction.entities
-            if e.node_id is None and e.type not in LITERAL_TYPES
+            if e.node_id is None and e.type not in LITERAL_TYPES and not self.index.exact(e.name)
         ]
         if names:
             self.index.embed(names)
@@ -398,9 +396,7 @@ class Router:
             target = by_name.get(relation.target) or by_name.get(normalize_name(relation.target))
             if source is None or target is None or source[0] == target[0]:
                 continue
-            provenance = source[1].model_copy(
-                update={"confidence": min(source[1].confidence, target[1].confidence)}
-            )
+            provenance = source[1] if source[1].confidence <= target[1].confidence else target[1]
             edges.append(relation_edge(source[0], target[0], relation, provenance))
             self.index.add_relation(source[0], f"{relation.type} -> {self.index.entries[target[0]].name}")
             self.index.add_relation(target[0], f"{self.index.entries[source[0]].name} -> {relation.type}")

@@ -31,7 +31,13 @@ from graphwalk_core.ingest.models import (
     RoutingPlan,
     UpdateReport,
 )
-from graphwalk_core.ingest.resolution import WriteCounts, retract_document, write_elements
+from graphwalk_core.ingest.resolution import (
+    WriteCounts,
+    canonicalize,
+    renamed,
+    retract_document,
+    write_elements,
+)
 from graphwalk_core.ingest.routing import route_extractions
 from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.stores.base import GraphStore
@@ -177,17 +183,22 @@ async def apply_plan(
     report = UpdateReport(source_id=diff.source_id)
     counts = WriteCounts()
     source_id = diff.source_id
+    renames: dict[str, str] = {}
     for doc_id in diff.deleted:
         async with store.transaction():
-            await retract_document(store, provenance_source(source_id, doc_id), counts)
+            touched = await retract_document(store, provenance_source(source_id, doc_id), counts)
+            await canonicalize(store, touched, renames)
             await delete_entry(store, source_id, doc_id)
         report.ledger_deleted += 1
     retracting = diff.retracting
     for doc in plan.documents:
         async with store.transaction():
+            touched = set()
             if doc.document_id in retracting:
-                await retract_document(store, provenance_source(source_id, doc.document_id), counts)
-            await write_elements(store, doc.nodes, doc.edges, counts)
+                touched = await retract_document(store, provenance_source(source_id, doc.document_id), counts)
+            nodes, edges = renamed(doc.nodes, doc.edges, renames)
+            touched |= await write_elements(store, nodes, edges, counts)
+            await canonicalize(store, touched, renames)
             entry = LedgerEntry(
                 document_id=doc.document_id,
                 content_hash=doc.content_hash,

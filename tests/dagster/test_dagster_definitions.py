@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import dagster as dg
+import pytest
 import yaml
 from dagster_fixtures import REPO
 
@@ -22,8 +25,14 @@ ASSETS = {
 }
 
 
-def test_definitions_load_and_validate() -> None:
-    loaded = defs()
+@pytest.fixture
+def loaded() -> Iterator[dg.Definitions]:
+    """The code location, loaded under its own instance (as a code server loads it)."""
+    with dg.instance_for_test():
+        yield defs()
+
+
+def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
     dg.Definitions.validate_loadable(loaded)
     graph = loaded.resolve_asset_graph()
     assert {k.to_user_string() for k in graph.get_all_asset_keys()} == ASSETS
@@ -47,8 +56,8 @@ def test_definitions_load_and_validate() -> None:
     }
 
 
-def test_partitions() -> None:
-    graph = defs().resolve_asset_graph()
+def test_partitions(loaded: dg.Definitions) -> None:
+    graph = loaded.resolve_asset_graph()
     ingest = graph.get(dg.AssetKey("chunks")).partitions_def
     assert isinstance(ingest, dg.DynamicPartitionsDefinition) and ingest.name == "sources"
     evals = graph.get(dg.AssetKey("eval_results")).partitions_def

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,7 +13,10 @@ import pytest
 from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values
 
 from graphwalk_core.eval.metrics import f1_score
-from graphwalk_dagster.defs.shared.resources import DeciderResource, LLMResource
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.sources.specs import load_sources, open_source
+from graphwalk_core.stores.sql import SQLGraphStore
+from graphwalk_dagster.defs.shared.resources import DeciderResource, EmbedderResource, LLMResource
 from graphwalk_dagster.demo import evaluate, ingest_sources, offline_resources
 
 SYSTEMS = [("custom", "relation-greedy"), ("custom", "vector-rag")]
@@ -86,26 +90,36 @@ def test_keys_never_in_logs_metadata_or_files(run: Run) -> None:
         assert secret not in text and secret not in stored
 
 
-def test_ingestion_metadata(run: Run) -> None:
+def test_ingestion_metadata_matches_the_pipeline(run: Run, tmp_path: Path) -> None:
+    """The assets report what graphwalk_core's one-call pipeline reports for the same source."""
     films = run.first[0]
     assert metadata_values(films, "source_documents")["new"] == 11
     extraction = metadata_values(films, "extractions")
-    assert (extraction["extractor"], extraction["items"], extraction["failures"]) == ("nlp:1", 11, 0)
-    routing = metadata_values(films, "routing_decisions")
-    assert (routing["mentions"], routing["merge"], routing["new"]) == (54, 26, 28)
-    assert routing["calls"] == 10
-    updates = metadata_values(films, "graph_updates")
-    assert (
-        updates["nodes_added"],
-        updates["edges_added"],
-        updates["conflicts"],
-        updates["ledger_written"],
-    ) == (
-        28,
-        38,
-        3,
+    assert (extraction["extractor"], extraction["items"], extraction["failures"], extraction["calls"]) == (
+        "nlp:1",
         11,
+        0,
+        0,
     )
+    (spec,) = [s for s in load_sources(run.root.parent / "data" / "sources.yaml") if s.id == "films"]
+    embedder = EmbedderResource().make()
+    store = SQLGraphStore(f"sqlite:///{tmp_path / 'graph.sqlite'}")
+    report = asyncio.run(
+        ingest(
+            open_source(spec),
+            store,
+            decider=DeciderResource(backend="local").make(embedder),
+            embedder=embedder,
+        )
+    )
+    asyncio.run(store.close())
+    routing = metadata_values(films, "routing_decisions")
+    assert (routing["mentions"], routing["calls"]) == (report.mentions, report.routing_cost.calls)
+    assert report.mentions == 54
+    updates = metadata_values(films, "graph_updates")
+    expected = report.update.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"})
+    assert {k: updates[k] for k in expected} == expected
+    assert updates["ledger_written"] == 11
 
 
 def test_unchanged_sources_cost_nothing(run: Run) -> None:

@@ -82,3 +82,19 @@ def test_eval_errors_are_clean(tmp_path: Path) -> None:
     result = runner.invoke(app, [*base, *opts])
     assert result.exit_code == 2
     assert "error: unknown system 'bogus'" in result.output
+
+
+def test_parse_sets() -> None:
+    import pytest
+    import typer
+
+    from graphwalk_core.cli.eval import parse_sets
+
+    assert parse_sets(["show_types=false", "beam_width=5", "linking=resolve", "length_alpha=0.5"]) == {
+        "show_types": False,
+        "beam_width": 5,
+        "linking": "resolve",
+        "length_alpha": 0.5,
+    }
+    with pytest.raises(typer.BadParameter, match="KEY=VALUE"):
+        parse_sets(["nokey"])

@@ -143,3 +143,23 @@ def test_graph_reader_reads_the_walked_facts(openai_server: OpenAIServer, tmp_pa
     prompt = openai_server.chat_requests[0].body["messages"][1]["content"]
     assert "[1] Film Alpha --directed_by--> Dir X" in prompt
     assert "[2] walk answer (directed_by:out): Dir X" in prompt
+
+
+def test_hotpotqa_graph_is_ingested_and_walks_report_passages(tmp_path: Path) -> None:
+    from conftest import shared_path
+
+    from graphwalk_core.eval.datasets import load_dataset
+
+    dataset = load_dataset("hotpotqa", n=2, data_dir=shared_path("data"))
+    system = build_system(
+        "entity-greedy", dataset, decider=FakeDecisionBackend(seed=0), embedder=None, llm=None
+    )
+    assert isinstance(system, GraphwalkSystem) and system.linking == "resolve"
+    assert system.identity()["extractor"] == "nlp:1"
+    run = run_eval(dataset, system, out_dir=tmp_path)
+    ids = {p.id for p in dataset.knowledge.passages}
+    assert [r.status for r in run.results] == ["ok", "ok"]
+    for r in run.results:
+        assert r.linked_start and r.linking_correct is None  # HotpotQA has no gold start
+        assert r.passages and set(r.passages) <= ids  # provenance names the ingested passages
+        assert r.extractor == "nlp:1" and r.f1 is not None

@@ -136,3 +136,11 @@ def test_systems_without_an_llm_are_skipped_with_the_reason() -> None:
         skip_reason={"decider": "no Jev key"},
     )
     assert isinstance(walk, SkippedSystem) and walk.reason == "no Jev key"
+
+
+def test_reader_reply_parsing() -> None:
+    from graphwalk_core.eval.systems.reading import parse_answers
+
+    assert parse_answers("Answer: Paris | 'Lyon'. | unknown |  ") == ["Paris", "Lyon"]
+    assert parse_answers("None") == []
+    assert parse_answers("20 March 851.") == ["20 March 851"]

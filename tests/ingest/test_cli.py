@@ -62,3 +62,35 @@ def test_errors_are_clear(tmp_path: Path) -> None:
         str(REPO / "data" / "films"), "--graph", str(tmp_path / "kb.txt"), "--routing", "exact"
     )
     assert code == 2 and "cannot ingest into a triples file" in out
+
+
+def test_llm_extractor_through_the_command(openai_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from graphwalk_core.settings import get_settings
+
+    from .test_llm_extractor import GOOD
+
+    openai_server.script = lambda messages: GOOD
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Inception was directed by Christopher Nolan.", encoding="utf-8")
+    env = {
+        "GRAPHWALK_LLM_MODEL": "openai/test-model",
+        "GRAPHWALK_LLM_API_BASE": openai_server.base_url,
+        "GRAPHWALK_LLM_API_KEY": "sk-secret-key",
+        "COLUMNS": "200",
+    }
+    get_settings.cache_clear()
+    try:
+        runs = []
+        for name in ("one.sqlite", "two.sqlite"):
+            args = [str(corpus), "--graph", str(tmp_path / name), "--extractor", "llm", "--routing", "exact"]
+            runs.append(CliRunner().invoke(app, args, env=env))
+    finally:
+        get_settings.cache_clear()
+    assert [r.exit_code for r in runs] == [0, 0], runs[0].output
+    assert "ingest corpus (llm:1:openai/test-model, routing exact)" in runs[0].output
+    assert "│ extraction calls  │ 1 (" in runs[0].output
+    assert "(cache hits 1)" in runs[1].output and "│ extraction calls  │ 0 (" in runs[1].output
+    assert (tmp_path / ".graphwalk" / "extractions.sqlite").is_file()
+    assert len(openai_server.chat_requests) == 1
+    assert "sk-secret-key" not in runs[0].output

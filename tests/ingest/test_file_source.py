@@ -118,7 +118,7 @@ def test_bad_arguments(tmp_path: Path) -> None:
         FileSource(tmp_path / "missing")
     with pytest.raises(InputError, match="invalid source id 'a/b'"):
         FileSource(tmp_path, source_id="a/b")
-    with pytest.raises(InputError, match="invalid mapping for 'x.csv'"):
+    with pytest.raises(InputError, match=r"invalid mapping for 'x\.csv'"):
         load_mappings({"x.csv": {"type": "film"}})
     (tmp_path / "m.yaml").write_text("name: [unclosed", encoding="utf-8")
     with pytest.raises(InputError, match="is not valid YAML"):

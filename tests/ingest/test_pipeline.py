@@ -64,7 +64,8 @@ async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
             "b.txt": "E Inception|film|year=2010\nE Tom Hardy|person\nR Inception|starred|Tom Hardy\n"
             "E Emma Thomas|person\nR Emma Thomas|produced|Inception",
             "c.txt": None,
-            "d.txt": "E London|city|country=UK\nE Christopher Nolan|person\nR Christopher Nolan|born_in|London",
+            "d.txt": "E London|city|country=UK\nE Christopher Nolan|person\n"
+            "R Christopher Nolan|born_in|London",
         },
     )
     second = await run(corpus, store, extractor, decider)
@@ -242,3 +243,50 @@ async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
         "inception",
         "nolan",
     ]
+
+
+async def test_unreadable_input_keeps_its_old_data(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Alpha|thing", "b.txt": "E Beta|thing"})
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
+    await run(tmp_path, store, ScriptedExtractor(), decider)
+    before = await graph_tables(store, "docs")
+    (tmp_path / "a.txt").write_bytes(b"\xff\xfe not utf-8")
+    report = await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert (report.kept, report.deleted, report.unchanged) == (1, 0, 1)
+    assert [s.describe() for s in report.skipped] == ["a.txt:1: not UTF-8: invalid byte 0xff at offset 0"]
+    assert await graph_tables(store, "docs") == before
+
+
+def symmetric_alias_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
+    """Merge when one name's words contain the other's (``Nolan`` <-> ``Chris Nolan``), else NEW."""
+    assert isinstance(question.instructions, dict)
+    words = name_words(question.instructions["mention"]["name"])
+    for label, card in question.options.items():
+        if isinstance(card, dict):
+            other = name_words(str(card["name"]))
+            if words <= other or other <= words:
+                return {label: 1.0}
+    return {"NEW": 1.0}
+
+
+async def test_ids_follow_the_earliest_name_after_alias_merges(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        {
+            "b.txt": "E Chris Nolan|person",
+            "c.txt": "E Chris Nolan|person\nE Inception|film\nR Inception|directed_by|Chris Nolan",
+            "d.txt": "E Nolan|person",
+        },
+    )
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
+    assert [n.id for n in await store.find_nodes(name="Nolan")] == [base_node_id("Chris Nolan")]
+    write(tmp_path, {"a.txt": "E Nolan|person|born=1970", "b.txt": None})
+    await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
+    [node] = await store.find_nodes(name="Nolan")
+    assert (node.id, node.name, node.aliases) == (base_node_id("Nolan"), "Nolan", ("Chris Nolan",))
+    [edge] = [e async for e in store.iter_edges()]
+    assert (edge.type, edge.target) == ("directed_by", base_node_id("Nolan"))
+    fresh = MemoryGraphStore()
+    await run(tmp_path, fresh, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")

@@ -23,7 +23,7 @@ def parse_answers(text: str) -> list[str]:
         text = text[len("answer:") :]
     out = []
     for part in text.split("|"):
-        answer = part.strip().strip("\"'").rstrip(".").strip()
+        answer = part.strip().rstrip(".").strip().strip("\"'").strip()
         if answer and answer.lower() not in _REFUSALS:
             out.append(answer)
     return out

@@ -7,6 +7,7 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.model import JSONValue
 
@@ -102,7 +103,5 @@ class Source(Protocol):
 def check_source_id(source_id: str) -> str:
     """Source ids prefix provenance (``<source>/<doc>``) and ledger keys, so no ``/`` and not blank."""
     if not source_id or "/" in source_id or source_id != source_id.strip():
-        from graphwalk_core.errors import InputError
-
         raise InputError(f"invalid source id {source_id!r}: non-blank, no '/' and no outer spaces")
     return source_id

@@ -5,4 +5,3 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DATA_DIR = REPO_ROOT / "data"
 SOURCES_FILE = DATA_DIR / "sources.yaml"
-CUSTOM_QUESTIONS = DATA_DIR / "questions.jsonl"
