@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from graphwalk_core.cli import eval as eval_cli
 from graphwalk_core.cli import demo, graph, ingest, query, sql
+from graphwalk_core.cli import eval as eval_cli
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 app.add_typer(graph.app, name="graph", help="Import, export and inspect graphs.")

@@ -321,6 +321,7 @@ def twowiki_retrieval(
                 preset=preset,
                 concurrency=concurrency,
                 overrides=parse_sets(set_),
+                progress=lambda msg: typer.echo(msg, err=True),
             )
         )
         path = write_retrieval_report(report, out)

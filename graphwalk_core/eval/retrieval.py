@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -162,8 +163,13 @@ async def run_retrieval(
     linking: str = "resolve",
     concurrency: int = 4,
     overrides: dict[str, Any] | None = None,
+    progress: Callable[[str], Any] | None = None,
 ) -> RetrievalReport:
-    """Ingest the corpus (NLP extractor, exact routing), then score graphwalk and dense top-k."""
+    """Ingest the corpus (NLP extractor, exact routing), then score graphwalk and dense top-k.
+
+    ``progress`` receives one line per stage (ingest, index, each question).
+    """
+    say = progress or (lambda _msg: None)
     from graphwalk_core.traversal.entry import NameEntryResolver
 
     passages: list[Passage] = list(dataset.knowledge.passages)
@@ -173,6 +179,7 @@ async def run_retrieval(
     await ingester(store, passages)
     ingest_s = time.perf_counter() - start
     nodes, edges = await store.counts()
+    say(f"ingested {len(passages)} passages in {ingest_s:.1f}s: {nodes} nodes, {edges} edges")
     resolver = await NameEntryResolver.from_store(
         store, embedder=embedder, best_only=linking == "resolve-best"
     )
@@ -185,6 +192,7 @@ async def run_retrieval(
         preset, store, decider, config=config, embedder=embedder, linking="resolve", entry=entry
     )
     index = await asyncio.to_thread(DocumentIndex.build, passage_documents(dataset.knowledge), embedder)
+    say(f"embedded {len(index.docs)} passages for dense retrieval")
     semaphore = asyncio.Semaphore(concurrency)
 
     async def graph_row(q: Question) -> RetrievalRow:
