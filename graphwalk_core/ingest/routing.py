@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 DEFAULT_ROUTE_THRESHOLD = 0.6
 NEW = "NEW"
 #: Card and state keys the local decider skips (see :func:`routing_decider`).
-LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type"})
+LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type", "aliases"})
 #: Mention names are embedded ahead of routing in batches of this many chunks.
 PREFETCH_CHUNKS = 256
 #: Types whose identity is their text: routed by exact name, never asked.

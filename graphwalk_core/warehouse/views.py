@@ -11,6 +11,9 @@ import duckdb
 from graphwalk_core.errors import BackendError, InputError
 
 DB_NAME = "warehouse.duckdb"
+#: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
+#: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
+_STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
 _LOCK_RETRIES = 50
 _LOCK_WAIT_S = 0.1
 
@@ -24,7 +27,8 @@ def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the database, waiting while another process holds its write lock."""
     for attempt in range(_LOCK_RETRIES):
         try:
-            return duckdb.connect(str(db), read_only=read_only)
+            config = {} if read_only else _STORAGE_CONFIG
+            return duckdb.connect(str(db), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
