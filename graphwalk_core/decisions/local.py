@@ -43,6 +43,8 @@ from graphwalk_core.errors import ConfigError
 
 StopRule = Literal["gain", "description", "fixed"]
 STOP_RULES: tuple[str, ...] = ("gain", "description", "fixed")
+OptionStyle = Literal["natural", "flat"]
+OPTION_STYLES: tuple[str, ...] = ("natural", "flat")
 #: Per option: the text its score compares with the question (None: no similarity), and a bias.
 Plan: TypeAlias = list[tuple[str | None, float]]
 
@@ -76,6 +78,27 @@ def flatten_text(value: Any, skip_keys: Collection[str] = ()) -> str:
     return "; ".join(parts).replace("_", " ")
 
 
+def relation_phrase(relation: str, direction: str, subject: str, meaning: str = "") -> str:
+    """A relation move as words: ``out`` -> "release year of Memento", ``in`` -> "things whose
+    directed by is Christopher Nolan"; a gloss (``meaning``) is appended in parentheses."""
+    words = relation.replace("_", " ").strip()
+    phrase = f"{words} of {subject}" if direction == "out" else f"things whose {words} is {subject}"
+    return f"{phrase} ({meaning})" if meaning else phrase
+
+
+def current_subject(instructions: Any) -> str:
+    """The walk's current node name(s) from engine instructions (``current.node``/``examples``)."""
+    here = instructions.get("current") if isinstance(instructions, dict) else None
+    if not isinstance(here, dict):
+        return "it"
+    if here.get("node"):
+        return str(here["node"])
+    examples = [str(e) for e in here.get("examples") or []]
+    if not examples:
+        return "them"
+    return examples[0] if len(examples) == 1 else ", ".join(examples[:3])
+
+
 def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
     """``exp(s / T)`` normalized, computed stably."""
     z = scores / temperature
@@ -93,6 +116,7 @@ class LocalDecisionBackend:
         temperature: float = 0.05,
         stop_rule: StopRule = "gain",
         stop_bias: float = 0.0,
+        option_style: OptionStyle = "natural",
         stop_labels: Collection[str] = ("STOP",),
         context_keys: Iterable[str] = DEFAULT_CONTEXT_KEYS,
         skip_keys: Collection[str] = DEFAULT_SKIP_KEYS,
@@ -103,6 +127,9 @@ class LocalDecisionBackend:
             raise ConfigError(f"local decider temperature must be > 0, got {temperature}")
         if stop_rule not in STOP_RULES:
             raise ConfigError(f"unknown stop_rule {stop_rule!r}: expected one of {list(STOP_RULES)}")
+        if option_style not in OPTION_STYLES:
+            raise ConfigError(f"unknown option_style {option_style!r}: expected one of {list(OPTION_STYLES)}")
+        self.option_style: OptionStyle = option_style
         self.embedder = embedder
         self.temperature = float(temperature)
         self.stop_rule: StopRule = stop_rule
@@ -144,14 +171,34 @@ class LocalDecisionBackend:
         text, context = self._split(question, state)
         rule = "description" if self.stop_rule == "gain" and not context else self.stop_rule
         plan: Plan = []
+        subject = current_subject(question.instructions)
         for label, description in question.options.items():
-            move = flatten_text(description, self.skip_keys) or label.replace("_", " ")
+            move = self._move_text(label, description, subject)
             if label in self.stop_labels:
                 target = {"gain": context, "description": move, "fixed": None}[rule]
                 plan.append((target, self.stop_bias))
             else:
                 plan.append((f"{context}; {move}" if rule == "gain" else move, 0.0))
         return text, plan
+
+    def _move_text(self, label: str, description: JSONContent | None, subject: str) -> str:
+        """An option as text: a relation move as words (``natural``), else its flattened description."""
+        if (
+            self.option_style == "natural"
+            and isinstance(description, dict)
+            and isinstance(description.get("relation"), str)
+            and description.get("direction") in ("out", "in")
+        ):
+            rest = {k: v for k, v in description.items() if k not in ("relation", "meaning")}
+            phrase = relation_phrase(
+                description["relation"],
+                description["direction"],
+                subject,
+                flatten_text(description.get("meaning")),
+            )
+            extra = flatten_text(rest, self.skip_keys)
+            return f"{phrase}; {extra}" if extra else phrase
+        return flatten_text(description, self.skip_keys) or label.replace("_", " ")
 
     def _answer(
         self, question: ChoiceQuestion, text: str, plan: Plan, vecs: dict[str, np.ndarray]

@@ -78,9 +78,9 @@ class _Mention:
 
 def routing_decider(decider: DecisionBackend | None) -> DecisionBackend | None:
     """The decider as routing uses it. The local (embedding) decider compares the mention's name with each
-    card's name and aliases: passage, sentences, types, summaries and relations are skipped (long texts
-    would swamp the names and cost an embedding per question; bare names hit the embedding cache the
-    candidate index fills). Jev reads everything."""
+    card's name: passage, sentences, types, aliases, summaries and relations are skipped (long texts would
+    swamp the names and cost an embedding per question; bare names hit the embedding cache the candidate
+    index fills). Jev reads everything."""
     from graphwalk_core.decisions.local import LocalDecisionBackend
 
     if isinstance(decider, LocalDecisionBackend) and "passage" not in decider.skip_keys:
