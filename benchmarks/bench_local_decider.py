@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionRequest
-from graphwalk_core.decisions.local import LocalDecisionBackend
+from graphwalk_core.decisions.local import DEFAULT_SKIP_KEYS, LocalDecisionBackend
 from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES
@@ -161,6 +161,9 @@ def parse_variant(spec: str) -> tuple[str, dict[str, Any]]:
     kwargs: dict[str, Any] = {}
     for pair in filter(None, body.split(",")):
         key, _, value = pair.partition(":")
+        if key == "skip":  # extra keys to drop, joined by "+"
+            kwargs["skip_keys"] = DEFAULT_SKIP_KEYS | set(value.split("+"))
+            continue
         try:
             kwargs[key] = float(value)
         except ValueError:

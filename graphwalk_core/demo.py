@@ -23,11 +23,13 @@ DEMO_BENCHMARK_SYSTEMS = ("relation-greedy", "vector-rag")
 
 SUMMARY_SQL = """
 SELECT dataset, system, count(*) AS n,
-       count(*) FILTER (WHERE status = 'skipped') AS skipped,
-       round(avg(f1), 3) AS f1, round(avg(hits_at_1), 3) AS hits_at_1,
-       sum(decision_calls) AS decision_calls,
-       any_value(error) FILTER (WHERE status = 'skipped') AS skip_reason
-FROM eval_results GROUP BY ALL ORDER BY dataset, system
+       round(avg(f1), 3) AS f1, round(avg(em), 3) AS em, round(avg(hits_at_1), 3) AS hits_at_1,
+       round(median(latency_s), 3) AS p50_s, round(avg(decision_calls), 2) AS calls_per_q
+FROM eval_results WHERE status <> 'skipped' GROUP BY ALL ORDER BY dataset, system
+"""
+SKIPPED_SQL = """
+SELECT any_value(error) AS reason, string_agg(DISTINCT system, ', ' ORDER BY system) AS systems
+FROM eval_results WHERE status = 'skipped' GROUP BY error ORDER BY reason
 """
 
 
@@ -72,10 +74,16 @@ def print_report(
             console.print(f"[yellow]left out[/yellow] {name}: {reason}")
     if "eval_results" in warehouse.tables():
         result = query(root, SUMMARY_SQL)
-        summary = Table(*result.columns, title="select dataset, system, avg(f1), ... from eval_results")
+        summary = Table(*result.columns, title="eval_results, answered questions (DuckDB)")
         for row in result.rows:
             summary.add_row(*("" if v is None else str(v) for v in row))
         console.print(summary)
-    console.print(f'Query it: graphwalk sql "select * from eval_summary" --warehouse {root}')
+        for reason, systems in query(root, SKIPPED_SQL).rows:
+            console.print(f"[yellow]skipped[/yellow] {systems}: {reason}")
+    sql = "select dataset, system, avg(f1) from eval_results group by all"
+    console.print(
+        f'Query it: graphwalk sql "select * from eval_summary" --warehouse {root}\n'
+        f'      or: duckdb {warehouse.db_path} -c "{sql}"'
+    )
     if seconds is not None:
         console.print(f"Demo finished in {seconds:.1f}s")

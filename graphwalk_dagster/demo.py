@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,20 @@ EVAL = [eval_assets.eval_questions, eval_assets.eval_results, eval_checks.eval_r
 
 Log = Callable[[str], None]
 
+#: Dagster's console logger at WARNING: the demo prints its own progress lines.
+QUIET_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
+
+
+def demo_instance(home: Path) -> dg.DagsterInstance:
+    """A persistent instance in ``home`` (the repository's dagster.yaml: telemetry off), so the demo's
+    runs and materializations show in the UI started with the same ``DAGSTER_HOME``."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists() and INSTANCE_CONFIG.is_file():
+        shutil.copyfile(INSTANCE_CONFIG, config)
+    return dg.DagsterInstance.from_config(str(home.resolve()))
+
 
 def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> dict[str, Any]:
     """The embedded defaults rooted at ``warehouse``: SQLite, local decider, offline extractor, no key."""
@@ -79,12 +94,21 @@ def ingest_sources(
         log(f"ingest {source_id}")
         results.append(
             _check(
-                dg.materialize(INGEST_CHAIN, partition_key=source_id, resources=resources, instance=instance),
+                dg.materialize(
+                    INGEST_CHAIN,
+                    partition_key=source_id,
+                    resources=resources,
+                    instance=instance,
+                    run_config=QUIET_LOGS,
+                ),
                 f"ingesting {source_id}",
             )
         )
     log("knowledge_graph")
-    results.append(_check(dg.materialize(GRAPH, resources=resources, instance=instance), "knowledge_graph"))
+    results.append(_check(
+            dg.materialize(GRAPH, resources=resources, instance=instance, run_config=QUIET_LOGS),
+            "knowledge_graph",
+        ))
     return results
 
 
@@ -98,7 +122,7 @@ def evaluate(
     questions_config: dict[str, Any] | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
     """One run per (dataset, system) partition, then the summary over all of them."""
-    config = {"ops": {"eval_questions": {"config": {"n": n, **(questions_config or {})}}}}
+    config = {"ops": {"eval_questions": {"config": {"n": n, **(questions_config or {})}}}, **QUIET_LOGS}
     results = []
     for dataset, system in partitions:
         log(f"eval {dataset} × {system}")
@@ -117,7 +141,10 @@ def evaluate(
     log("eval_summary")
     results.append(
         _check(
-            dg.materialize([eval_assets.eval_summary], resources=resources, instance=instance), "eval_summary"
+            dg.materialize(
+                [eval_assets.eval_summary], resources=resources, instance=instance, run_config=QUIET_LOGS
+            ),
+            "eval_summary",
         )
     )
     return results
@@ -131,12 +158,18 @@ def run_demo(
     sources_file: Path | None = None,
     questions: Path | None = None,
     instance: dg.DagsterInstance | None = None,
+    dagster_home: Path | None = None,
     log: Log = print,
 ) -> None:
-    """Ingest every declared source, publish the graph, run the plan's eval partitions and summarize."""
+    """Ingest every declared source, publish the graph, run the plan's eval partitions and summarize.
+
+    The runs go to ``instance``, else a persistent instance in ``dagster_home``, else an ephemeral one.
+    """
     resources = offline_resources(warehouse, sources_file=sources_file)
     source_ids = [spec.id for spec in resources["sources"].specs()]
     config = {"questions": str(questions)} if questions else None
-    with instance or dg.DagsterInstance.ephemeral() as inst:
+    if instance is None:
+        instance = demo_instance(dagster_home) if dagster_home else dg.DagsterInstance.ephemeral()
+    with instance as inst:
         ingest_sources(source_ids, resources, inst, log)
         evaluate(plan.partitions, resources, inst, n=n, log=log, questions_config=config)

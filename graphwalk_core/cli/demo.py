@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
@@ -16,6 +17,10 @@ def demo(
     ),
     n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 5,
     fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
+    dagster_home: Annotated[
+        Path | None,
+        typer.Option(help="Dagster instance folder for the runs (default: $DAGSTER_HOME, else .dagster)"),
+    ] = None,
     questions: Annotated[
         Path | None,
         typer.Option(help="custom questions over the sample graph (default: data/questions.jsonl)"),
@@ -28,6 +33,8 @@ def demo(
     from graphwalk_core.warehouse.eval_data import CUSTOM_QUESTIONS
 
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=140)  # piped output: no 80-column wrapping of the tables
     start = time.perf_counter()
     if fresh:
         shutil.rmtree(warehouse, ignore_errors=True)
@@ -40,6 +47,11 @@ def demo(
         plan,
         n=n,
         questions=questions,
+        dagster_home=dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster"),
         log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
     )
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)
+    console.print(
+        f"See the runs in the UI: DAGSTER_HOME={(dagster_home or Path('.dagster')).resolve()} "
+        "dagster dev -w workspace.yaml"
+    )

@@ -194,7 +194,7 @@ class LocalDecisionBackend:
                 description["relation"],
                 description["direction"],
                 subject,
-                flatten_text(description.get("meaning")),
+                "" if "meaning" in self.skip_keys else flatten_text(description.get("meaning")),
             )
             extra = flatten_text(rest, self.skip_keys)
             return f"{phrase}; {extra}" if extra else phrase
