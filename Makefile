@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: setup demo test bench lint lock
+.PHONY: setup demo test bench lint lock ui
 
 setup: $(VENV)/.installed
 
@@ -34,3 +34,8 @@ lock:
 	$(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
 		--no-emit-trusted-host --extra dev --output-file requirements.lock pyproject.toml
 	sed -i '/^graphwalk @/d; /^-e /d' requirements.lock
+
+# The Dagster UI on the demo's instance (runs and materializations of `make demo` show there).
+ui: setup
+	mkdir -p .dagster && cp -n dagster.yaml .dagster/ || true
+	DAGSTER_HOME=$(CURDIR)/.dagster $(VENV)/bin/dagster dev -w workspace.yaml
