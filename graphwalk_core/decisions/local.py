@@ -19,6 +19,7 @@ embedder; every distinct text is embedded at most once per call and cached by co
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Collection, Iterable
 from typing import Any, Literal, TypeAlias
@@ -45,8 +46,11 @@ StopRule = Literal["gain", "description", "fixed"]
 STOP_RULES: tuple[str, ...] = ("gain", "description", "fixed")
 OptionStyle = Literal["natural", "flat"]
 OPTION_STYLES: tuple[str, ...] = ("natural", "flat")
-#: Per option: the text its score compares with the question (None: no similarity), and a bias.
-Plan: TypeAlias = list[tuple[str | None, float]]
+#: Per option: the text its score compares with the question (None: no similarity), an additive bias
+#: and the names it stands for (compared with the expected answer type; None: no type term).
+Plan: TypeAlias = list[tuple[str | None, float, str | None]]
+#: The engine's instructions key holding the expected answer type (``traversal.prompts``).
+DEFAULT_TYPE_KEY = "expected_answer_type"
 
 #: Keys whose values are boilerplate or noise for similarity (dropped when flattening): the task text,
 #: edge direction and counts, the edge string (it repeats relation and node) and example lists (target
@@ -78,25 +82,41 @@ def flatten_text(value: Any, skip_keys: Collection[str] = ()) -> str:
     return "; ".join(parts).replace("_", " ")
 
 
-def relation_phrase(relation: str, direction: str, subject: str, meaning: str = "") -> str:
-    """A relation move as words: ``out`` -> "release year of Memento", ``in`` -> "things whose
-    directed by is Christopher Nolan"; a gloss (``meaning``) is appended in parentheses."""
+#: A relation-mode path step as the engine writes it: ``directed_by (out)``.
+PATH_STEP = re.compile(r"^(?P<relation>\S+) \((?P<direction>out|in)\)$")
+
+
+def last_step(instructions: Any) -> tuple[str, str] | None:
+    """(relation, direction) of the walk's last hop from the instructions' ``path``, if it reads as one."""
+    path = instructions.get("path") if isinstance(instructions, dict) else None
+    if not isinstance(path, list) or not path:
+        return None
+    match = PATH_STEP.match(str(path[-1]))
+    return (match["relation"], match["direction"]) if match else None
+
+
+def relation_phrase(relation: str, direction: str, previous: tuple[str, str] | None) -> str:
+    """A relation move as words; one that walks the previous hop back reads "other ones with the
+    same <relation>" (it reaches the previous set's siblings, not the relation's value)."""
     words = relation.replace("_", " ").strip()
-    phrase = f"{words} of {subject}" if direction == "out" else f"things whose {words} is {subject}"
-    return f"{phrase} ({meaning})" if meaning else phrase
+    if previous is not None and previous[0] == relation and previous[1] != direction:
+        return f"other ones with the same {words}"
+    return words
 
 
-def current_subject(instructions: Any) -> str:
+def current_names(instructions: Any) -> str:
     """The walk's current node name(s) from engine instructions (``current.node``/``examples``)."""
     here = instructions.get("current") if isinstance(instructions, dict) else None
     if not isinstance(here, dict):
-        return "it"
-    if here.get("node"):
-        return str(here["node"])
-    examples = [str(e) for e in here.get("examples") or []]
-    if not examples:
-        return "them"
-    return examples[0] if len(examples) == 1 else ", ".join(examples[:3])
+        return ""
+    return flatten_text(here.get("node") or here.get("examples"))
+
+
+def option_names(description: Any) -> str:
+    """The node name(s) a move leads to (``node`` or ``leads_to`` of an engine option)."""
+    if not isinstance(description, dict):
+        return ""
+    return flatten_text(description.get("node") or description.get("leads_to"))
 
 
 def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
@@ -117,6 +137,8 @@ class LocalDecisionBackend:
         stop_rule: StopRule = "gain",
         stop_bias: float = 0.0,
         option_style: OptionStyle = "natural",
+        type_weight: float = 0.0,
+        type_key: str = DEFAULT_TYPE_KEY,
         stop_labels: Collection[str] = ("STOP",),
         context_keys: Iterable[str] = DEFAULT_CONTEXT_KEYS,
         skip_keys: Collection[str] = DEFAULT_SKIP_KEYS,
@@ -130,6 +152,8 @@ class LocalDecisionBackend:
         if option_style not in OPTION_STYLES:
             raise ConfigError(f"unknown option_style {option_style!r}: expected one of {list(OPTION_STYLES)}")
         self.option_style: OptionStyle = option_style
+        self.type_weight = float(type_weight)
+        self.type_key = type_key
         self.embedder = embedder
         self.temperature = float(temperature)
         self.stop_rule: StopRule = stop_rule
@@ -161,8 +185,16 @@ class LocalDecisionBackend:
         text = flatten_text([state, instr], self.skip_keys)
         return text, context
 
-    def _plan(self, question: ChoiceQuestion, state: JSONContent) -> tuple[str, Plan]:
-        """The question text and, per option, (text to compare with or None, additive bias)."""
+    def _type_hint(self, question: ChoiceQuestion) -> str | None:
+        """The expected answer type from the instructions, when the type term is on."""
+        instr = question.instructions
+        if self.type_weight == 0 or not isinstance(instr, dict):
+            return None
+        hint = flatten_text(instr.get(self.type_key))
+        return hint or None
+
+    def _plan(self, question: ChoiceQuestion, state: JSONContent) -> tuple[str, str | None, Plan]:
+        """The question text, the answer-type hint and the per-option plan (see ``Plan``)."""
         if len(question.options) > self._max_options:
             raise DecisionError(
                 f"question {question.key!r}: {len(question.options)} options exceed the limit "
@@ -171,17 +203,22 @@ class LocalDecisionBackend:
         text, context = self._split(question, state)
         rule = "description" if self.stop_rule == "gain" and not context else self.stop_rule
         plan: Plan = []
-        subject = current_subject(question.instructions)
+        previous = last_step(question.instructions)
+        hint = self._type_hint(question)
         for label, description in question.options.items():
-            move = self._move_text(label, description, subject)
+            move = self._move_text(label, description, previous)
             if label in self.stop_labels:
                 target = {"gain": context, "description": move, "fixed": None}[rule]
-                plan.append((target, self.stop_bias))
+                names = (current_names(question.instructions) or None) if hint else None
+                plan.append((target, self.stop_bias, names))
             else:
-                plan.append((f"{context}; {move}" if rule == "gain" else move, 0.0))
-        return text, plan
+                names = (option_names(description) or None) if hint else None
+                plan.append((f"{context}; {move}" if rule == "gain" else move, 0.0, names))
+        return text, hint, plan
 
-    def _move_text(self, label: str, description: JSONContent | None, subject: str) -> str:
+    def _move_text(
+        self, label: str, description: JSONContent | None, previous: tuple[str, str] | None
+    ) -> str:
         """An option as text: a relation move as words (``natural``), else its flattened description."""
         if (
             self.option_style == "natural"
@@ -189,24 +226,21 @@ class LocalDecisionBackend:
             and isinstance(description.get("relation"), str)
             and description.get("direction") in ("out", "in")
         ):
-            rest = {k: v for k, v in description.items() if k not in ("relation", "meaning")}
-            phrase = relation_phrase(
-                description["relation"],
-                description["direction"],
-                subject,
-                "" if "meaning" in self.skip_keys else flatten_text(description.get("meaning")),
-            )
+            rest = {k: v for k, v in description.items() if k != "relation"}
+            phrase = relation_phrase(description["relation"], description["direction"], previous)
             extra = flatten_text(rest, self.skip_keys)
             return f"{phrase}; {extra}" if extra else phrase
         return flatten_text(description, self.skip_keys) or label.replace("_", " ")
 
     def _answer(
-        self, question: ChoiceQuestion, text: str, plan: Plan, vecs: dict[str, np.ndarray]
+        self, question: ChoiceQuestion, text: str, hint: str | None, plan: Plan, vecs: dict[str, np.ndarray]
     ) -> ChoiceResult:
         q = vecs[text]
-        scores = np.array(
-            [(float(np.dot(q, vecs[target])) if target is not None else 0.0) + bias for target, bias in plan]
-        )
+        scores = np.zeros(len(plan))
+        for i, (target, bias, names) in enumerate(plan):
+            scores[i] = bias + (float(np.dot(q, vecs[target])) if target is not None else 0.0)
+            if hint is not None and names:
+                scores[i] += self.type_weight * float(np.dot(vecs[hint], vecs[names]))
         labels = list(question.options)
         probs = softmax(scores, self.temperature)
         raw = dict(zip(labels, probs.tolist(), strict=True))
@@ -218,13 +252,17 @@ class LocalDecisionBackend:
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
         started = time.perf_counter()
         plans = [self._plan(q, request.state) for q in request.questions]
-        wanted = (t for text, plan in plans for t in (text, *(target for target, _ in plan)))
+        wanted = (
+            t
+            for text, hint, plan in plans
+            for t in (text, hint, *(target for target, _, _ in plan), *(names for _, _, names in plan))
+        )
         texts = list(dict.fromkeys(t for t in wanted if t is not None))
         matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
         vecs = dict(zip(texts, matrix, strict=True))
         results = {
-            q.key: self._answer(q, text, plan, vecs)
-            for q, (text, plan) in zip(request.questions, plans, strict=True)
+            q.key: self._answer(q, text, hint, plan, vecs)
+            for q, (text, hint, plan) in zip(request.questions, plans, strict=True)
         }
         return DecisionResponse(
             results=results,
