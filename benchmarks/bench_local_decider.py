@@ -21,6 +21,7 @@ import random
 import sys
 import time
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from rich.table import Table
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionRequest
 from graphwalk_core.decisions.local import DEFAULT_SKIP_KEYS, LocalDecisionBackend
 from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder
+from graphwalk_core.eval.datasets.metaqa import METAQA_OBJECT_TYPES
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES
 
@@ -52,10 +54,12 @@ QTYPE_RELATION = {
     "imdbvotes": "has_imdb_votes",
 }
 MAX_FRONTIER = 2000
+#: The graph's node types, as the engine's answer-type question offers them.
+NODE_TYPES = sorted({"film", *METAQA_OBJECT_TYPES.values()})
 #: Settings compared by default: the shipped defaults and the previous engineer's (v1) ones.
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
-    "v1": {"option_style": "flat", "stop_rule": "gain", "stop_bias": 0.0},
+    "v1": {"option_style": "flat", "stop_rule": "gain", "stop_bias": 0.0, "type_weight": 0.0},
 }
 
 Adjacency = dict[str, dict[tuple[str, str], list[str]]]
@@ -76,8 +80,7 @@ def gold_path(qtype: str) -> list[tuple[str, str]]:
     """(relation, direction) per hop: ``movie_to_director`` is directed_by out, the reverse is in."""
     parts = qtype.split("_to_")
     return [
-        (QTYPE_RELATION[b], "out") if a == "movie" else (QTYPE_RELATION[a], "in")
-        for a, b in zip(parts, parts[1:], strict=False)
+        (QTYPE_RELATION[b], "out") if a == "movie" else (QTYPE_RELATION[a], "in") for a, b in pairwise(parts)
     ]
 
 
@@ -95,7 +98,7 @@ def sample(hops: int, n: int, seed: int = 0) -> list[tuple[str, str, list[tuple[
 
 
 def question_at(
-    adj: Adjacency, start: str, frontier: list[str], path: list[str], allow_stop: bool
+    adj: Adjacency, start: str, frontier: list[str], path: list[str], allow_stop: bool, hint: str | None
 ) -> tuple[ChoiceQuestion | None, dict[str, tuple[str, str, list[str]]]]:
     """The engine's relation-mode question for ``frontier`` and label -> (relation, direction, reached)."""
     merged: dict[tuple[str, str], list[str]] = {}
@@ -116,7 +119,7 @@ def question_at(
         options[prompts.STOP] = prompts.stop_description("literal", frontier[:3])
     if len(options) < 2:  # the engine forces a lone move
         return None, moves
-    instr = prompts.instructions("relation", path, frontier[:3], len(frontier))
+    instr = prompts.instructions("relation", path, frontier[:3], len(frontier), answer_hint=hint)
     return ChoiceQuestion(key="b0", instructions=instr, options=options), moves
 
 
@@ -127,14 +130,19 @@ async def score(backend: LocalDecisionBackend, adj: Adjacency, items: dict[int, 
     for hops, questions in items.items():
         for query, topic, gold in questions:
             frontier, path = [topic], []
+            state = prompts.build_state(query)
+            ask = DecisionRequest(state=state, questions=[prompts.answer_type_question(NODE_TYPES)])
+            typed = (await backend.decide(ask)).results[prompts.ANSWER_TYPE_KEY].top
+            hint = NODE_TYPES[int(typed[1:]) - 1]
             for depth in range(hops + 1):
-                cq, moves = question_at(adj, topic, frontier, path, allow_stop=depth > 0)
+                # like the engine: the hint is asked with the first call and shown from depth 1 on
+                cq, moves = question_at(adj, topic, frontier, path, depth > 0, hint if depth else None)
                 if cq is None:
                     if not moves:
                         break
                     top = next(iter(moves))
                 else:
-                    req = DecisionRequest(state=prompts.build_state(query), questions=[cq])
+                    req = DecisionRequest(state=state, questions=[cq])
                     top = (await backend.decide(req)).results["b0"].top
                 chosen = moves.get(top)
                 if depth < hops:

@@ -39,7 +39,13 @@ class GraphwalkSettings(BaseSettings):
     local_stop_rule: Literal["gain", "description", "fixed"] = Field(
         default="gain", description="how the local decider scores STOP (see decisions/local.py)"
     )
-    local_stop_bias: float = Field(default=0.0, description="added to STOP's score by the local decider")
+    local_stop_bias: float = Field(default=0.05, description="added to STOP's score by the local decider")
+    local_option_style: Literal["natural", "flat"] = Field(
+        default="natural", description="how the local decider renders relation moves (decisions/local.py)"
+    )
+    local_type_weight: float = Field(
+        default=0.5, description="weight of the expected-answer-type term in the local decider"
+    )
 
     llm_model: str | None = Field(default=None, description="a litellm model string; none: offline")
     llm_api_base: str | None = None

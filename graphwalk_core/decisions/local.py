@@ -3,7 +3,10 @@
 Texts
     *question*: the state plus the instructions, without the context fields and boilerplate keys.
     *context*: the instructions' context fields (default ``path`` and ``current``): where the walk is.
-    *move*: an option's description flattened to text (its label when it has none).
+    *move*: an option's description flattened to text (its label when it has none). With
+    ``option_style="natural"`` (default) a relation move that walks the previous hop back (same
+    relation, other direction, read from the engine's ``path``) reads "other ones with the same
+    <relation>": it reaches siblings of the previous set, which only "same ..." questions want.
 
 STOP rule (``stop_rule``), for options whose label is in ``stop_labels``:
     ``"gain"`` (default): a move scores ``cos(question, context + move)`` and STOP scores
@@ -12,6 +15,11 @@ STOP rule (``stop_rule``), for options whose label is in ``stop_labels``:
     ``"description"``: STOP is an ordinary option, scored by ``cos(question, its description)``.
     ``"fixed"``: STOP scores 0; moves score ``cos(question, move)``.
     Under every rule ``stop_bias`` is added to STOP's score (positive: stop more readily).
+
+Answer type (``type_weight``): when the instructions carry the engine's expected answer type
+(``expected_answer_type``), every option also scores ``type_weight * cos(type, names)``, where the
+names are the nodes it stands for: STOP the current nodes, a move the nodes it leads to. The walk
+then prefers to stop on, and move toward, nodes that look like the expected answer.
 
 The scores become a distribution with ``softmax(score / temperature)``. Deterministic given the
 embedder; every distinct text is embedded at most once per call and cached by content (LRU).
@@ -41,6 +49,7 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
+from graphwalk_core.settings import GraphwalkSettings
 
 StopRule = Literal["gain", "description", "fixed"]
 STOP_RULES: tuple[str, ...] = ("gain", "description", "fixed")
@@ -135,9 +144,9 @@ class LocalDecisionBackend:
         *,
         temperature: float = 0.05,
         stop_rule: StopRule = "gain",
-        stop_bias: float = 0.0,
+        stop_bias: float = 0.05,
         option_style: OptionStyle = "natural",
-        type_weight: float = 0.0,
+        type_weight: float = 0.5,
         type_key: str = DEFAULT_TYPE_KEY,
         stop_labels: Collection[str] = ("STOP",),
         context_keys: Iterable[str] = DEFAULT_CONTEXT_KEYS,
@@ -168,12 +177,28 @@ class LocalDecisionBackend:
     def model_id(self) -> str:
         return f"local:{self.embedder.model_id}:t={self.temperature:g}"
 
+    @classmethod
+    def from_settings(cls, embedder: Embedder, settings: GraphwalkSettings) -> LocalDecisionBackend:
+        """A backend configured by every ``GRAPHWALK_LOCAL_*`` setting."""
+        return cls(
+            embedder,
+            temperature=settings.local_temperature,
+            stop_rule=settings.local_stop_rule,
+            stop_bias=settings.local_stop_bias,
+            option_style=settings.local_option_style,
+            type_weight=settings.local_type_weight,
+        )
+
     @property
     def max_options(self) -> int:
         return self._max_options
 
     def __repr__(self) -> str:
-        return f"LocalDecisionBackend({self.model_id!r}, stop_rule={self.stop_rule!r})"
+        return (
+            f"LocalDecisionBackend({self.model_id!r}, stop_rule={self.stop_rule!r}, "
+            f"stop_bias={self.stop_bias:g}, type_weight={self.type_weight:g}, "
+            f"option_style={self.option_style!r})"
+        )
 
     def _split(self, question: ChoiceQuestion, state: JSONContent) -> tuple[str, str]:
         """(question text, context text) for one question."""

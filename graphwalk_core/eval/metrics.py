@@ -23,6 +23,7 @@ import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -33,6 +34,7 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
 
 
+@lru_cache(maxsize=1 << 17)
 def normalize_answer(text: str) -> str:
     """SQuAD normalization: lowercase, no punctuation, no articles, single spaces."""
     text = text.lower().translate(_PUNCT)

@@ -18,6 +18,7 @@ from graphwalk_core.decisions import (
 )
 from graphwalk_core.embeddings import HashingEmbedder
 from graphwalk_core.errors import ConfigError
+from graphwalk_core.settings import GraphwalkSettings
 
 QUERY = "who directed Memento"
 
@@ -84,7 +85,7 @@ async def test_gain_rule_exact_values() -> None:
             "Memento; Memento; movie; release year; 2000": [0, 1, 0],
         }
     )
-    local = LocalDecisionBackend(emb, temperature=0.1)
+    local = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.0)
     req = DecisionRequest(state={"query": QUERY}, questions=[question(WALK_INSTRUCTIONS)])
     resp = await local.decide(req)
     r = resp.results["b0"]
@@ -115,7 +116,7 @@ async def test_description_and_fixed_rules_and_fallback() -> None:
         }
     )
     req = DecisionRequest(state=QUERY, questions=[question(WALK_INSTRUCTIONS)])
-    by_description = LocalDecisionBackend(emb, stop_rule="description", temperature=0.2)
+    by_description = LocalDecisionBackend(emb, stop_rule="description", temperature=0.2, stop_bias=0.0)
     desc = (await by_description.decide(req)).results["b0"]
     assert list(desc.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.8], 0.2), rel=1e-6)
     fixed = LocalDecisionBackend(emb, stop_rule="fixed", stop_bias=0.5, temperature=0.2)
@@ -124,7 +125,7 @@ async def test_description_and_fixed_rules_and_fallback() -> None:
     # "gain" without context fields (plain-text instructions) falls back to "description".
     emb.table["who directed Memento; pick a hop"] = emb.table[QUERY]
     plain = DecisionRequest(state=QUERY, questions=[question("pick_a_hop")])
-    r3 = (await LocalDecisionBackend(emb, temperature=0.2).decide(plain)).results["b0"]
+    r3 = (await LocalDecisionBackend(emb, temperature=0.2, stop_bias=0.0).decide(plain)).results["b0"]
     assert list(r3.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.8], 0.2), rel=1e-6)
 
 
@@ -178,3 +179,109 @@ async def test_contract_and_errors() -> None:
         LocalDecisionBackend(HashingEmbedder(), temperature=0)
     with pytest.raises(ConfigError, match="unknown stop_rule 'never'"):
         LocalDecisionBackend(HashingEmbedder(), stop_rule="never")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="unknown option_style 'prose'"):
+        LocalDecisionBackend(HashingEmbedder(), option_style="prose")  # type: ignore[arg-type]
+
+
+def relation_hop(path: list[str], current: list[str], hint: str | None = None) -> ChoiceQuestion:
+    """A relation-mode question as the engine builds it (two moves and STOP)."""
+    instructions: dict[str, object] = {
+        "task": "pick a relation",
+        "path": path,
+        "current": {"count": len(current), "examples": current},
+    }
+    if hint is not None:
+        instructions["expected_answer_type"] = hint
+    return ChoiceQuestion(
+        key="b0",
+        instructions=instructions,
+        options={
+            "o1": {"relation": "directed_by", "direction": "in", "leads_to": ["Insomnia"], "count": 1},
+            "o2": {"relation": "release_year", "direction": "out", "leads_to": ["2000"], "count": 1},
+            "STOP": "stop",
+        },
+    )
+
+
+async def test_natural_style_reads_a_reversed_hop_as_same() -> None:
+    emb = TableEmbedder(
+        {
+            QUERY: [1, 0, 0],
+            "directed by (out)": [0.8, 0.6, 0],
+            "directed by (out); other ones with the same directed by": [0.6, 0.8, 0],
+            "directed by (out); release year": [0, 1, 0],
+            "directed by (out); directed by": [1, 0, 0],
+        }
+    )
+    req = DecisionRequest(state=QUERY, questions=[relation_hop(["directed_by (out)"], ["Christopher Nolan"])])
+    natural = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.0)
+    r = (await natural.decide(req)).results["b0"]
+    assert list(r.probabilities.values()) == pytest.approx(softmax([0.6, 0.0, 0.8], 0.1), rel=1e-6)
+    assert r.top == "STOP"
+    flat = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.0, option_style="flat")
+    r2 = (await flat.decide(req)).results["b0"]
+    assert list(r2.probabilities.values()) == pytest.approx(softmax([1.0, 0.0, 0.8], 0.1), rel=1e-6)
+    assert r2.top == "o1"
+    # a path that is not the engine's "relation (direction)" form: no reversal is read
+    other = DecisionRequest(state=QUERY, questions=[relation_hop(["Memento --directed_by--> X"], ["X"])])
+    emb.table["Memento --directed by--> X"] = emb.table[QUERY]
+    emb.table["Memento --directed by--> X; directed by"] = emb.table[QUERY]
+    emb.table["Memento --directed by--> X; release year"] = emb.table[QUERY]
+    r3 = (await natural.decide(other)).results["b0"]
+    assert list(r3.probabilities.values()) == pytest.approx([1 / 3] * 3, rel=1e-6)
+
+
+async def test_answer_type_term_exact_values() -> None:
+    emb = TableEmbedder(
+        {
+            f"{QUERY}; person": [1, 0, 0],
+            "year (out)": [0.6, 0.8, 0],
+            "year (out); directed by": [0.6, 0.8, 0],
+            "year (out); release year": [0.6, 0.8, 0],
+            "person": [0, 0, 1],
+            "Christopher Nolan": [0, 0.6, 0.8],
+            "Insomnia": [0, 1, 0],
+            "2000": [0, 0.8, 0.6],
+        }
+    )
+    req = DecisionRequest(
+        state=QUERY, questions=[relation_hop(["year (out)"], ["Christopher Nolan"], hint="person")]
+    )
+    local = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.05, type_weight=0.5)
+    r = (await local.decide(req)).results["b0"]
+    # every text scores 0.6 with the question; the type term adds 0.5 * cos(person, names)
+    expected = softmax([0.6 + 0.0, 0.6 + 0.5 * 0.6, 0.6 + 0.05 + 0.5 * 0.8], 0.1)
+    assert list(r.probabilities.values()) == pytest.approx(expected, rel=1e-6)
+    assert r.top == "STOP"
+    off = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.05, type_weight=0.0)
+    r2 = (await off.decide(req)).results["b0"]
+    assert list(r2.probabilities.values()) == pytest.approx(softmax([0.6, 0.6, 0.65], 0.1), rel=1e-6)
+    assert "person" not in [t for batch in emb.batches[1:] for t in batch]  # only embedded when used
+
+
+def test_from_settings_uses_every_local_setting() -> None:
+    settings = GraphwalkSettings(
+        local_temperature=0.2,
+        local_stop_rule="fixed",
+        local_stop_bias=0.1,
+        local_option_style="flat",
+        local_type_weight=0.3,
+    )
+    local = LocalDecisionBackend.from_settings(HashingEmbedder(), settings)
+    assert (local.temperature, local.stop_rule, local.stop_bias, local.option_style, local.type_weight) == (
+        0.2,
+        "fixed",
+        0.1,
+        "flat",
+        0.3,
+    )
+    assert repr(local) == (
+        "LocalDecisionBackend('local:hashing:256:t=0.2', stop_rule='fixed', stop_bias=0.1, "
+        "type_weight=0.3, option_style='flat')"
+    )
+    defaults = GraphwalkSettings()
+    assert (defaults.local_stop_bias, defaults.local_option_style, defaults.local_type_weight) == (
+        0.05,
+        "natural",
+        0.5,
+    )

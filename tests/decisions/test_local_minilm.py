@@ -32,7 +32,7 @@ CASES = [
             [("starred_actors", "in", ["Once Were Warriors"]), ("has_tags", "in", ["Once Were Warriors"])],
         ),
         "r1",
-        0.8999,
+        0.7709,
     ),
     (
         "when was Memento released",
@@ -46,13 +46,24 @@ CASES = [
             ],
         ),
         "r2",
-        0.8917,
+        0.8168,
     ),
     (
         "when was Memento released",
         hop(["2000"], ["Memento", "release_year:out"], [("release_year", "in", ["Memento", "Gladiator"])]),
         "STOP",
-        0.6128,
+        0.8114,
+    ),
+    (
+        # walking the first hop back reads "other ones with the same directed by": STOP wins
+        "who directed Memento",
+        hop(
+            ["Christopher Nolan"],
+            ["directed_by (out)"],
+            [("directed_by", "in", ["Insomnia", "Inception"]), ("written_by", "in", ["Memento"])],
+        ),
+        "STOP",
+        0.9115,
     ),
 ]
 
@@ -76,3 +87,17 @@ async def test_minilm_relation_hops(
     assert result.probabilities[top] == pytest.approx(p_top, abs=2e-3)
     again = (await LocalDecisionBackend(minilm).decide(request)).results["b0"]
     assert again.probabilities == pytest.approx(result.probabilities, abs=1e-6)
+
+
+async def test_minilm_answer_type_hint_raises_stop_on_matching_nodes(minilm: FastEmbedEmbedder) -> None:
+    _, question, _, _ = CASES[3]
+    assert isinstance(question.instructions, dict)
+    probs = {}
+    for hint in ("person", "film"):
+        hinted = question.model_copy(
+            update={"instructions": {**question.instructions, "expected_answer_type": hint}}
+        )
+        request = DecisionRequest(state=P.build_state("who directed Memento"), questions=[hinted])
+        probs[hint] = (await LocalDecisionBackend(minilm).decide(request)).results["b0"].probabilities["STOP"]
+    assert probs["person"] == pytest.approx(0.9477, abs=2e-3)
+    assert probs["film"] == pytest.approx(0.8659, abs=2e-3)
