@@ -85,17 +85,19 @@ class Dataset(BaseModel):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
-def seeded_subset(questions: list[Question], n: int | None, seed: int) -> list[Question]:
-    """The ``n`` questions whose hash of (seed, id) is smallest: independent of file order.
-
-    ``n=None`` keeps all questions (in file order).
-    """
-    if n is None:
-        return list(questions)
+def subset_ids(ids: list[str], n: int, seed: int) -> list[str]:
+    """The ``n`` ids with the smallest sha256 of ``"<seed>\\0<id>"``: independent of file order."""
     if n < 1:
         raise InputError(f"--n must be at least 1, got {n}")
-    ranked = sorted(questions, key=lambda q: hashlib.sha256(f"{seed}\x00{q.id}".encode()).hexdigest())
-    return ranked[:n]
+    return sorted(ids, key=lambda i: hashlib.sha256(f"{seed}\x00{i}".encode()).hexdigest())[:n]
+
+
+def seeded_subset(questions: list[Question], n: int | None, seed: int) -> list[Question]:
+    """The ``n`` questions chosen by ``subset_ids`` (in that order); ``n=None`` keeps all in file order."""
+    if n is None:
+        return list(questions)
+    by_id = {q.id: q for q in questions}
+    return [by_id[i] for i in subset_ids(list(by_id), n, seed)]
 
 
 def default_data_dir() -> Path:

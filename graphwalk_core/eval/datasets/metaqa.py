@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file, subset_ids
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 SPLITS = ("dev", "test")
@@ -25,8 +25,16 @@ def parse_metaqa_line(line: str, *, path: Path, lineno: int) -> tuple[str, str, 
     return text, topics[0], [a for a in answers.split("|") if a]
 
 
-def load_metaqa(hops: int, *, split: str, data_dir: Path, kb_path: Path | None = None) -> Dataset:
-    """All questions of one hop count and split (subset selection happens in the registry)."""
+def load_metaqa(
+    hops: int,
+    *,
+    split: str,
+    data_dir: Path,
+    kb_path: Path | None = None,
+    n: int | None = None,
+    seed: int = 0,
+) -> Dataset:
+    """The questions of one hop count and split: all, or the seeded subset of ``n`` (in subset order)."""
     if hops not in (1, 2, 3):
         raise InputError(f"MetaQA hops must be 1, 2 or 3, got {hops}")
     if split not in SPLITS:
@@ -41,12 +49,16 @@ def load_metaqa(hops: int, *, split: str, data_dir: Path, kb_path: Path | None =
         raise InputError(
             f"{qtype_path}: {len(qtypes)} lines but {qa_path} has {len(qa_lines)}; they must pair up"
         )
+    ids = [f"metaqa-{hops}hop-{split}-{i:05d}" for i in range(1, len(qa_lines) + 1)]
+    position = {qid: k for k, qid in enumerate(ids)}
+    chosen = range(len(ids)) if n is None else [position[qid] for qid in subset_ids(ids, n, seed)]
     questions = []
-    for i, (line, qtype) in enumerate(zip(qa_lines, qtypes, strict=True), start=1):
+    for k in chosen:
+        i, line, qtype = k + 1, qa_lines[k], qtypes[k]
         text, topic, gold = parse_metaqa_line(line, path=qa_path, lineno=i)
         questions.append(
-            Question.model_construct(  # fields are parsed strings already: skip validation (39k rows)
-                id=f"metaqa-{hops}hop-{split}-{i:05d}",
+            Question.model_construct(  # fields are parsed strings already: skip validation
+                id=ids[k],
                 text=text,
                 gold=gold,
                 hops=hops,
@@ -61,7 +73,7 @@ def load_metaqa(hops: int, *, split: str, data_dir: Path, kb_path: Path | None =
         questions=questions,
         knowledge=Knowledge(graph="triples", kb_path=kb, source="metaqa"),
         match="exact",
-        info={"qa_file": str(qa_path), "kb": str(kb)},
+        info={"qa_file": str(qa_path), "kb": str(kb), "seed": seed},
     )
 
 

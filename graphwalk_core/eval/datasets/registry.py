@@ -6,7 +6,7 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets import hotpotqa, twowiki
-from graphwalk_core.eval.datasets.base import Dataset, default_data_dir, seeded_subset
+from graphwalk_core.eval.datasets.base import Dataset, default_data_dir
 from graphwalk_core.eval.datasets.custom import load_custom
 from graphwalk_core.eval.datasets.metaqa import load_metaqa
 
@@ -39,10 +39,7 @@ def load_dataset(
     """
     root = data_dir or default_data_dir()
     if name.startswith("metaqa-") and name in DATASET_NAMES:
-        full = load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb)
-        return full.model_copy(
-            update={"questions": seeded_subset(full.questions, n, seed), "info": {**full.info, "seed": seed}}
-        )
+        return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
     if name == "hotpotqa":
         ds = hotpotqa.load_hotpotqa(path or root / hotpotqa.DEFAULT_FILE, split=split, n=n, seed=seed)
     elif name == "2wiki":
