@@ -7,6 +7,7 @@ embedding similarity. ``ChoiceEntryResolver`` spends one decision to pick among 
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections import defaultdict
@@ -124,6 +125,7 @@ class NameEntryResolver:
         self.min_fuzzy = min_fuzzy
         self._matrix: np.ndarray | None = None
         self._matrix_ids: list[NodeId] = []
+        self._build_lock = asyncio.Lock()
 
     @classmethod
     async def from_store(cls, store: GraphStore, **kwargs: object) -> NameEntryResolver:
@@ -136,10 +138,11 @@ class NameEntryResolver:
         return self._index
 
     async def ensure_index(self) -> NameIndex:
-        """Build the index from the store once (a no-op when it was given)."""
-        if self._index is None:
-            assert self._store is not None
-            self._index = await NameIndex.build(self._store)
+        """Build the index from the store once (a no-op when it was given); concurrent callers wait."""
+        async with self._build_lock:
+            if self._index is None:
+                assert self._store is not None
+                self._index = await NameIndex.build(self._store)
         return self._index
 
     def brackets(self, question: str) -> list[EntryCandidate]:
