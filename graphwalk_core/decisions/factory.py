@@ -28,11 +28,8 @@ def make_decider(
             raise ConfigError("the jev decider needs an API key: set GRAPHWALK_JEV_API_KEY")
         return JevBackend.from_settings(settings)
     if chosen == "local":
-        return LocalDecisionBackend(
-            embedder if embedder is not None else make_embedder(settings),
-            temperature=settings.local_temperature,
-            stop_rule=settings.local_stop_rule,
-            stop_bias=settings.local_stop_bias,
+        return LocalDecisionBackend.from_settings(
+            embedder if embedder is not None else make_embedder(settings), settings
         )
     if chosen == "fake":
         return FakeDecisionBackend(seed=0)

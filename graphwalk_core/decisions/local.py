@@ -175,7 +175,11 @@ class LocalDecisionBackend:
 
     @property
     def model_id(self) -> str:
-        return f"local:{self.embedder.model_id}:t={self.temperature:g}"
+        """The embedder and every calibration knob, so results of differently tuned runs never mix."""
+        return (
+            f"local:{self.embedder.model_id}:t={self.temperature:g}:{self.stop_rule}{self.stop_bias:+g}"
+            f":{self.option_style}:w={self.type_weight:g}"
+        )
 
     @classmethod
     def from_settings(cls, embedder: Embedder, settings: GraphwalkSettings) -> LocalDecisionBackend:
@@ -194,11 +198,7 @@ class LocalDecisionBackend:
         return self._max_options
 
     def __repr__(self) -> str:
-        return (
-            f"LocalDecisionBackend({self.model_id!r}, stop_rule={self.stop_rule!r}, "
-            f"stop_bias={self.stop_bias:g}, type_weight={self.type_weight:g}, "
-            f"option_style={self.option_style!r})"
-        )
+        return f"LocalDecisionBackend({self.model_id!r})"
 
     def _split(self, question: ChoiceQuestion, state: JSONContent) -> tuple[str, str]:
         """(question text, context text) for one question."""

@@ -25,7 +25,7 @@ def settings(**kw: object) -> GraphwalkSettings:
 def test_default_is_local_without_key_and_jev_with_one() -> None:
     local = make_decider(settings(local_temperature=0.2, local_stop_rule="fixed"), embedder=HashingEmbedder())
     assert isinstance(local, LocalDecisionBackend)
-    assert local.model_id == "local:hashing:256:t=0.2"
+    assert local.model_id == "local:hashing:256:t=0.2:fixed+0.05:natural:w=0.5"
     assert local.stop_rule == "fixed"
 
     jev = make_decider(settings(jev_api_key=KEY, jev_max_retries=5, jev_timeout_s=7.0))

@@ -94,7 +94,7 @@ async def test_gain_rule_exact_values() -> None:
     assert [r.probabilities[k] for k in ("o1", "o2", "STOP")] == pytest.approx(expected, rel=1e-6)
     assert r.top == "o1"
     assert r.confidence == pytest.approx((3 * expected[0] - 1) / 2, rel=1e-6)
-    assert resp.model == local.model_id == "local:table:t=0.1"
+    assert resp.model == local.model_id == "local:table:t=0.1:gain+0:natural:w=0.5"
     assert (resp.usage.input_tokens, resp.usage.cost_usd) == (0, None)
     assert resp.provider == "local"
 
@@ -172,7 +172,7 @@ async def test_contract_and_errors() -> None:
     local = LocalDecisionBackend(HashingEmbedder(), max_options=2)
     assert isinstance(local, DecisionBackend)
     assert local.max_options == 2
-    assert local.model_id == "local:hashing:256:t=0.05"
+    assert local.model_id == "local:hashing:256:t=0.05:gain+0.05:natural:w=0.5"
     with pytest.raises(DecisionError, match="'b0': 3 options exceed the limit of 2"):
         await local.decide(DecisionRequest(state="s", questions=[question()]))
     with pytest.raises(ConfigError, match="temperature must be > 0, got 0"):
@@ -275,10 +275,7 @@ def test_from_settings_uses_every_local_setting() -> None:
         "flat",
         0.3,
     )
-    assert repr(local) == (
-        "LocalDecisionBackend('local:hashing:256:t=0.2', stop_rule='fixed', stop_bias=0.1, "
-        "type_weight=0.3, option_style='flat')"
-    )
+    assert repr(local) == "LocalDecisionBackend('local:hashing:256:t=0.2:fixed+0.1:flat:w=0.3')"
     defaults = GraphwalkSettings()
     assert (defaults.local_stop_bias, defaults.local_option_style, defaults.local_type_weight) == (
         0.05,

@@ -80,7 +80,10 @@ async def test_minilm_relation_hops(
     minilm: FastEmbedEmbedder, query: str, question: ChoiceQuestion, top: str, p_top: float
 ) -> None:
     local = LocalDecisionBackend(minilm)
-    assert local.model_id == "local:fastembed:sentence-transformers/all-MiniLM-L6-v2:t=0.05"
+    assert (
+        local.model_id
+        == "local:fastembed:sentence-transformers/all-MiniLM-L6-v2:t=0.05:gain+0.05:natural:w=0.5"
+    )
     request = DecisionRequest(state=P.build_state(query), questions=[question])
     result = (await local.decide(request)).results["b0"]
     assert result.top == top

@@ -13,6 +13,7 @@ from graphwalk_core.embeddings import (
     FastEmbedEmbedder,
     HashingEmbedder,
     default_model_path,
+    factory,
     make_embedder,
 )
 from graphwalk_core.embeddings.factory import infer_model_name
@@ -82,6 +83,7 @@ def test_factory_falls_back_to_hashing_once(
 ) -> None:
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(factory, "default_model_path", lambda: None)  # as on a machine without ../shared
     settings = GraphwalkSettings(embed_model="nobody/no-such-model-xyz")
     with caplog.at_level(logging.WARNING, logger="graphwalk_core.embeddings.factory"):
         first = make_embedder(settings)
@@ -92,6 +94,15 @@ def test_factory_falls_back_to_hashing_once(
     assert len(warnings) == 1
     assert warnings[0].startswith("embedding model unavailable offline, using HashingEmbedder: ")
     assert "nobody/no-such-model-xyz" in warnings[0]
+
+
+def test_factory_falls_back_to_the_shared_model(
+    minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
+    embedder = make_embedder(GraphwalkSettings(embed_model="nobody/not-cached-either"))
+    assert embedder.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    assert embedder.dim == 384
 
 
 def test_factory_path_rules(minilm_dir: Path, tmp_path: Path) -> None:
