@@ -105,10 +105,12 @@ def ingest_sources(
             )
         )
     log("knowledge_graph")
-    results.append(_check(
+    results.append(
+        _check(
             dg.materialize(GRAPH, resources=resources, instance=instance, run_config=QUIET_LOGS),
             "knowledge_graph",
-        ))
+        )
+    )
     return results
 
 
