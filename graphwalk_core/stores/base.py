@@ -82,6 +82,9 @@ class GraphStore(Protocol):
     async def counts(self) -> tuple[int, int]:
         """(number of nodes, number of edges)."""
 
+    async def node_types(self) -> list[str]:
+        """The distinct node types, sorted."""
+
     async def get_metadata(self, key: str) -> str | None: ...
 
     async def set_metadata(self, key: str, value: str | None) -> None:

@@ -488,6 +488,9 @@ class MemoryGraphStore:
     async def counts(self) -> tuple[int, int]:
         return len(self._nodes), len(self._edges)
 
+    async def node_types(self) -> list[str]:
+        return sorted({self._node_type(value) for value in self._nodes.values()})
+
     async def get_metadata(self, key: str) -> str | None:
         return self._metadata.get(key)
 

@@ -448,6 +448,10 @@ class SQLGraphStore:
             e = conn.scalar(select(func.count()).select_from(edges_table)) or 0
         return n, e
 
+    async def node_types(self) -> list[str]:
+        with self._connection() as conn:
+            return sorted(conn.scalars(select(nodes_table.c.type).distinct()))
+
     async def get_metadata(self, key: str) -> str | None:
         with self._connection() as conn:
             return conn.scalar(select(metadata_table.c.value).where(metadata_table.c.key == key))

@@ -127,10 +127,7 @@ class Traverser:
     async def node_types(self) -> list[str]:
         """The graph's distinct node types (scanned once, for the answer-type question)."""
         if self._node_types is None:
-            types: set[str] = set()
-            async for node in self.store.iter_nodes():
-                types.add(node.type)
-            self._node_types = sorted(types)
+            self._node_types = await self.store.node_types()
         return self._node_types
 
     async def walk(self, question: str, start: list[NodeId]) -> WalkResult:
@@ -261,10 +258,15 @@ class _Walk:
 
     async def _grouped(self, node: NodeId) -> Grouped:
         """One adjacency read (counted against ``max_expansions``), grouped by (relation, direction)."""
+        cached = self._count_expansion(node)
+        return cached if cached is not None else await self.t.grouped_adjacency(node)
+
+    def _count_expansion(self, node: NodeId) -> Grouped | None:
+        """Count one adjacency read against the budget; the cached grouping when there is one."""
         if self.expansions >= self.cfg.budget.max_expansions:
             raise _Abort(f"max_expansions: {self.cfg.budget.max_expansions} adjacency reads used")
         self.expansions += 1
-        return await self.t.grouped_adjacency(node)
+        return self.t._adjacency.get(node)
 
     async def _prepare(self, beam: Beam, depth: int) -> _Prepared:
         if self.relation_mode:
@@ -369,7 +371,10 @@ class _Walk:
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         merged: dict[tuple[str, str], list[NodeId]] = {}
         for node in beam.frontier:
-            for key, nbs in (await self._grouped(node)).items():
+            grouped = self._count_expansion(node)  # hubs: thousands of cached nodes, no await each
+            if grouped is None:
+                grouped = await self.t.grouped_adjacency(node)
+            for key, nbs in grouped.items():
                 into = merged.get(key)
                 if into is None:
                     merged[key] = list(nbs)

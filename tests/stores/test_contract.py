@@ -108,6 +108,13 @@ async def test_degree(store: GraphStore) -> None:
     assert await store.degree("nobody") == 0
 
 
+async def test_node_types(store: GraphStore) -> None:
+    assert await store.node_types() == []
+    await movies(store)
+    await store.upsert_node(node("2000", type="year"))
+    assert await store.node_types() == ["film", "person", "year"]
+
+
 async def test_find_nodes_by_name_alias_type_case_insensitive(store: GraphStore) -> None:
     await movies(store)
     assert [n.id for n in await store.find_nodes(name="chris NOLAN")] == ["Christopher Nolan"]
