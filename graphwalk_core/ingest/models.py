@@ -144,10 +144,9 @@ class RoutingPlan(BaseModel):
     fallbacks: int = 0
 
 
-class UpdateReport(BaseModel):
-    """What ``apply_plan`` changed (per document, atomically)."""
+class WriteCounts(BaseModel):
+    """Element writes, counted by the resolution functions as they happen."""
 
-    source_id: str
     nodes_added: int = 0
     nodes_merged: int = 0
     nodes_retracted: int = 0
@@ -157,6 +156,12 @@ class UpdateReport(BaseModel):
     edges_retracted: int = 0
     edges_deleted: int = 0
     conflicts: int = 0
+
+
+class UpdateReport(WriteCounts):
+    """What ``apply_plan`` changed (per document, atomically)."""
+
+    source_id: str
     ledger_written: int = 0
     ledger_deleted: int = 0
     documents_applied: list[str] = Field(default_factory=list)

@@ -14,9 +14,9 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
+from graphwalk_core.ingest.models import WriteCounts
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source, rewired
@@ -104,19 +104,6 @@ def relation_edge(source: str, target: str, relation: ExtractedRelation, provena
         attribute_provenance={k: prov for k in relation.attributes},
         provenance=prov,
     )
-
-
-@dataclass
-class WriteCounts:
-    nodes_added: int = 0
-    nodes_merged: int = 0
-    nodes_retracted: int = 0
-    nodes_deleted: int = 0
-    edges_added: int = 0
-    edges_merged: int = 0
-    edges_retracted: int = 0
-    edges_deleted: int = 0
-    conflicts: int = 0
 
 
 async def retract_document(store: GraphStore, source_id: str, counts: WriteCounts) -> set[str]:

@@ -32,7 +32,6 @@ from graphwalk_core.ingest.models import (
     UpdateReport,
 )
 from graphwalk_core.ingest.resolution import (
-    WriteCounts,
     canonicalize,
     renamed,
     retract_document,
@@ -181,12 +180,11 @@ async def apply_plan(
     old provenance (when it had any) and folds in its new elements. Each document, with its ledger
     entry, is one transaction: a crash between documents loses and duplicates nothing."""
     report = UpdateReport(source_id=diff.source_id)
-    counts = WriteCounts()
     source_id = diff.source_id
     renames: dict[str, str] = {}
     for doc_id in diff.deleted:
         async with store.transaction():
-            touched = await retract_document(store, provenance_source(source_id, doc_id), counts)
+            touched = await retract_document(store, provenance_source(source_id, doc_id), report)
             await canonicalize(store, touched, renames)
             await delete_entry(store, source_id, doc_id)
         report.ledger_deleted += 1
@@ -195,9 +193,9 @@ async def apply_plan(
         async with store.transaction():
             touched = set()
             if doc.document_id in retracting:
-                touched = await retract_document(store, provenance_source(source_id, doc.document_id), counts)
+                touched = await retract_document(store, provenance_source(source_id, doc.document_id), report)
             nodes, edges = renamed(doc.nodes, doc.edges, renames)
-            touched |= await write_elements(store, nodes, edges, counts)
+            touched |= await write_elements(store, nodes, edges, report)
             await canonicalize(store, touched, renames)
             entry = LedgerEntry(
                 document_id=doc.document_id,
@@ -214,6 +212,4 @@ async def apply_plan(
             report.documents_incomplete.append(doc.document_id)
         if on_document is not None:
             on_document(doc.document_id)
-    for name, value in vars(counts).items():
-        setattr(report, name, value)
     return report
