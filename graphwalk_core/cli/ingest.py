@@ -63,7 +63,7 @@ async def _run(
     from rich.table import Table
 
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
-    from graphwalk_core.ingest.extraction.nlp import NLPExtractor
+    from graphwalk_core.ingest.extraction.choose import choose_extractor
     from graphwalk_core.ingest.pipeline import ingest as run_ingest
     from graphwalk_core.ingest.sources.specs import source_from_arg
     from graphwalk_core.settings import get_settings
@@ -78,14 +78,7 @@ async def _run(
         llm = make_llm(settings)
     if extractor_name == "llm" and llm is None:
         raise typer.BadParameter("--extractor llm needs GRAPHWALK_LLM_MODEL", param_hint="--extractor")
-    use_llm = extractor_name == "llm" or (extractor_name is None and llm is not None)
-    if use_llm:
-        from graphwalk_core.ingest.extraction.llm import LLMExtractor
-
-        assert llm is not None
-        extractor = LLMExtractor(llm)
-    else:
-        extractor = NLPExtractor()
+    extractor = choose_extractor(extractor_name, llm)
     decider = embedder = None
     if routing == "jev":
         from graphwalk_core.decisions.factory import make_decider

@@ -16,11 +16,11 @@ import fnmatch
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
+from graphwalk_core.ingest.sources.yamlfile import read_yaml
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
 
@@ -112,12 +112,7 @@ def load_mappings(value: str | Path | dict[str, Any] | None) -> Mappings:
     if isinstance(value, str | Path):
         path = Path(value)
         where = str(path)
-        try:
-            value = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise InputError(f"cannot read mapping file {path}: {exc.strerror}") from exc
-        except yaml.YAMLError as exc:
-            raise InputError(f"mapping file {path} is not valid YAML: {exc}") from exc
+        value = read_yaml(path, "mapping file")
     if not isinstance(value, dict):
         raise InputError(f"{where}: a mapping must be a YAML object, got {type(value).__name__}")
     items = {"*": value} if "name" in value else value

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from graphwalk_core.errors import InputError
@@ -13,6 +12,7 @@ from graphwalk_core.ingest.sources.base import Source, check_source_id
 from graphwalk_core.ingest.sources.files import DEFAULT_MAX_BYTES, FileSource
 from graphwalk_core.ingest.sources.mapping import load_mappings
 from graphwalk_core.ingest.sources.sql import SQLSource
+from graphwalk_core.ingest.sources.yamlfile import read_yaml
 
 
 class SourceSpec(BaseModel):
@@ -36,12 +36,7 @@ class SourceSpec(BaseModel):
 def load_sources(path: str | Path) -> list[SourceSpec]:
     """Parse a sources.yaml file; errors name the file and the entry."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read sources file {path}: {exc.strerror}") from exc
-    except yaml.YAMLError as exc:
-        raise InputError(f"sources file {path} is not valid YAML: {exc}") from exc
+    raw = read_yaml(path, "sources file")
     if not isinstance(raw, list):
         raise InputError(f"sources file {path}: expected a list of sources, got {type(raw).__name__}")
     specs: list[SourceSpec] = []

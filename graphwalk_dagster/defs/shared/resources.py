@@ -13,7 +13,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, SecretStr, TypeAdapter
 
-from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.errors import InputError
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.warehouse import Warehouse, write_text_atomic
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
@@ -135,16 +135,9 @@ class LLMResource(dg.ConfigurableResource):
 
     def extractor(self, choice: str | None = None) -> Any:
         """The extractor a source asks for: ``llm``, ``nlp``, or (None) the LLM when configured."""
-        from graphwalk_core.ingest.extraction.nlp import NLPExtractor
+        from graphwalk_core.ingest.extraction.choose import choose_extractor
 
-        llm = self.make() if choice in ("llm", None) else None
-        if choice == "llm" and llm is None:
-            raise ConfigError("this source asks for the llm extractor: set GRAPHWALK_LLM_MODEL")
-        if llm is None:
-            return NLPExtractor()
-        from graphwalk_core.ingest.extraction.llm import LLMExtractor
-
-        return LLMExtractor(llm)
+        return choose_extractor(choice, self.make() if choice in ("llm", None) else None)
 
 
 class EmbedderResource(dg.ConfigurableResource):

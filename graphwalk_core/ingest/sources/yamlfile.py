@@ -1,0 +1,20 @@
+"""Reading the small YAML files ingestion is configured with (sources, record mappings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from graphwalk_core.errors import InputError
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """The parsed YAML of ``path``; an unreadable or invalid file is an InputError naming ``what`` and it."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise InputError(f"{what} {path} is not valid YAML: {exc}") from exc
