@@ -6,6 +6,7 @@ embedder), score, checkpoint (fsync per question), and write the Parquet/summary
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
@@ -63,6 +64,7 @@ def main() -> int:
     lap("load questions")
     decider = FakeDecisionBackend(seed=0)
     systems = [build_system(preset, ds, decider=decider, embedder=None, llm=None) for ds in datasets]
+    gc.freeze()  # as `graphwalk eval` does: the graph lives until exit, so the cyclic GC skips it
     lap("build graph + system")
     with tempfile.TemporaryDirectory() as tmp:
         runs = [

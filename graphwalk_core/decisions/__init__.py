@@ -1,4 +1,12 @@
-"""Decision backends: choice questions in, full probability distributions out."""
+"""Decision backends: choice questions in, full probability distributions out.
+
+The Jev and local backends and the factory import on first use (the Jev SDK and settings are heavy).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.decisions.base import (
     JEV_MAX_OPTIONS,
@@ -14,10 +22,21 @@ from graphwalk_core.decisions.base import (
     normalize_distribution,
     top_label,
 )
-from graphwalk_core.decisions.factory import DECIDER_NAMES, make_decider
 from graphwalk_core.decisions.fake import FakeDecisionBackend
-from graphwalk_core.decisions.jev import JevBackend, check_pinned_model
-from graphwalk_core.decisions.local import LocalDecisionBackend, flatten_text
+
+if TYPE_CHECKING:
+    from graphwalk_core.decisions.factory import DECIDER_NAMES, make_decider
+    from graphwalk_core.decisions.jev import JevBackend, check_pinned_model
+    from graphwalk_core.decisions.local import LocalDecisionBackend, flatten_text
+
+_LAZY = {
+    "DECIDER_NAMES": "factory",
+    "make_decider": "factory",
+    "JevBackend": "jev",
+    "check_pinned_model": "jev",
+    "LocalDecisionBackend": "local",
+    "flatten_text": "local",
+}
 
 __all__ = [
     "DECIDER_NAMES",
@@ -40,3 +59,9 @@ __all__ = [
     "normalize_distribution",
     "top_label",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,25 +34,30 @@ def infer_model_name(path: Path, fallback: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _fastembed(model_name: str, model_path: Path | None) -> FastEmbedEmbedder:
-    """One loaded model (and vector cache) per (name, folder) in the process."""
-    return FastEmbedEmbedder(model_name, model_path)
+def _fastembed(model_name: str, model_path: Path | None, model_file: str | None = None) -> FastEmbedEmbedder:
+    """One loaded model (and vector cache) per (name, folder, file) in the process."""
+    return FastEmbedEmbedder(model_name, model_path, model_file=model_file)
 
 
 def make_embedder(settings: GraphwalkSettings) -> Embedder:
     """The embedder ``settings`` ask for.
 
     ``embed_model_path`` set: fastembed on that folder (the model name is ``embed_model`` when set
-    explicitly, else inferred from the folder); a bad folder is a ConfigError. Unset: ``embed_model``
+    explicitly, else inferred from the folder; ``embed_model_file`` picks another ONNX file in it); a bad
+    folder is a ConfigError. Unset: ``embed_model``
     from fastembed's cache, offline; if it is not there, a HashingEmbedder (one warning per model).
     """
     explicit_name = "embed_model" in settings.model_fields_set
     path = settings.embed_model_path
+    if settings.embed_model_file is not None and path is None:
+        raise ConfigError(
+            "GRAPHWALK_EMBED_MODEL_FILE needs GRAPHWALK_EMBED_MODEL_PATH (the folder holding it)"
+        )
     if path is not None:
         if not path.is_dir():
             raise ConfigError(f"GRAPHWALK_EMBED_MODEL_PATH {path} is not a folder")
         name = settings.embed_model if explicit_name else infer_model_name(path, settings.embed_model)
-        return _fastembed(name, path.resolve())
+        return _fastembed(name, path.resolve(), settings.embed_model_file)
     try:
         return _fastembed(settings.embed_model, None)
     except ConfigError as err:

@@ -34,6 +34,12 @@ class EvalRun(BaseModel):
     results: list[QuestionResult]
     path: Path
 
+    def __repr__(self) -> str:
+        # short: asyncio.run reprs its finished task, result included, when it restores SIGINT handling
+        return (
+            f"EvalRun(run_id={self.metadata.run_id!r}, results={len(self.results)}, path={str(self.path)!r})"
+        )
+
 
 def is_rate_limited(exc: BaseException) -> bool:
     """Whether ``exc`` (or its cause) is an HTTP 429 / rate-limit error from any backend."""

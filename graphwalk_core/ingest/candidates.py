@@ -7,6 +7,7 @@ and cached by normalized name (a new node reuses its mention's vector).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -111,24 +112,36 @@ class CandidateIndex:
         for word in name_words(name):
             self._words.setdefault(word, set()).add(node_id)
 
+    def unembedded(self, names: Sequence[str]) -> list[str]:
+        """The first spelling of each distinct normalized name in ``names`` that has no vector yet.
+
+        The spelling is embedded as written, so the embedder's own text cache also answers the local
+        decider, which embeds mention and card names verbatim.
+        """
+        missing: dict[str, str] = {}
+        for name in names:
+            key = normalize_name(name)
+            if key not in self._vectors:
+                missing.setdefault(key, name)
+        return list(missing.values())
+
+    def store_vectors(self, names: Sequence[str], vectors: np.ndarray) -> None:
+        """Keep ``vectors`` (rows for ``names``) by normalized name; a name already kept keeps its vector."""
+        for name, vec in zip(names, vectors, strict=True):
+            key = normalize_name(name)
+            if key not in self._vectors:
+                self._vectors[key] = vec
+                self.embedded_texts += 1
+
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
         assert self.embedder is not None
-        keys = [normalize_name(n) for n in names]
-        # the first spelling of each unseen name is embedded as written, so the embedder's own text
-        # cache also answers the local decider, which embeds mention and card names verbatim
-        missing: dict[str, str] = {}
-        for key, name in zip(keys, names, strict=True):
-            if key not in self._vectors:
-                missing.setdefault(key, name)
+        missing = self.unembedded(names)
         if missing:
-            vectors = self.embedder.embed(list(missing.values()))
-            self.embedded_texts += len(missing)
-            for key, vec in zip(missing, vectors, strict=True):
-                self._vectors[key] = vec
-        if not keys:
+            self.store_vectors(missing, self.embedder.embed(missing))
+        if not names:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._vectors[k] for k in keys])
+        return np.stack([self._vectors[normalize_name(n)] for n in names])
 
     def _flush_vectors(self) -> None:
         if not self._unembedded:
@@ -152,21 +165,34 @@ class CandidateIndex:
         """
         out: list[list[Candidate]] = []
         need_vectors: list[int] = []
+        threshold = self.jaccard_threshold
         for i, name in enumerate(names):
-            found: dict[str, Candidate] = {nid: Candidate(nid, 1.0, "exact") for nid in self.exact(name)}
+            exact = self._exact.get(normalize_name(name), ())
+            found: dict[str, Candidate] = {nid: Candidate(nid, 1.0, "exact") for nid in exact}
             if fuzzy:
                 words = name_words(name)
-                pool: set[str] = set()
+                n = len(words)
+                shared: Counter[str] = Counter()  # node -> query words indexed to it (name or alias)
+                hub_words = 0  # words too common to open the pool still count in the Jaccard score
                 for word in words:
                     ids = self._words.get(word)
-                    if ids is not None and len(ids) <= self.max_word_df:
-                        pool |= ids
-                for nid in pool:
-                    if nid not in found:
-                        score = jaccard(words, self._names[nid])
-                        if score >= self.jaccard_threshold:
-                            found[nid] = Candidate(nid, score, "jaccard")
-                if not any(c.how == "exact" for c in found.values()) and self.embedder is not None:
+                    if ids is None:
+                        continue
+                    if len(ids) <= self.max_word_df:
+                        shared.update(ids)
+                    else:
+                        hub_words += 1
+                for nid, count in shared.items():
+                    other = self._names[nid]
+                    m = len(other)
+                    # |a ∩ b| <= count + hub_words: skip nodes that cannot reach the threshold
+                    most = min(count + hub_words, n, m)
+                    if nid in found or most / (n + m - most) < threshold:
+                        continue
+                    score = jaccard(words, other)
+                    if score >= threshold:
+                        found[nid] = Candidate(nid, score, "jaccard")
+                if not exact and self.embedder is not None:
                     need_vectors.append(i)
             out.append(list(found.values()))
         if need_vectors:
@@ -174,7 +200,10 @@ class CandidateIndex:
             if self._rows:
                 vectors = self.embed([names[i] for i in need_vectors])
                 scores = self._matrix[: len(self._rows)] @ vectors.T
+                best = scores.max(axis=0)
                 for col, i in enumerate(need_vectors):
+                    if best[col] < self.cosine_threshold:  # most names: no node is close enough
+                        continue
                     column = scores[:, col]
                     k = min(self.max_candidates, len(column))
                     top = np.argpartition(-column, k - 1)[:k]

@@ -80,7 +80,8 @@ async def rekey_node(store: GraphStore, node: Node, new_id: str) -> None:
 def mention_node(node_id: str, entity: ExtractedEntity, provenance: Provenance) -> Node:
     """The incoming data one mention brings to node ``node_id`` (every value backed by ``provenance``)."""
     prov = (provenance,)
-    # model_construct: every field comes from validated models (a hot path when routing large corpora)
+    # model_construct: every field comes from validated models (a hot path when routing large corpora).
+    # Every field is given: a field left to its default_factory costs pydantic a signature inspection.
     return Node.model_construct(
         id=node_id,
         type=entity.type,
@@ -91,6 +92,8 @@ def mention_node(node_id: str, entity: ExtractedEntity, provenance: Provenance) 
         provenance=prov,
         name_sources={entity.name: prov},
         summary_sources={entity.description: prov} if entity.description else {},
+        aliases=(),
+        conflicts={},
     )
 
 
@@ -102,6 +105,7 @@ def relation_edge(source: str, target: str, relation: ExtractedRelation, provena
         type=relation.type,
         attributes=dict(relation.attributes),
         attribute_provenance={k: prov for k in relation.attributes},
+        conflicts={},
         provenance=prov,
     )
 

@@ -309,7 +309,11 @@ class Router:
                 mention.action, mention.target = "new", None
 
     def prefetch(self, items: list[ChunkExtraction]) -> None:
-        """Embed the mention names of many chunks in one batch (cached), ahead of routing them."""
+        """Embed the unseen mention names of many chunks in one batch, ahead of routing them.
+
+        One large batch lets the embedder group names of equal token count (no padding). It runs on the
+        routing thread: on 2 cores a worker thread would only contend with ONNX's own threads.
+        """
         if self.routing != "jev" or self.index.embedder is None:
             return
         names = [

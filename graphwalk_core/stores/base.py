@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from functools import cache
+from itertools import chain
+from typing import Any, Literal, NamedTuple, Protocol, TypeGuard, TypeVar, runtime_checkable
 
-from graphwalk_core.model import Edge, EdgeId, Node, NodeId
+from graphwalk_core.model import Edge, EdgeId, Node, NodeId, edge_id
 
 Direction = Literal["out", "in", "both"]
+#: (relation, direction): a group of neighbors, as in :class:`Adjacent`.
+GroupKey = tuple[str, str]
+#: Distinct neighbor ids per (relation, direction), in first-appearance order.
+NeighborGroups = dict[GroupKey, list[NodeId]]
 
 
 class Adjacent(NamedTuple):
@@ -98,3 +104,112 @@ class GraphStore(Protocol):
     async def clear(self) -> None: ...
 
     async def close(self) -> None: ...
+
+
+# Optional store capabilities: fast paths a store may offer beside the protocol. Each comes with a
+# function that uses it when the store offers it and the protocol otherwise; the contract tests run
+# those functions against every store.
+
+CapabilityT = TypeVar("CapabilityT")
+
+
+def offers(store: object, capability: type[CapabilityT]) -> TypeGuard[CapabilityT]:
+    """Whether ``store`` offers ``capability`` (a runtime-checkable protocol), checked once per class."""
+    return _class_offers(type(store), capability)
+
+
+@cache
+def _class_offers(cls: type, capability: type) -> bool:
+    return issubclass(cls, capability)
+
+
+@runtime_checkable
+class GroupedAdjacency(Protocol):
+    """Capability: :func:`neighbor_groups` in one synchronous call."""
+
+    def neighbor_groups(
+        self,
+        nodes: Sequence[NodeId],
+        *,
+        direction: Direction = "both",
+        edge_types: Collection[str] | None = None,
+    ) -> NeighborGroups:
+        """Exactly what :func:`neighbor_groups` computes from ``adjacent``, without reading it per node."""
+        ...
+
+
+@runtime_checkable
+class EdgeLookup(Protocol):
+    """Capability: :func:`edge_between` without deriving the edge id."""
+
+    def edge_between(self, source: NodeId, type: str, target: NodeId) -> Edge | None:
+        """The edge ``source --type--> target``, or None."""
+        ...
+
+
+@runtime_checkable
+class NodeNames(Protocol):
+    """Capability: :func:`node_names` without building node models."""
+
+    def node_names(self, ids: Sequence[NodeId]) -> dict[NodeId, str]:
+        """The names of the nodes that exist among ``ids``."""
+        ...
+
+
+async def node_names(store: GraphStore, ids: Sequence[NodeId]) -> dict[NodeId, str]:
+    """The names of the nodes that exist among ``ids``."""
+    if offers(store, NodeNames):
+        return store.node_names(ids)
+    return {node_id: node.name for node_id, node in (await store.get_nodes(ids)).items()}
+
+
+async def edge_between(store: GraphStore, source: NodeId, type: str, target: NodeId) -> Edge | None:
+    """The edge ``source --type--> target``, or None."""
+    if offers(store, EdgeLookup):
+        return store.edge_between(source, type, target)
+    return await store.get_edge(edge_id(source, type, target))
+
+
+def group_adjacent(entries: Iterable[Adjacent]) -> NeighborGroups:
+    """One node's adjacency as its distinct neighbors per (relation, direction), in entry order."""
+    groups: dict[GroupKey, dict[NodeId, None]] = {}
+    for relation, neighbor, side in entries:
+        group = groups.get((relation, side))
+        if group is None:
+            group = groups[(relation, side)] = {}
+        group[neighbor] = None
+    return {key: list(members) for key, members in groups.items()}
+
+
+def merge_groups(per_node: Sequence[Mapping[GroupKey, Sequence[NodeId]]]) -> NeighborGroups:
+    """The union of nodes' groups (each group of distinct neighbors), in first-appearance order."""
+    parts: dict[GroupKey, list[Sequence[NodeId]]] = {}
+    for groups in per_node:
+        for key, neighbors in groups.items():
+            found = parts.get(key)
+            if found is None:
+                parts[key] = [neighbors]
+            else:
+                found.append(neighbors)
+    return {
+        key: list(dict.fromkeys(chain.from_iterable(found)) if len(found) > 1 else found[0])
+        for key, found in parts.items()
+    }
+
+
+async def neighbor_groups(
+    store: GraphStore,
+    nodes: Sequence[NodeId],
+    *,
+    direction: Direction = "both",
+    edge_types: Collection[str] | None = None,
+) -> NeighborGroups:
+    """The distinct neighbors of ``nodes`` per (relation, direction), as ``adjacent`` gives them.
+
+    Keys come in order of first appearance (node order, then each node's ``adjacent`` order), and so
+    do each key's neighbors. Stores offering :class:`GroupedAdjacency` answer in one call.
+    """
+    if offers(store, GroupedAdjacency):
+        return store.neighbor_groups(nodes, direction=direction, edge_types=edge_types)
+    adjacency = [await store.adjacent(n, direction=direction, edge_types=edge_types) for n in nodes]
+    return merge_groups([group_adjacent(entries) for entries in adjacency])

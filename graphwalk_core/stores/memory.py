@@ -1,6 +1,8 @@
 """In-memory graph store: tuple adjacency for fast hub walks, lazily built models, undo-log transactions.
 
-Adjacency is kept as lists of :class:`Adjacent` tuples per node, so ``adjacent()`` is a list copy.
+Adjacency is kept as lists of :class:`Adjacent` tuples per node, so ``adjacent()`` is a list copy;
+``neighbor_groups()`` reads a grouped index of the adjacency (see :mod:`graphwalk_core.stores.grouped`),
+built on first use and dropped by any edge write.
 Nodes and edges loaded in bulk are kept as raw tuples and turned into pydantic models (then cached)
 only when someone asks for them. Every write goes through four primitives that log an undo entry
 inside :meth:`MemoryGraphStore.transaction`, so an exception rolls the store back (to the start of
@@ -15,12 +17,15 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Itera
 from contextlib import asynccontextmanager
 from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import GENERIC_TYPE, Edge, EdgeId, Node, NodeId, Provenance
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
-from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
+from graphwalk_core.stores.base import Adjacent, Direction, Neighbor, NeighborGroups
+
+if TYPE_CHECKING:
+    from graphwalk_core.stores.grouped import GroupedAdjacencyIndex
 
 #: (source, type, target): the in-memory key of an edge.
 EdgeKey = tuple[NodeId, str, NodeId]
@@ -67,6 +72,8 @@ class MemoryGraphStore:
         self._node_sources: dict[str, set[NodeId]] = {}
         self._edge_sources: dict[str, set[EdgeKey]] = {}
         self._edge_ids: dict[EdgeId, EdgeKey] | None = None
+        self._grouped: GroupedAdjacencyIndex | None = None
+        self._node_types: list[str] | None = None
         self._metadata: dict[str, str] = {}
         self._undo: list[tuple[str, Any, Any]] | None = None
 
@@ -185,9 +192,10 @@ class MemoryGraphStore:
 
     def _node(self, node_id: NodeId) -> Node | None:
         value = self._nodes.get(node_id)
-        if value is None or isinstance(value, Node):
-            return value
-        kind, provenance = value
+        return self._materialized(node_id, value) if isinstance(value, tuple) else value
+
+    def _materialized(self, node_id: NodeId, raw: RawNode) -> Node:
+        kind, provenance = raw
         node = Node(id=node_id, type=kind, name=node_id, provenance=provenance)
         self._nodes[node_id] = node
         return node
@@ -234,6 +242,7 @@ class MemoryGraphStore:
     def _put_node(self, node_id: NodeId, value: Node | RawNode) -> None:
         old = self._nodes.get(node_id, _MISSING)
         self._log("node", node_id, old)
+        self._node_types = None
         if old is not _MISSING:
             self._index_node(node_id, old, add=False)
         self._nodes[node_id] = value
@@ -242,6 +251,7 @@ class MemoryGraphStore:
     def _drop_node(self, node_id: NodeId) -> None:
         old = self._nodes.pop(node_id)
         self._log("node", node_id, old)
+        self._node_types = None
         self._index_node(node_id, old, add=False)
 
     def _edge_sources_of(self, value: Edge | RawEdge) -> set[str]:
@@ -252,6 +262,7 @@ class MemoryGraphStore:
         self._log("edge", key, old)
         source, relation, target = key
         if old is _MISSING:
+            self._grouped = None
             self._out.setdefault(source, []).append(Adjacent(relation, target, "out"))
             self._in.setdefault(target, []).append(Adjacent(relation, source, "in"))
             if self._edge_ids is not None:
@@ -265,6 +276,7 @@ class MemoryGraphStore:
         old = self._edges.pop(key)
         self._log("edge", key, old)
         source, relation, target = key
+        self._grouped = None
         self._out[source].remove(Adjacent(relation, target, "out"))
         self._in[target].remove(Adjacent(relation, source, "in"))
         if self._edge_ids is not None:
@@ -397,12 +409,22 @@ class MemoryGraphStore:
 
     async def get_nodes(self, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
         """The nodes that exist among ``ids``."""
-        found = {}
-        for node_id in ids:
-            node = self._node(node_id)
-            if node is not None:
-                found[node_id] = node
+        nodes = self._nodes
+        found: dict[NodeId, Node] = {}
+        for node_id in ids:  # inline of _node: answer sets of thousands of nodes come through here
+            value = nodes.get(node_id)
+            if value is not None:
+                found[node_id] = self._materialized(node_id, value) if isinstance(value, tuple) else value
         return found
+
+    def node_names(self, ids: Sequence[NodeId]) -> dict[NodeId, str]:
+        """The names of the nodes that exist among ``ids``, without building models (raw: the id)."""
+        nodes = self._nodes
+        return {i: i if isinstance(v, tuple) else v.name for i in ids if (v := nodes.get(i)) is not None}
+
+    def edge_between(self, source: NodeId, type: str, target: NodeId) -> Edge | None:
+        """The edge ``source --type--> target``, or None (no edge-id index needed)."""
+        return self._edge((source, type, target))
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
         key = self._key_of(edge_id)
@@ -425,6 +447,23 @@ class MemoryGraphStore:
     ) -> list[Adjacent]:
         """(relation, neighbor, direction) tuples in insertion order, outgoing first."""
         return self.adjacent_sync(node_id, direction=direction, edge_types=edge_types)
+
+    def neighbor_groups(
+        self,
+        nodes: Sequence[NodeId],
+        *,
+        direction: Direction = "both",
+        edge_types: Collection[str] | None = None,
+    ) -> NeighborGroups:
+        """The distinct neighbors of ``nodes`` per (relation, direction), in first-appearance order
+        (see :func:`graphwalk_core.stores.base.neighbor_groups`), from an index of the whole graph
+        built on first use and rebuilt after any edge write."""
+        check_direction(direction)
+        if self._grouped is None:
+            from graphwalk_core.stores.grouped import GroupedAdjacencyIndex
+
+            self._grouped = GroupedAdjacencyIndex(self._out, self._in)
+        return self._grouped.groups(nodes, direction, edge_types)
 
     async def neighbors(
         self, node_id: NodeId, *, direction: Direction = "both", edge_types: Collection[str] | None = None
@@ -489,7 +528,10 @@ class MemoryGraphStore:
         return len(self._nodes), len(self._edges)
 
     async def node_types(self) -> list[str]:
-        return sorted({self._node_type(value) for value in self._nodes.values()})
+        """The distinct node types, sorted (kept until a node write)."""
+        if self._node_types is None:
+            self._node_types = sorted({self._node_type(value) for value in self._nodes.values()})
+        return list(self._node_types)
 
     async def get_metadata(self, key: str) -> str | None:
         return self._metadata.get(key)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from graphwalk_core.model import EdgeId, NodeId, edge_id
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, edge_between, node_names
 from graphwalk_core.traversal.scoring import Beam, HopRef, Termination, rank_walks
 from graphwalk_core.traversal.trace import Trace
 
@@ -59,26 +59,27 @@ class WalkResult(BaseModel):
         return self.answers[0].node_ids if self.answers else []
 
 
-def _hop_edge(source: NodeId, relation: str, direction: str, target: NodeId) -> EdgeId:
-    return edge_id(source, relation, target) if direction == "out" else edge_id(target, relation, source)
+def _stored(source: NodeId, relation: str, direction: str, target: NodeId) -> tuple[NodeId, str, NodeId]:
+    """A hop's edge as stored: (source, relation, target)."""
+    return (source, relation, target) if direction == "out" else (target, relation, source)
 
 
-#: ``node -> {(relation, direction): neighbors}``: a cached adjacency reader (the Traverser's).
-GroupedReader = Callable[[NodeId], Awaitable[dict[tuple[str, str], tuple[NodeId, ...]]]]
+#: ``(node, relation, direction) -> neighbors`` (None: unknown): the Traverser's adjacency reader.
+GroupReader = Callable[[NodeId, str, Literal["out", "in"]], Awaitable[Sequence[NodeId] | None]]
 
 
 async def _back_neighbors(
-    store: GraphStore, grouped: GroupedReader | None, node: NodeId, relation: str, back: Literal["out", "in"]
+    store: GraphStore, grouped: GroupReader | None, node: NodeId, relation: str, back: Literal["out", "in"]
 ) -> Sequence[NodeId]:
     if grouped is not None:
-        found = (await grouped(node)).get((relation, back))
+        found = await grouped(node, relation, back)
         if found is not None:
             return found
     return [a.neighbor for a in await store.adjacent(node, direction=back, edge_types=(relation,))]
 
 
 async def _witness_refs(
-    store: GraphStore, grouped: GroupedReader | None, beam: Beam, members: list[set[NodeId]], node: NodeId
+    store: GraphStore, grouped: GroupReader | None, beam: Beam, members: list[set[NodeId]], node: NodeId
 ) -> list[HopRef]:
     """Relation mode: one concrete path to ``node``, found backwards through the beam's frontiers
     (``members``: the frontier before each hop, as sets)."""
@@ -87,7 +88,7 @@ async def _witness_refs(
     for hop, before in zip(reversed(beam.hops), reversed(members), strict=True):
         back: Literal["out", "in"] = "in" if hop.direction == "out" else "out"
         neighbors = await _back_neighbors(store, grouped, current, hop.relation, back)
-        prev = next(n for n in neighbors if n in before)
+        prev = next(filter(before.__contains__, neighbors))
         refs.append(HopRef(hop.relation, hop.direction, prev, current))
         current = prev
     return refs[::-1]
@@ -97,11 +98,11 @@ async def _hops(store: GraphStore, refs: Sequence[HopRef]) -> list[Hop]:
     hops = []
     for ref in refs:
         assert ref.source is not None and ref.target is not None
-        eid = _hop_edge(ref.source, ref.relation, ref.direction, ref.target)
-        edge = await store.get_edge(eid)
+        stored = _stored(ref.source, ref.relation, ref.direction, ref.target)
+        edge = await edge_between(store, *stored)
         sources = sorted({p.source_id for p in edge.provenance}) if edge is not None else []
         hops.append(Hop(source=ref.source, target=ref.target, relation=ref.relation,
-                        direction=ref.direction, edge_id=eid, source_ids=sources))  # fmt: skip
+                        direction=ref.direction, edge_id=edge_id(*stored), source_ids=sources))  # fmt: skip
     return hops
 
 
@@ -114,7 +115,7 @@ async def build_answers(
     by_votes: bool,
     relation_mode: bool,
     max_witnesses: int,
-    grouped: GroupedReader | None = None,
+    grouped: GroupReader | None = None,
 ) -> list[Answer]:
     """Group walks by the node set they reached; rank by votes (sampling) or by the best walk."""
     groups: dict[frozenset[NodeId], list[Beam]] = {}
@@ -124,7 +125,7 @@ async def build_answers(
     ordered = list(groups.values())
     if by_votes:
         ordered.sort(key=lambda group: -len(group))  # stable: ties keep walk rank
-    names = await store.get_nodes(sorted({n for g in ordered for n in g[0].frontier}))
+    names = await node_names(store, list(dict.fromkeys(chain.from_iterable(g[0].frontier for g in ordered))))
     answers = []
     for group in ordered:
         best = group[0]
@@ -140,7 +141,7 @@ async def build_answers(
         answers.append(
             Answer(
                 node_ids=list(best.frontier),
-                names=[names[n].name if n in names else n for n in best.frontier],
+                names=list(map(names.get, best.frontier, best.frontier)),
                 score=best.score(alpha, floor),
                 votes=len(group),
                 n_choices=best.n_choices,

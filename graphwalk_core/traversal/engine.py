@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, Literal
@@ -28,7 +29,15 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import NodeId
-from graphwalk_core.stores.base import Adjacent, GraphStore
+from graphwalk_core.stores.base import (
+    Adjacent,
+    GraphStore,
+    GroupedAdjacency,
+    NeighborGroups,
+    group_adjacent,
+    merge_groups,
+    offers,
+)
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
 from graphwalk_core.traversal.batching import split_batches
@@ -39,8 +48,6 @@ from graphwalk_core.traversal.scoring import Beam, HopRef, normalized_score, ste
 from graphwalk_core.traversal.trace import Call, Step, Trace
 
 Dir = Literal["out", "in"]
-#: A node's distinct neighbors per (relation, direction).
-Grouped = dict[tuple[str, str], tuple[NodeId, ...]]
 
 
 class _Abort(Exception):
@@ -76,9 +83,10 @@ class _Prepared:
 class Traverser:
     """Walks a graph from start nodes to answers, asking ``decider`` at every real choice.
 
-    Adjacency read from the store is cached per node (up to ``adjacency_cache_size`` nodes; 0
-    disables it): reuse a Traverser across questions on a graph that does not change, and call
-    :meth:`clear_cache` after writing to the store.
+    A store offering :class:`~graphwalk_core.stores.base.GroupedAdjacency` groups adjacency itself
+    (and keeps it current). Otherwise adjacency read from the store is cached per node (up to
+    ``adjacency_cache_size`` nodes; 0 disables it): reuse a Traverser across questions on a graph that
+    does not change, and call :meth:`clear_cache` after writing to the store.
     """
 
     def __init__(
@@ -99,25 +107,37 @@ class Traverser:
         self._node_types: list[str] | None = None
         self.adjacency_cache_size = adjacency_cache_size
         self.config_json = self.config.model_dump(mode="json")
-        self._adjacency: dict[NodeId, Grouped] = {}
+        self._grouped_store = store if offers(store, GroupedAdjacency) else None
+        self._adjacency: dict[NodeId, NeighborGroups] = {}
 
     def clear_cache(self) -> None:
         """Forget cached adjacency and node types (call after the store changes)."""
         self._adjacency.clear()
         self._node_types = None
 
-    async def grouped_adjacency(self, node: NodeId) -> Grouped:
-        """``node``'s distinct neighbors per (relation, direction), in store order (cached)."""
+    async def neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
+        """The distinct neighbors of ``nodes`` per (relation, direction), in first-appearance order."""
+        if self._grouped_store is not None:
+            return self._grouped_store.neighbor_groups(nodes, direction=self.config.direction)
+        per_node = []
+        for node in nodes:  # hubs: thousands of cached nodes, no await each
+            cached = self._adjacency.get(node)
+            per_node.append(cached if cached is not None else await self._cached_groups(node))
+        return merge_groups(per_node)
+
+    async def group(self, node: NodeId, relation: str, direction: Dir) -> Sequence[NodeId] | None:
+        """``node``'s distinct neighbors by ``relation`` in ``direction`` (None: not read that way)."""
+        if self._grouped_store is not None:
+            groups = self._grouped_store.neighbor_groups((node,), direction=direction, edge_types=(relation,))
+        else:
+            groups = await self._cached_groups(node)
+        return groups.get((relation, direction))
+
+    async def _cached_groups(self, node: NodeId) -> NeighborGroups:
         cached = self._adjacency.get(node)
         if cached is not None:
             return cached
-        groups: dict[tuple[str, str], dict[NodeId, None]] = {}
-        for rel, nb, d in await self.store.adjacent(node, direction=self.config.direction):
-            group = groups.get((rel, d))
-            if group is None:
-                group = groups[(rel, d)] = {}
-            group[nb] = None
-        grouped = {key: tuple(nbs) for key, nbs in groups.items()}
+        grouped = group_adjacent(await self.store.adjacent(node, direction=self.config.direction))
         if self.adjacency_cache_size > 0:
             if len(self._adjacency) >= self.adjacency_cache_size:
                 self._adjacency.clear()
@@ -214,7 +234,7 @@ class _Walk:
             by_votes=self.sampling,
             relation_mode=self.relation_mode,
             max_witnesses=self.cfg.max_witnesses,
-            grouped=self.t.grouped_adjacency,
+            grouped=self.t.group,
         )
         totals = self.trace.totals
         totals.expansions, totals.nodes_reached = self.expansions, len(self.reached)
@@ -256,24 +276,25 @@ class _Walk:
 
     # -- options -------------------------------------------------------------------------------
 
-    async def _grouped(self, node: NodeId) -> Grouped:
-        """One adjacency read (counted against ``max_expansions``), grouped by (relation, direction)."""
-        cached = self._count_expansion(node)
-        return cached if cached is not None else await self.t.grouped_adjacency(node)
+    async def _neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
+        """One adjacency read per node (counted against ``max_expansions``), grouped and merged."""
+        self._count_expansions(len(nodes))
+        return await self.t.neighbor_groups(nodes)
 
-    def _count_expansion(self, node: NodeId) -> Grouped | None:
-        """Count one adjacency read against the budget; the cached grouping when there is one."""
-        if self.expansions >= self.cfg.budget.max_expansions:
-            raise _Abort(f"max_expansions: {self.cfg.budget.max_expansions} adjacency reads used")
-        self.expansions += 1
-        return self.t._adjacency.get(node)
+    def _count_expansions(self, n: int) -> None:
+        """Count ``n`` adjacency reads; past the budget, stop at it and abort the walk."""
+        limit = self.cfg.budget.max_expansions
+        if self.expansions + n > limit:
+            self.expansions = limit
+            raise _Abort(f"max_expansions: {limit} adjacency reads used")
+        self.expansions += n
 
     async def _prepare(self, beam: Beam, depth: int) -> _Prepared:
         if self.relation_mode:
             keyed, pruned, names = await self._relation_moves(beam)
         else:
             keyed, pruned, names = await self._entity_moves(beam)
-        step = Step.model_construct(  # built from engine data: skip validation on the hot path
+        step = Step(  # validated: pydantic's model_construct is slower here (default factories)
             depth=depth,
             beam_id=beam.id,
             parent_beam_id=beam.parent,
@@ -329,7 +350,7 @@ class _Walk:
 
     async def _entity_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         current = beam.frontier[0]
-        grouped = await self._grouped(current)
+        grouped = await self._neighbor_groups((current,))
         adjacent = [Adjacent(rel, nb, d) for (rel, d), nbs in grouped.items() for nb in nbs]  # type: ignore[arg-type]
         if self.cfg.exclude_visited:
             visited = beam.visited
@@ -369,23 +390,11 @@ class _Walk:
         return list(range(min(n, len(texts)))), _Pruned(texts[n:], "truncated" if len(texts) > n else None)
 
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
-        merged: dict[tuple[str, str], list[NodeId]] = {}
-        for node in beam.frontier:
-            grouped = self._count_expansion(node)  # hubs: thousands of cached nodes, no await each
-            if grouped is None:
-                grouped = await self.t.grouped_adjacency(node)
-            for key, nbs in grouped.items():
-                into = merged.get(key)
-                if into is None:
-                    merged[key] = list(nbs)
-                else:
-                    into.extend(nbs)
-        excluded = self.start_set if self.cfg.exclude_visited else frozenset()
         groups: dict[tuple[str, str], list[NodeId]] = {}
-        for key, found in merged.items():
-            targets = list(dict.fromkeys(found)) if len(beam.frontier) > 1 else found
-            if not excluded.isdisjoint(targets):
-                targets = [t for t in targets if t not in excluded]
+        for key, targets in (await self._neighbor_groups(beam.frontier)).items():
+            if self.cfg.exclude_visited:
+                for node in self.start_set.intersection(targets):
+                    targets.remove(node)  # a group holds each neighbor once
             if targets:
                 groups[key] = targets
         raw = [_Move(rel, d, reached=targets) for (rel, d), targets in groups.items()]  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from graphwalk_core.eval.datasets import Dataset, load_dataset
 from graphwalk_core.eval.datasets.base import REPO_ROOT
+from graphwalk_core.eval.datasets.hub import resolve_data_dir
 from graphwalk_core.warehouse.graph_views import export_triples
 from graphwalk_core.warehouse.tables import Warehouse
 
@@ -21,10 +22,16 @@ def load_partition_dataset(
     split: str = "dev",
     seed: int = 0,
     data_dir: str | Path | None = None,
+    hub: str | None = None,
+    hub_endpoint: str | None = None,
     questions: str | Path | None = None,
 ) -> Dataset:
-    """``load_dataset(name)``; ``custom`` reads ``questions`` over the graph's triples in the warehouse."""
-    common = {"split": split, "n": n, "seed": seed, "data_dir": Path(data_dir) if data_dir else None}
+    """``load_dataset(name)``; ``custom`` reads ``questions`` over the graph's triples in the warehouse.
+
+    The data comes from ``data_dir``, or from the dataset repo ``hub`` (``REPO@SHA``), or the default folder.
+    """
+    root = resolve_data_dir(Path(data_dir) if data_dir else None, hub, hub_endpoint, [name], split)
+    common = {"split": split, "n": n, "seed": seed, "data_dir": root}
     if name != "custom":
         return load_dataset(name, **common)
     kb = export_triples(warehouse.root)

@@ -46,12 +46,20 @@ def test_minilm_paraphrase_similarity(minilm: FastEmbedEmbedder) -> None:
     assert float(vecs[0] @ vecs[2]) == pytest.approx(-0.081, abs=2e-3)  # README: -0.081
 
 
-def test_length_order_batches_match_single_texts(minilm: FastEmbedEmbedder, minilm_dir: Path) -> None:
-    texts = ["a much longer sentence about the films Tom Hanks starred in", "short", "medium length text"]
+def test_token_order_batches_match_single_texts(minilm: FastEmbedEmbedder, minilm_dir: Path) -> None:
+    texts = [
+        "a much longer sentence about the films Tom Hanks starred in",
+        "short",
+        "medium length text",
+        "старшая",
+    ]
     fresh = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, batch_size=2)
+    # with [CLS]/[SEP]: a 7-letter Cyrillic word costs more tokens than a 3-word English name
+    assert fresh.token_counts(["short", "Andre Norton Award", "старшая", texts[0]]) == [3, 5, 9, 14]
     batched = fresh.embed(texts)
     singles = np.vstack([minilm.embed([t]) for t in texts])
-    np.testing.assert_allclose(batched, singles, atol=1e-4)
+    # the shared model quantizes weights only: a row is bit-identical whatever its batch-mates and padding
+    np.testing.assert_array_equal(batched, singles)
 
 
 def test_repeated_texts_cost_nothing(minilm_dir: Path) -> None:
@@ -113,3 +121,22 @@ def test_factory_path_rules(minilm_dir: Path, tmp_path: Path) -> None:
     assert infer_model_name(tmp_path, "x/y") == "x/y"
     with pytest.raises(ConfigError, match=r"GRAPHWALK_EMBED_MODEL_PATH .*missing is not a folder"):
         make_embedder(GraphwalkSettings(embed_model_path=tmp_path / "missing"))
+
+
+def test_another_onnx_file_of_the_folder(minilm: FastEmbedEmbedder, minilm_dir: Path) -> None:
+    qint8 = "model_qint8_dynamic.onnx"
+    fast = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, model_file=qint8)
+    assert fast.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2:model_qint8_dynamic.onnx"
+    vecs = fast.embed([OBAMA, OBAMA_PARAPHRASE, EIFFEL])
+    assert float(vecs[0] @ minilm.embed([OBAMA])[0]) == pytest.approx(0.9955, abs=2e-3)
+    assert float(vecs[0] @ vecs[1]) == pytest.approx(0.859, abs=3e-3)  # the default file: 0.863
+    # activations are quantized per batch: the same text alone gets a slightly different vector
+    alone = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, model_file=qint8).embed([OBAMA])[0]
+    assert float(alone @ vecs[0]) == pytest.approx(0.9933, abs=2e-3)
+    with pytest.raises(ConfigError, match=r"'missing\.onnx' needs a model folder that holds it"):
+        FastEmbedEmbedder(MINILM_MODEL, minilm_dir, model_file="missing.onnx")
+    with pytest.raises(ConfigError, match=r"GRAPHWALK_EMBED_MODEL_FILE needs GRAPHWALK_EMBED_MODEL_PATH"):
+        make_embedder(GraphwalkSettings(embed_model_file=qint8))
+    factory._fastembed.cache_clear()
+    made = make_embedder(GraphwalkSettings(embed_model_path=minilm_dir, embed_model_file=qint8))
+    assert made.model_id == fast.model_id

@@ -44,3 +44,26 @@ def test_bad_shape_and_size() -> None:
         VectorCache(maxsize=0)
     with pytest.raises(ValueError, match=r"shape \(1, 2\), expected \(1, 3\)"):
         VectorCache().embed_through(["a"], 3, Counting())
+
+
+def test_lock_is_not_held_while_computing() -> None:
+    """One thread computes (blocked here) while another is served from the cache: routing's look-ahead."""
+    import threading
+
+    cache = VectorCache()
+    cache.embed_through(["cached"], 2, Counting())
+    started, release = threading.Event(), threading.Event()
+
+    def slow(texts: list[str]) -> np.ndarray:
+        started.set()
+        assert release.wait(5)
+        return np.array([[9.0, 9.0]] * len(texts), dtype=np.float32)
+
+    worker = threading.Thread(target=cache.embed_through, args=(["slow"], 2, slow))
+    worker.start()
+    assert started.wait(5)
+    assert cache.embed_through(["cached"], 2, Counting()).tolist() == [[6.0, 1.0]]  # not blocked
+    release.set()
+    worker.join(5)
+    assert cache.embed_through(["slow"], 2, Counting()).tolist() == [[9.0, 9.0]]
+    assert (cache.hits, cache.misses) == (2, 2)

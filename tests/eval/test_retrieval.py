@@ -49,9 +49,12 @@ def test_score_retrieval_exact() -> None:
         q, "x", ["Meek Mill", "Detroit", "Meek Mill", "Big Sean", "Lake Tahoe", "B Boy (song)"], latency_s=0
     )
     assert row.retrieved == ["Meek Mill", "Detroit", "Big Sean", "Lake Tahoe", "B Boy (song)"]
-    assert (row.solved, row.recall_at_2, row.recall_at_5) == (True, 0.5, 1.0)
+    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (True, True, 0.5, 1.0)
     row = score_retrieval(q, "x", ["B Boy (song)"], latency_s=0)
-    assert (row.solved, row.recall_at_2, row.recall_at_5) == (False, 0.5, 0.5)
+    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (False, False, 0.5, 0.5)
+    late = ["B Boy (song)", *(f"distractor {i}" for i in range(9)), "Meek Mill"]
+    row = score_retrieval(q, "x", late, latency_s=0)  # all found, but the 2nd only at rank 11
+    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (True, False, 0.5, 0.5)
 
 
 def test_corpus_subset_keeps_every_supporting_passage() -> None:
@@ -80,5 +83,5 @@ def test_run_retrieval_on_a_tiny_corpus(tmp_path: Path) -> None:
     dense_all = report.rows[2]
     assert (dense_all.solved, dense_all.recall_at_5, len(dense_all.retrieved)) == (True, 1.0, 6)
     md = write_retrieval_report(report, tmp_path).read_text()
-    assert "| dense top-6 | 1.000 |" in md
+    assert "| dense top-6 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 |" in md
     assert (tmp_path / "retrieval.json").exists()

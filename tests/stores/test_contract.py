@@ -11,6 +11,15 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.model import Edge, Node, Provenance, edge_id
 from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
 from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore
+from graphwalk_core.stores.base import (
+    EdgeLookup,
+    GroupedAdjacency,
+    NodeNames,
+    edge_between,
+    neighbor_groups,
+    node_names,
+    offers,
+)
 
 S1 = Provenance(source_id="doc/1", content_hash="h1")
 S2 = Provenance(source_id="doc/2", content_hash="h2")
@@ -99,6 +108,79 @@ async def test_neighbors_and_adjacent_by_direction_and_type(store: GraphStore) -
         await store.adjacent("Memento", direction="sideways")  # type: ignore[arg-type]
 
 
+async def test_neighbor_groups(store: GraphStore) -> None:
+    """Grouped adjacency of node sets: the capability (memory) and the generic path (SQL) agree."""
+    assert offers(store, GroupedAdjacency) == isinstance(store, MemoryGraphStore)
+    for n in "abcd":
+        await store.upsert_node(node(n))
+    # inserted in (source, type, target) order, so insertion order and SQL order agree
+    for e in (("a", "r", "b"), ("a", "r", "c"), ("a", "s", "c"), ("b", "r", "c"), ("d", "r", "c")):
+        await store.upsert_edge(edge(*e))
+    assert await neighbor_groups(store, ["a"]) == {("r", "out"): ["b", "c"], ("s", "out"): ["c"]}
+    assert await neighbor_groups(store, ["c"]) == {("r", "in"): ["a", "b", "d"], ("s", "in"): ["a"]}
+    # keys and neighbors in first-appearance order, each neighbor once
+    assert await neighbor_groups(store, ["c", "b", "a"]) == {
+        ("r", "in"): ["a", "b", "d"],
+        ("s", "in"): ["a"],
+        ("r", "out"): ["c", "b"],
+        ("s", "out"): ["c"],
+    }
+    assert await neighbor_groups(store, ["c", "b", "a"], direction="out") == {
+        ("r", "out"): ["c", "b"],
+        ("s", "out"): ["c"],
+    }
+    assert await neighbor_groups(store, ["a", "c"], edge_types=["s"]) == {
+        ("s", "out"): ["c"],
+        ("s", "in"): ["a"],
+    }
+    assert await neighbor_groups(store, ["c"], direction="in", edge_types={"r"}) == {
+        ("r", "in"): ["a", "b", "d"]
+    }
+    assert await neighbor_groups(store, ["nobody"]) == {}
+    assert await neighbor_groups(store, []) == {}
+    # writes show at once
+    await store.delete_edge(edge_id("a", "r", "b"))
+    await store.upsert_edge(edge("a", "t", "d"))
+    assert await neighbor_groups(store, ["a"]) == {
+        ("r", "out"): ["c"],
+        ("s", "out"): ["c"],
+        ("t", "out"): ["d"],
+    }
+    await store.delete_node("c")
+    assert await neighbor_groups(store, ["a", "d"]) == {("t", "out"): ["d"], ("t", "in"): ["a"]}
+    with pytest.raises(ValueError, match="undo"):
+        async with store.transaction():
+            await store.upsert_edge(edge("d", "u", "a"))
+            assert await neighbor_groups(store, ["d"]) == {("u", "out"): ["a"], ("t", "in"): ["a"]}
+            raise ValueError("undo")
+    assert await neighbor_groups(store, ["a", "d"]) == {("t", "out"): ["d"], ("t", "in"): ["a"]}
+    with pytest.raises(InputError, match="direction must be one of out, in, both"):
+        await neighbor_groups(store, ["a"], direction="sideways")  # type: ignore[arg-type]
+
+
+async def test_node_names(store: GraphStore) -> None:
+    """Names by id: the capability (memory) and get_nodes (SQL) agree."""
+    assert offers(store, NodeNames) == isinstance(store, MemoryGraphStore)
+    await store.upsert_node(node("q1", "Christopher Nolan"))
+    await store.upsert_node(node("q2"))
+    assert await node_names(store, ["q2", "nobody", "q1"]) == {"q2": "q2", "q1": "Christopher Nolan"}
+    await store.upsert_node(node("q1", "Chris Nolan"))
+    assert await node_names(store, ["q1"]) == {"q1": "Chris Nolan"}
+    assert await node_names(store, []) == {}
+
+
+async def test_edge_between(store: GraphStore) -> None:
+    """An edge by its endpoints and type: the capability (memory) and get_edge (SQL) agree."""
+    assert offers(store, EdgeLookup) == isinstance(store, MemoryGraphStore)
+    await movies(store)
+    pearce = edge("Memento", "starred_actors", "Guy Pearce", provenance=(S2,))
+    assert await edge_between(store, "Memento", "starred_actors", "Guy Pearce") == pearce
+    assert await edge_between(store, "Guy Pearce", "starred_actors", "Memento") is None
+    assert await edge_between(store, "Memento", "directed_by", "Guy Pearce") is None
+    await store.delete_edge(pearce.id)
+    assert await edge_between(store, "Memento", "starred_actors", "Guy Pearce") is None
+
+
 async def test_degree(store: GraphStore) -> None:
     await movies(store)
     assert await store.degree("Memento") == 2
@@ -113,6 +195,8 @@ async def test_node_types(store: GraphStore) -> None:
     await movies(store)
     await store.upsert_node(node("2000", type="year"))
     assert await store.node_types() == ["film", "person", "year"]
+    await store.delete_node("2000")
+    assert await store.node_types() == ["film", "person"]
 
 
 async def test_find_nodes_by_name_alias_type_case_insensitive(store: GraphStore) -> None:

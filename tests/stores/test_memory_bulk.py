@@ -32,6 +32,7 @@ def bulk() -> MemoryGraphStore:
 
 async def test_from_triples_collapses_duplicates_and_types_nodes() -> None:
     store = bulk()
+    assert store.node_names(["Memento", "nobody", "odd"]) == {"Memento": "Memento", "odd": "odd"}  # raw nodes
     assert await store.counts() == (5, 4)
     assert store.triples() == [KB[0], KB[1], KB[3], KB[4]]
     assert await store.get_node("Christopher Nolan") == Node(

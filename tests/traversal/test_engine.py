@@ -245,12 +245,51 @@ async def test_relation_mode_prefilters_relations_and_caps_frontier_by_similarit
     assert result.trace.steps[0].note == "frontier capped from 3 to 1 by query similarity"
 
 
+class ProtocolOnly:
+    """A memory store seen through the GraphStore protocol alone (none of its optional capabilities)."""
+
+    def __init__(self, store: MemoryGraphStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("neighbor_groups", "edge_between", "node_names"):
+            raise AttributeError(name)
+        return getattr(self._store, name)
+
+
+def stop_only() -> FakeDecisionBackend:
+    return FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+
+
+async def test_grouped_store_adjacency_follows_writes() -> None:
+    store = graph([("A", "r", "B")])
+    traverser = Traverser(store, stop_only())
+    assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 2  # o1 + STOP
+    await store.upsert_edge(Edge(source="A", target="B", type="s"))
+    assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 3
+
+
 async def test_adjacency_cache_is_cleared_on_request() -> None:
     store = graph([("A", "r", "B")])
-    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
-    traverser = Traverser(store, decider)
+    traverser = Traverser(ProtocolOnly(store), stop_only())  # type: ignore[arg-type]
     await traverser.walk("q", ["A"])
     await store.upsert_edge(Edge(source="A", target="B", type="s"))
     assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 2  # cached: o1 + STOP
     traverser.clear_cache()
     assert len((await traverser.walk("q", ["A"])).trace.steps[0].options) == 3
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "beam"])
+async def test_relation_walks_agree_with_and_without_grouped_adjacency(
+    movies: MemoryGraphStore, strategy: str
+) -> None:
+    config = TraversalConfig(hop_mode="relation", strategy=strategy, allow_stop_at_start=False)
+    starts = [["James Cameron"], ["Christopher Nolan", "Leonardo DiCaprio"], ["Science Fiction"]]
+    for start in starts:
+        walks = [
+            await Traverser(store, FakeDecisionBackend(seed=3), config=config).walk("which films?", start)
+            for store in (movies, ProtocolOnly(movies))
+        ]
+        fast, generic = (w.model_dump(exclude={"trace": {"totals": {"wall_s"}}}) for w in walks)
+        assert fast == generic
+        assert fast["trace"]["steps"] and fast["answers"]

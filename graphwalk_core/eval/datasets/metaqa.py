@@ -25,6 +25,16 @@ def parse_metaqa_line(line: str, *, path: Path, lineno: int) -> tuple[str, str, 
     return text, topics[0], [a for a in answers.split("|") if a]
 
 
+def metaqa_files(hops: int, split: str) -> tuple[Path, Path, Path]:
+    """The QA, qtype and KB files of one hop count and split, relative to the data folder."""
+    if hops not in (1, 2, 3):
+        raise InputError(f"MetaQA hops must be 1, 2 or 3, got {hops}")
+    if split not in SPLITS:
+        raise InputError(f"MetaQA split must be one of {SPLITS}, got {split!r}")
+    folder = Path("metaqa") / f"{hops}-hop"
+    return folder / "vanilla" / f"qa_{split}.txt", folder / f"qa_{split}_qtype.txt", Path("metaqa") / "kb.txt"
+
+
 def load_metaqa(
     hops: int,
     *,
@@ -35,14 +45,10 @@ def load_metaqa(
     seed: int = 0,
 ) -> Dataset:
     """The questions of one hop count and split: all, or the seeded subset of ``n`` (in subset order)."""
-    if hops not in (1, 2, 3):
-        raise InputError(f"MetaQA hops must be 1, 2 or 3, got {hops}")
-    if split not in SPLITS:
-        raise InputError(f"MetaQA split must be one of {SPLITS}, got {split!r}")
-    root = data_dir / "metaqa"
-    qa_path = require_file(root / f"{hops}-hop" / "vanilla" / f"qa_{split}.txt", "MetaQA QA file")
-    qtype_path = require_file(root / f"{hops}-hop" / f"qa_{split}_qtype.txt", "MetaQA qtype file")
-    kb = require_file(kb_path or root / "kb.txt", "MetaQA KB")
+    qa_file, qtype_file, kb_file = metaqa_files(hops, split)
+    qa_path = require_file(data_dir / qa_file, "MetaQA QA file")
+    qtype_path = require_file(data_dir / qtype_file, "MetaQA qtype file")
+    kb = require_file(kb_path or data_dir / kb_file, "MetaQA KB")
     qa_lines = qa_path.read_text(encoding="utf-8").splitlines()
     qtypes = qtype_path.read_text(encoding="utf-8").splitlines()
     if len(qtypes) != len(qa_lines):

@@ -8,7 +8,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets import hotpotqa, twowiki
 from graphwalk_core.eval.datasets.base import Dataset, default_data_dir
 from graphwalk_core.eval.datasets.custom import load_custom
-from graphwalk_core.eval.datasets.metaqa import load_metaqa
+from graphwalk_core.eval.datasets.metaqa import load_metaqa, metaqa_files
 
 DATASET_NAMES = (
     "metaqa-1hop",
@@ -19,6 +19,23 @@ DATASET_NAMES = (
     "2wiki-retrieval",
     "custom",
 )
+
+
+def data_files(name: str, *, split: str = "dev") -> list[str]:
+    """The files ``load_dataset(name, split=split)`` reads by default, relative to the data folder."""
+    if name.startswith("metaqa-") and name in DATASET_NAMES:
+        files: tuple[Path, ...] = metaqa_files(int(name[len("metaqa-")]), split)
+    elif name == "hotpotqa":
+        files = (hotpotqa.DEFAULT_FILE,)
+    elif name == "2wiki":
+        files = (twowiki.DEFAULT_FILE,)
+    elif name == "2wiki-retrieval":
+        files = (twowiki.CORPUS_FILE, twowiki.RETRIEVAL_FILE)
+    elif name == "custom":
+        raise InputError("the custom dataset reads the files you name; it has no data folder")
+    else:
+        raise _unknown(name)
+    return [f.as_posix() for f in files]
 
 
 def load_dataset(
@@ -57,5 +74,9 @@ def load_dataset(
             raise InputError("the custom dataset needs a question file (path=... / --questions FILE)")
         ds = load_custom(path, split=split, n=n, seed=seed, kb=kb, corpus=corpus)
     else:
-        raise InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")
+        raise _unknown(name)
     return ds.model_copy(update={"info": {**ds.info, "seed": seed}})
+
+
+def _unknown(name: str) -> InputError:
+    return InputError(f"unknown dataset {name!r}; choose one of {', '.join(DATASET_NAMES)}")

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.decisions.base import DecisionBackend
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
-from graphwalk_core.eval.ingestion import PassageIngester
 from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
 from graphwalk_core.eval.systems.documents import document_index
 from graphwalk_core.eval.systems.graphs import open_graph
@@ -19,6 +18,9 @@ from graphwalk_core.eval.systems.reader import GraphReaderSystem
 from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore
+
+if TYPE_CHECKING:
+    from graphwalk_core.eval.ingestion import PassageIngester  # ingestion stack: imported when used
 
 SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag")
 NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
@@ -48,6 +50,8 @@ async def dataset_graph(
     """The dataset's graph: its triples, else its passages ingested (NLP extractor, exact routing)."""
     if dataset.knowledge.graph == "triples":
         return await open_graph(dataset.knowledge), None
+    from graphwalk_core.eval.ingestion import PassageIngester
+
     ingester = PassageIngester(
         source_id=dataset.knowledge.source,
         routing=routing,

@@ -9,13 +9,17 @@
 
 A referencing row names the referenced row's label, and its content hash covers that label, so renaming
 a row reprocesses the rows that point to it. No LLM is involved.
+
+Rows are streamed (``STREAM_BATCH`` per fetch, primary-key order) and the rows a batch refers to are
+looked up per batch, so memory stays bounded by the batch, not the database.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +44,10 @@ from graphwalk_core.model import JSONValue, content_hash
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
+#: Rows per fetch when streaming a table.
+STREAM_BATCH = 1000
+#: Bound values per foreign-key look-up query (well under every driver's parameter limit).
+_LOOKUP_PARAMS = 500
 _NAME_COLUMNS = ("name", "title", "label")
 
 
@@ -115,29 +123,28 @@ class SQLSource:
             detail = detail.replace(str(self.url.password), "***")
         return InputError(f"cannot read SQL source {self.display_url}: {detail}")
 
-    def _read(self) -> tuple[list[_Table], dict[str, list[dict[str, Any]]]]:
+    @contextmanager
+    def _connected(self) -> Iterator[sa.Engine]:
+        """An engine for one pass; any SQLAlchemy error inside becomes an InputError naming the source."""
         engine = self._engine()
         try:
-            with engine.connect() as conn:
-                inspector = sa.inspect(conn)
-                tables = [_Table(name, inspector) for name in sorted(inspector.get_table_names())]
-                rows: dict[str, list[dict[str, Any]]] = {}
-                for table in tables:
-                    t = sa.Table(table.name, sa.MetaData(), autoload_with=conn)
-                    order = [t.c[c] for c in table.pk] or list(t.c)
-                    rows[table.name] = [dict(r._mapping) for r in conn.execute(sa.select(t).order_by(*order))]
-                return tables, rows
+            yield engine
         except SQLAlchemyError as exc:
             raise self._error(exc) from exc
         finally:
             engine.dispose()
 
     async def profile(self) -> SourceProfile:
-        tables, rows = self._read()
+        with self._connected() as engine, engine.connect() as conn:
+            tables = _tables(sa.inspect(conn))
+            counts = {
+                t.name: conn.execute(sa.select(sa.func.count()).select_from(sa.table(t.name))).scalar_one()
+                for t in tables
+            }
         profiles = [
             TableProfile(
                 name=t.name,
-                rows=len(rows[t.name]),
+                rows=counts[t.name],
                 columns=[
                     ColumnProfile(
                         name=c["name"],
@@ -169,27 +176,102 @@ class SQLSource:
         )
 
     async def documents(self) -> AsyncIterator[SourceDocument]:
-        for doc in self.read_documents():
+        for doc in self.iter_documents():
             yield doc
 
     def read_documents(self) -> list[SourceDocument]:
-        """Every row as a document (synchronous; ``documents()`` yields these)."""
-        tables, rows = self._read()
-        by_name = {t.name: t for t in tables}
-        self._skipped = []
-        docs: list[SourceDocument] = []
-        for table in tables:
-            for index, row in enumerate(rows[table.name]):
-                doc = self._row_document(table, index, row, by_name, rows)
-                if doc is not None:
-                    docs.append(doc)
-        return docs
+        """Every row as a document, in one list."""
+        return list(self.iter_documents())
 
-    def _node_id(self, table: _Table, row: dict[str, Any], index: int) -> str:
+    def iter_documents(self) -> Iterator[SourceDocument]:
+        """Every row as a document: table by table in primary-key order, ``STREAM_BATCH`` rows per fetch.
+
+        Only the current batch is held in memory; the rows its foreign keys point to are looked up per
+        batch on a second connection (a streaming cursor may own its connection, e.g. on MySQL).
+        """
+        self._skipped = []
+        with self._connected() as engine, engine.connect() as conn, engine.connect() as lookup:
+            tables = _tables(sa.inspect(conn))
+            by_name = {t.name: t for t in tables}
+            metadata = sa.MetaData()
+            metadata.reflect(conn, only=list(by_name))
+            for table in tables:
+                t = metadata.tables[table.name]
+                result = conn.execution_options(yield_per=STREAM_BATCH).execute(
+                    sa.select(t).order_by(*_order(t, table))
+                )
+                index = 0
+                for batch in result.partitions():
+                    rows = [dict(r._mapping) for r in batch]
+                    targets = [
+                        self._targets(by_name[fk["referred_table"]], fk, rows, metadata, lookup)
+                        for fk in table.fks
+                    ]
+                    for row in rows:
+                        doc = self._row_document(table, index, row, targets)
+                        index += 1
+                        if doc is not None:
+                            yield doc
+
+    def _targets(
+        self,
+        ref: _Table,
+        fk: dict[str, Any],
+        rows: list[dict[str, Any]],
+        metadata: sa.MetaData,
+        conn: sa.Connection,
+    ) -> dict[tuple[Any, ...], ExtractedEntity]:
+        """The referenced row (as an entity) of each foreign-key value in ``rows`` that has one.
+
+        A value matches the first row, in primary-key order, whose referred columns equal it in Python
+        (the database only narrows the candidates). A table without a primary key is scanned in full,
+        since its row position is part of its node id.
+        """
+        keys = {_key(row, fk["constrained_columns"]) for row in rows}
+        keys.discard(None)
+        if not keys:
+            return {}
+        t = metadata.tables[ref.name]
+        columns = fk["referred_columns"]
+        if not ref.pk:
+            scan = conn.execution_options(yield_per=STREAM_BATCH).execute(
+                sa.select(t).order_by(*_order(t, ref))
+            )
+            return self._first_matches(ref, columns, keys, enumerate(r._mapping for r in scan))
+        found: dict[tuple[Any, ...], ExtractedEntity] = {}
+        pending = list(keys)
+        size = max(1, _LOOKUP_PARAMS // len(columns))
+        for start in range(0, len(pending), size):
+            chunk = pending[start : start + size]
+            query = sa.select(t).where(_matching([t.c[c] for c in columns], chunk)).order_by(*_order(t, ref))
+            # the row position only names rows of tables without a primary key
+            candidates = ((0, r._mapping) for r in conn.execute(query))
+            found.update(self._first_matches(ref, columns, set(chunk), candidates))
+        return found
+
+    def _first_matches(
+        self,
+        ref: _Table,
+        columns: list[str],
+        wanted: set[tuple[Any, ...]],
+        candidates: Iterable[tuple[int, Mapping[str, Any]]],
+    ) -> dict[tuple[Any, ...], ExtractedEntity]:
+        found: dict[tuple[Any, ...], ExtractedEntity] = {}
+        for index, candidate in candidates:
+            key = tuple(candidate[c] for c in columns)
+            if key in wanted and key not in found:
+                found[key] = ExtractedEntity(
+                    name=self._label(ref, candidate, index),
+                    type=self._type(ref),
+                    node_id=self._node_id(ref, candidate, index),
+                )
+        return found
+
+    def _node_id(self, table: _Table, row: Mapping[str, Any], index: int) -> str:
         key = [_json(row[c]) for c in table.pk] if table.pk else [index]
         return "n_sql_" + content_hash([self.source_id, table.name, key])[:24]
 
-    def _label(self, table: _Table, row: dict[str, Any], index: int) -> str:
+    def _label(self, table: _Table, row: Mapping[str, Any], index: int) -> str:
         mapping = mapping_for(self.mappings, table.name)
         if mapping is not None and row.get(mapping.name) not in (None, ""):
             return " ".join(str(row[mapping.name]).split())
@@ -209,40 +291,20 @@ class SQLSource:
         mapping = mapping_for(self.mappings, table.name)
         return mapping.type if mapping is not None else snake_case(singular(table.name))
 
-    def _referenced(
-        self,
-        fk: dict[str, Any],
-        row: dict[str, Any],
-        by_name: dict[str, _Table],
-        rows: dict[str, list[dict[str, Any]]],
-    ) -> ExtractedEntity | None:
-        values = [row[c] for c in fk["constrained_columns"]]
-        if any(v is None for v in values):
-            return None
-        ref = by_name[fk["referred_table"]]
-        for index, candidate in enumerate(rows[ref.name]):
-            if [candidate[c] for c in fk["referred_columns"]] == values:
-                return ExtractedEntity(
-                    name=self._label(ref, candidate, index),
-                    type=self._type(ref),
-                    node_id=self._node_id(ref, candidate, index),
-                )
-        return None
-
     def _row_document(
         self,
         table: _Table,
         index: int,
         row: dict[str, Any],
-        by_name: dict[str, _Table],
-        rows: dict[str, list[dict[str, Any]]],
+        targets: list[dict[tuple[Any, ...], ExtractedEntity]],
     ) -> SourceDocument | None:
         key = ",".join(str(row[c]) for c in table.pk) if table.pk else str(index)
         doc_id = f"{table.name}#{key}"
         record = {k: _json(v) for k, v in row.items()}
         refs = []
-        for fk in table.fks:
-            target = self._referenced(fk, row, by_name, rows)
+        for fk, found in zip(table.fks, targets, strict=True):
+            values = _key(row, fk["constrained_columns"])
+            target = None if values is None else found.get(values)
             column = ",".join(fk["constrained_columns"])
             if target is None and any(row[c] is not None for c in fk["constrained_columns"]):
                 self._skipped.append(
@@ -313,6 +375,28 @@ class SQLSource:
             + ":"
             + content_hash({k: m.model_dump(mode="json") for k, m in self.mappings.items()})[:12],
         )
+
+
+def _tables(inspector: Any) -> list[_Table]:
+    return [_Table(name, inspector) for name in sorted(inspector.get_table_names())]
+
+
+def _order(t: sa.Table, table: _Table) -> list[sa.ColumnElement[Any]]:
+    """The row order of every pass: the primary key, else all columns."""
+    return [t.c[c] for c in table.pk] or list(t.c)
+
+
+def _key(row: Mapping[str, Any], columns: list[str]) -> tuple[Any, ...] | None:
+    """The row's values in ``columns``; None when any is null (no reference)."""
+    values = tuple(row[c] for c in columns)
+    return None if any(v is None for v in values) else values
+
+
+def _matching(columns: list[sa.Column[Any]], keys: list[tuple[Any, ...]]) -> sa.ColumnElement[bool]:
+    """A WHERE clause selecting the rows whose ``columns`` equal one of ``keys``."""
+    if len(columns) == 1:
+        return columns[0].in_([key[0] for key in keys])
+    return sa.or_(*(sa.and_(*(c == v for c, v in zip(columns, key, strict=True))) for key in keys))
 
 
 def _json(value: Any) -> JSONValue:

@@ -24,6 +24,12 @@ class EvalQuestionsConfig(dg.Config):
     split: str = Field(default="dev", description="dev | test (MetaQA); datasets with one split ignore it")
     seed: int = 0
     data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
+    hub: str | None = Field(
+        default=None,
+        description="REPO@SHA: a Hugging Face dataset repo at a full commit sha, laid out like "
+        "../shared/data (instead of data_dir)",
+    )
+    hub_endpoint: str | None = Field(default=None, description="hub endpoint (default: $HF_ENDPOINT)")
     questions: str | None = Field(
         default=None, description="custom question file (default: data/questions.jsonl)"
     )
