@@ -20,14 +20,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
+
+from servers.background import BackgroundHTTPServer
 
 Reply = tuple[int, dict[str, str], bytes]
 
@@ -44,45 +45,26 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\x00" % len(data) + data).hexdigest()
 
 
-class HubServer:
+class HubServer(BackgroundHTTPServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) serving dataset repos at fixed commits."""
+
+    thread_name = "hub-server"
 
     def __init__(self) -> None:
         self.repos: dict[str, dict[str, dict[str, bytes]]] = {}  # repo id -> sha -> path -> content
         self.requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(_make_handler(self))
 
     @property
     def endpoint(self) -> str:
         """The hub endpoint, e.g. ``http://127.0.0.1:PORT``."""
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def add_repo(self, repo_id: str, sha: str, files: dict[str, str | bytes]) -> None:
         """Serve ``files`` (path -> content) as dataset repo ``repo_id`` at commit ``sha``."""
         encoded = {p: c.encode() if isinstance(c, str) else c for p, c in files.items()}
         with self._lock:
             self.repos.setdefault(repo_id, {})[sha] = encoded
-
-    def start(self) -> HubServer:
-        serve = self._httpd.serve_forever
-        self._thread = threading.Thread(target=serve, args=(0.02,), name="hub-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> HubServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- request handling (called from the handler thread) --
 

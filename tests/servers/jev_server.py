@@ -9,12 +9,13 @@ objects are served first (status, headers, body, delay), then the normal answer 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from servers.background import BackgroundHTTPServer
 
 #: Answers one choice question: (question name, question JSON, state) -> label -> probability.
 AnswerFn = Callable[[str, dict[str, Any], Any], dict[str, float]]
@@ -61,8 +62,10 @@ def first_label_answer(name: str, question: dict[str, Any], state: Any) -> dict[
     return {label: (0.7 if i == 0 else rest) for i, label in enumerate(labels)}
 
 
-class JevServer:
+class JevServer(BackgroundHTTPServer):
     """Scriptable fake of Jev's HTTP API on 127.0.0.1 (a real server, real sockets)."""
+
+    thread_name = "jev-server"
 
     def __init__(self, *, flavor: str = "typesafe", models: tuple[str, ...] = ("jev-1.13.0",)) -> None:
         self.flavor = flavor
@@ -79,29 +82,14 @@ class JevServer:
         )
         self.requests: list[Recorded] = []
         self._queue: list[Reply] = []
-        self._lock = threading.Lock()
         self._count = 0
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
-
-    @property
-    def port(self) -> int:
-        return self._httpd.server_address[1]
+        super().__init__(self._handler())
 
     @property
     def base_url(self) -> str:
         """The SDK's base URL for this flavor (OpenRouter's lives under ``/api``)."""
         root = f"http://127.0.0.1:{self.port}"
         return root + "/api" if self.flavor == "openrouter" else root
-
-    def start(self) -> JevServer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
     def enqueue(self, *replies: Reply) -> None:
         """Serve these replies to the next requests, in order, before the normal answers."""

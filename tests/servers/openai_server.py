@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import numpy as np
 import pytest
 
 from graphwalk_core.embeddings.hashing import HashingEmbedder
+from servers.background import BackgroundHTTPServer
 
 
 @dataclass(frozen=True)
@@ -82,8 +82,10 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-class OpenAIServer:
+class OpenAIServer(BackgroundHTTPServer):
     """A threaded HTTP server on 127.0.0.1 (a free port) that speaks the OpenAI API."""
+
+    thread_name = "openai-server"
 
     def __init__(
         self,
@@ -99,15 +101,8 @@ class OpenAIServer:
         self.embedder = HashingEmbedder(dim=embed_dim)
         self.queue: deque[Scripted] = deque()
         self.requests: list[RecordedRequest] = []
-        self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        super().__init__(_make_handler(self))
         self._counter = 0
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -123,24 +118,6 @@ class OpenAIServer:
         """Replies (or failures) for the next chat completions, in order; served before ``script``."""
         with self._lock:
             self.queue.extend(items)
-
-    def start(self) -> OpenAIServer:
-        serve = self._httpd.serve_forever
-        self._thread = threading.Thread(target=serve, args=(0.02,), name="openai-server", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> OpenAIServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # -- request handling (called from the handler thread) --
 
