@@ -38,7 +38,7 @@ from graphwalk_core.ingest.resolution import (
     write_elements,
 )
 from graphwalk_core.ingest.routing import route_extractions
-from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceDocument, SourceProfile
+from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceProfile
 from graphwalk_core.stores.base import GraphStore
 
 __all__ = [
@@ -85,10 +85,10 @@ async def diff_documents(
     """
     version = _extractor_version(extractor)
     ledger = await read_ledger(store, source.source_id)
-    docs: list[SourceDocument] = [d async for d in source.documents()]
-    diff = DocumentDiff(source_id=source.source_id, extractor=version, skipped=source.skipped, ledger=ledger)
+    diff = DocumentDiff(source_id=source.source_id, extractor=version, ledger=ledger)
     seen: set[str] = set()
-    for doc in sorted(docs, key=lambda d: d.id):
+    # streamed: an unchanged document is dropped as soon as it is compared (only its id is kept)
+    async for doc in source.documents():
         if doc.id in seen:
             continue
         seen.add(doc.id)
@@ -104,6 +104,10 @@ async def diff_documents(
         else:
             diff.changed.append(doc.id)
         diff.documents.append(doc)
+    diff.skipped = source.skipped  # complete once the documents have been read
+    for ids in (diff.new, diff.unchanged, diff.incomplete, diff.changed):
+        ids.sort()
+    diff.documents.sort(key=lambda d: d.id)
     for doc_id in sorted(set(ledger) - seen):
         (diff.kept if _kept_by_skips(diff.skipped, doc_id) else diff.deleted).append(doc_id)
     return diff
