@@ -327,6 +327,7 @@ def twowiki_retrieval(
     concurrency: Concurrency = 4,
     set_: Sets = None,
     embed_model_path: EmbedPath = None,
+    quiet: Quiet = False,
 ) -> None:
     """All-supporting-passages-retrieved rate of graphwalk (via provenance) vs dense top-k."""
 
@@ -351,7 +352,7 @@ def twowiki_retrieval(
                 preset=preset,
                 concurrency=concurrency,
                 overrides=parse_sets(set_),
-                progress=lambda msg: typer.echo(msg, err=True),
+                progress=None if quiet else lambda msg: typer.echo(msg, err=True),
             )
         )
         path = write_retrieval_report(report, out)

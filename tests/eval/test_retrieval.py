@@ -85,3 +85,34 @@ def test_run_retrieval_on_a_tiny_corpus(tmp_path: Path) -> None:
     md = write_retrieval_report(report, tmp_path).read_text()
     assert "| dense top-6 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 |" in md
     assert (tmp_path / "retrieval.json").exists()
+
+
+def test_cli_2wiki_retrieval_on_files(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from graphwalk_core.cli import app
+
+    corpus, questions, out = tmp_path / "corpus.json", tmp_path / "questions.json", tmp_path / "out"
+    corpus.write_text(json.dumps([{"title": p.title, "text": p.text} for p in PASSAGES]), encoding="utf-8")
+    question = {"question": _dataset().questions[0].text, "supporting_titles": ["B Boy (song)", "Meek Mill"]}
+    questions.write_text(json.dumps([question]), encoding="utf-8")
+    args = ["eval", "2wiki-retrieval", "--corpus", str(corpus), "--questions", str(questions)]
+    args += ["--decider", "fake", "--embed-model-path", "hashing", "--preset", "entity-greedy"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("2wiki-retrieval: 1 questions over 6 passages; graph ")
+    assert "| dense top-10 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 |" in result.output
+    report = json.loads((out / "retrieval.json").read_text(encoding="utf-8"))
+    assert [r["system"] for r in report["rows"]] == [
+        "graphwalk entity-greedy",
+        "dense top-2",
+        "dense top-5",
+        "dense top-10",
+    ]
+    bad = CliRunner().invoke(app, [*args[:4], "--questions", str(corpus), "--out", str(out)])
+    assert (bad.exit_code, bad.output) == (
+        2,
+        f"error: {corpus}: record 0 needs 'question' and 'supporting_titles'\n",
+    )
