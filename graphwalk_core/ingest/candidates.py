@@ -112,36 +112,24 @@ class CandidateIndex:
         for word in name_words(name):
             self._words.setdefault(word, set()).add(node_id)
 
-    def unembedded(self, names: Sequence[str]) -> list[str]:
-        """The first spelling of each distinct normalized name in ``names`` that has no vector yet.
-
-        The spelling is embedded as written, so the embedder's own text cache also answers the local
-        decider, which embeds mention and card names verbatim.
-        """
-        missing: dict[str, str] = {}
-        for name in names:
-            key = normalize_name(name)
-            if key not in self._vectors:
-                missing.setdefault(key, name)
-        return list(missing.values())
-
-    def store_vectors(self, names: Sequence[str], vectors: np.ndarray) -> None:
-        """Keep ``vectors`` (rows for ``names``) by normalized name; a name already kept keeps its vector."""
-        for name, vec in zip(names, vectors, strict=True):
-            key = normalize_name(name)
-            if key not in self._vectors:
-                self._vectors[key] = vec
-                self.embedded_texts += 1
-
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
         assert self.embedder is not None
-        missing = self.unembedded(names)
+        keys = [normalize_name(n) for n in names]
+        # the first spelling of each unseen name is embedded as written, so the embedder's own text
+        # cache also answers the local decider, which embeds mention and card names verbatim
+        missing: dict[str, str] = {}
+        for key, name in zip(keys, names, strict=True):
+            if key not in self._vectors:
+                missing.setdefault(key, name)
         if missing:
-            self.store_vectors(missing, self.embedder.embed(missing))
-        if not names:
+            vectors = self.embedder.embed(list(missing.values()))
+            self.embedded_texts += len(missing)
+            for key, vec in zip(missing, vectors, strict=True):
+                self._vectors[key] = vec
+        if not keys:
             return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._vectors[normalize_name(n)] for n in names])
+        return np.stack([self._vectors[k] for k in keys])
 
     def _flush_vectors(self) -> None:
         if not self._unembedded:
