@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -82,3 +83,16 @@ def test_instance_config_turns_telemetry_off() -> None:
     config = yaml.safe_load((REPO / "dagster.yaml").read_text(encoding="utf-8"))
     assert config["telemetry"] == {"enabled": False}
     assert config["concurrency"] == {"pools": {"default_limit": 1}}
+
+
+def test_embedder_resource_picks_another_model_file(minilm_dir: Path) -> None:
+    from graphwalk_dagster.defs.shared.resources import EmbedderResource
+
+    folder = minilm_dir.resolve()
+    resource = EmbedderResource(model_path=str(folder), model_file="model_qint8_dynamic.onnx")
+    settings = resource.settings()
+    assert (settings.embed_model_path, settings.embed_model_file) == (folder, "model_qint8_dynamic.onnx")
+    assert resource.make().model_id == (
+        "fastembed:sentence-transformers/all-MiniLM-L6-v2:model_qint8_dynamic.onnx"
+    )
+    assert EmbedderResource(model_path=str(folder)).settings().embed_model_file is None

@@ -145,12 +145,19 @@ class EmbedderResource(dg.ConfigurableResource):
 
     model: str | None = None
     model_path: str | None = None
+    model_file: str | None = Field(
+        default=None, description="another ONNX file of the folder, e.g. model_qint8_dynamic.onnx (faster)"
+    )
 
     def settings(self) -> GraphwalkSettings:
         from graphwalk_core.embeddings.factory import default_model_path
 
         path = self.model_path or get_settings().embed_model_path or default_model_path()
-        return _settings(embed_model=self.model, embed_model_path=Path(path) if path else None)
+        return _settings(
+            embed_model=self.model,
+            embed_model_path=Path(path) if path else None,
+            embed_model_file=self.model_file,
+        )
 
     def make(self) -> Any:
         from graphwalk_core.embeddings.factory import make_embedder
