@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -103,20 +104,22 @@ def _backends(decider: str | None, embed_path: Path | None, llm_model: str | Non
     return chosen, embedder, llm, reasons
 
 
-def evaluate(
-    datasets: list[Any],
-    systems: list[str],
-    *,
-    out: Path,
-    decider: str | None,
-    embed_path: Path | None,
-    llm_model: str | None,
-    llm_base: str | None,
-    concurrency: int,
-    overrides: dict[str, Any],
-    quiet: bool,
-) -> Path:
-    """Run every system on every dataset, then write the report into ``out``; returns summary.md."""
+@dataclass(frozen=True)
+class RunOptions:
+    """The options every QA command (metaqa, hotpotqa, 2wiki, custom) hands to :func:`evaluate`."""
+
+    out: Path
+    decider: str | None
+    embed_path: Path | None
+    llm_model: str | None
+    llm_base: str | None
+    concurrency: int
+    overrides: dict[str, Any]
+    quiet: bool
+
+
+def evaluate(datasets: list[Any], systems: list[str], options: RunOptions) -> Path:
+    """Run every system on every dataset, then write the report into ``options.out``; returns summary.md."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -124,8 +127,11 @@ def evaluate(
     from graphwalk_core.eval.runner import run_eval
     from graphwalk_core.eval.systems.registry import build_system
 
+    out, quiet, concurrency, overrides = options.out, options.quiet, options.concurrency, options.overrides
     console = Console(stderr=True)
-    chosen, embedder, llm, reasons = _backends(decider, embed_path, llm_model, llm_base)
+    chosen, embedder, llm, reasons = _backends(
+        options.decider, options.embed_path, options.llm_model, options.llm_base
+    )
     tables, metas = [], []
     for ds in datasets:
         for name in systems:
@@ -208,14 +214,9 @@ def metaqa(
         return evaluate(
             [_load(name, split=split, n=n, seed=seed, data_dir=root, kb=kb) for name in names],
             system,
-            out=out,
-            decider=decider,
-            embed_path=embed_model_path,
-            llm_model=llm_model,
-            llm_base=llm_api_base,
-            concurrency=concurrency,
-            overrides=parse_sets(set_),
-            quiet=quiet,
+            RunOptions(
+                out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
+            ),
         )
 
     _guard(run)
@@ -249,14 +250,16 @@ def _text_command(dataset: str, doc: str) -> Any:
             return evaluate(
                 [_load(dataset, split=split, n=n, seed=seed, data_dir=root, path=file)],
                 system,
-                out=out,
-                decider=decider,
-                embed_path=embed_model_path,
-                llm_model=llm_model,
-                llm_base=llm_api_base,
-                concurrency=concurrency,
-                overrides=parse_sets(set_),
-                quiet=quiet,
+                RunOptions(
+                    out,
+                    decider,
+                    embed_model_path,
+                    llm_model,
+                    llm_api_base,
+                    concurrency,
+                    parse_sets(set_),
+                    quiet,
+                ),
             )
 
         _guard(run)
@@ -297,14 +300,9 @@ def custom(
         lambda: evaluate(
             [_load("custom", n=n, seed=seed, path=questions, kb=kb, corpus=corpus)],
             system,
-            out=out,
-            decider=decider,
-            embed_path=embed_model_path,
-            llm_model=llm_model,
-            llm_base=llm_api_base,
-            concurrency=concurrency,
-            overrides=parse_sets(set_),
-            quiet=quiet,
+            RunOptions(
+                out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
+            ),
         )
     )
 
