@@ -41,3 +41,14 @@ def metadata_values(result: object, asset: str) -> dict[str, object]:
     assert isinstance(result, dg.ExecuteInProcessResult)
     (event,) = [e for e in result.get_asset_materialization_events() if e.asset_key.to_user_string() == asset]
     return {k: v.value for k, v in event.materialization.metadata.items()}
+
+
+def warehouse_rows(root: Path, sql: str) -> list[tuple[object, ...]]:
+    """The rows of ``sql`` over the warehouse's DuckDB file at ``root``, read-only."""
+    import duckdb
+
+    con = duckdb.connect(str(root / "warehouse.duckdb"), read_only=True)
+    try:
+        return con.execute(sql).fetchall()
+    finally:
+        con.close()

@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import dagster as dg
-import duckdb
 import pytest
-from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values
+from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values, warehouse_rows
 
 from graphwalk_core.eval.metrics import f1_score
 from graphwalk_core.ingest.pipeline import ingest
@@ -66,14 +65,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
                 questions_config={"questions": str(questions)},
             )
             yield Run(root, instance, first, again, evals)
-
-
-def _sql(root: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(root / "warehouse.duckdb"), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def test_keys_never_in_logs_metadata_or_files(run: Run) -> None:
@@ -136,15 +127,15 @@ def test_unchanged_sources_cost_nothing(run: Run) -> None:
 
 def test_knowledge_graph_tables(run: Run) -> None:
     counts = {
-        t: _sql(run.root, f"select count(*) from {t}")[0][0]
+        t: warehouse_rows(run.root, f"select count(*) from {t}")[0][0]
         for t in ("nodes", "edges", "conflicts", "ledger")
     }
     assert counts == {"nodes": 45, "edges": 57, "conflicts": 6, "ledger": 37}
-    assert _sql(run.root, "select source, count(*) from ledger group by all order by 1") == [
+    assert warehouse_rows(run.root, "select source, count(*) from ledger group by all order by 1") == [
         ("films", 11),
         ("sample_db", 26),
     ]
-    assert _sql(
+    assert warehouse_rows(
         run.root,
         "select t.name from edges e join nodes s on s.id = e.source join nodes t on t.id = e.target "
         "where s.name = 'Dune' and e.type = 'director'",
@@ -166,7 +157,7 @@ def test_graph_checks_pass(run: Run) -> None:
 def test_eval_results_in_warehouse(run: Run) -> None:
     path = run.root / "eval_results" / "dataset=custom" / "system=relation-greedy" / "part-0.parquet"
     assert path.is_file()
-    rows = _sql(
+    rows = warehouse_rows(
         run.root,
         "select dataset, system, question_id, status, error from eval_results order by system, question_id",
     )
@@ -183,14 +174,14 @@ def test_eval_results_in_warehouse(run: Run) -> None:
     checks = [e.passed for r in run.evals[:2] for e in r.get_asset_check_evaluations()]
     assert checks == [True, True]
     # the stored f1 is the metric of the stored answers (whatever the walk found)
-    scored = _sql(
+    scored = warehouse_rows(
         run.root, "select predicted, gold, f1 from eval_results where status = 'ok' order by question_id"
     )
     assert [f1 for _, _, f1 in scored] == [f1_score(list(p), list(g)) for p, g, _ in scored]
 
 
 def test_eval_summary(run: Run) -> None:
-    rows = _sql(run.root, "select dataset, system, n, n_skipped from eval_summary order by system")
+    rows = warehouse_rows(run.root, "select dataset, system, n, n_skipped from eval_summary order by system")
     assert rows == [("custom", "relation-greedy", 2, 0), ("custom", "vector-rag", 2, 2)]
     summary = metadata_values(run.evals[-1], "eval_summary")
     assert summary["rows"] == 2

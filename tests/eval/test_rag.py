@@ -12,7 +12,7 @@ from servers.openai_server import Fail, OpenAIServer, Reply
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Question
 from graphwalk_core.eval.runner import run_eval
-from graphwalk_core.eval.systems.base import SkippedSystem
+from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.llm.litellm_backend import LiteLLMBackend
 
@@ -42,20 +42,20 @@ def _llm(server: OpenAIServer) -> LiteLLMBackend:
     )
 
 
+def _rag(name: str, server: OpenAIServer, *, k: int) -> QASystem:
+    """A RAG system over the test dataset, reading through the local OpenAI-compatible server."""
+    return build_system(
+        name, _dataset(), decider=None, embedder=HashingEmbedder(), llm=_llm(server), overrides={"k": k}
+    )
+
+
 def _words(messages: list[dict]) -> int:
     return sum(len(str(m["content"]).split()) for m in messages)
 
 
 def test_vector_rag_retrieves_top_k_and_reads(openai_server: OpenAIServer, tmp_path: Path) -> None:
     openai_server.enqueue(Fail(429, retry_after=0.01), Reply("42 metres | 42", cost=0.00025))
-    system = build_system(
-        "vector-rag",
-        _dataset(),
-        decider=None,
-        embedder=HashingEmbedder(),
-        llm=_llm(openai_server),
-        overrides={"k": 2},
-    )
+    system = _rag("vector-rag", openai_server, k=2)
     run = run_eval(_dataset(), system, out_dir=tmp_path)
     (result,) = run.results
     assert (result.status, result.predicted, result.em, result.llm_calls, result.cost_usd) == (
@@ -84,14 +84,7 @@ def test_iter_rag_looks_up_then_answers(openai_server: OpenAIServer, tmp_path: P
         Reply(json.dumps({"lookup": ["Beta", "Nowhere Else"]}), cost=0.0001),
         Reply(json.dumps({"answer": "42 metres"}), cost=0.0002),
     )
-    system = build_system(
-        "iter-rag",
-        _dataset(),
-        decider=None,
-        embedder=HashingEmbedder(),
-        llm=_llm(openai_server),
-        overrides={"k": 1},
-    )
+    system = _rag("iter-rag", openai_server, k=1)
     run = run_eval(_dataset(), system, out_dir=tmp_path)
     (result,) = run.results
     assert (result.predicted, result.em, result.f1, result.llm_calls) == (["42 metres"], 1.0, 1.0, 2)
@@ -105,14 +98,7 @@ def test_iter_rag_forces_an_answer_when_a_lookup_adds_nothing(
     openai_server: OpenAIServer, tmp_path: Path
 ) -> None:
     openai_server.enqueue(Reply(json.dumps({"lookup": ["Alpha"]})), Reply("forty-two"))
-    system = build_system(
-        "iter-rag",
-        _dataset(),
-        decider=None,
-        embedder=HashingEmbedder(),
-        llm=_llm(openai_server),
-        overrides={"k": 3},
-    )
+    system = _rag("iter-rag", openai_server, k=3)
     (result,) = run_eval(_dataset(), system, out_dir=tmp_path).results
     assert (result.predicted, result.llm_calls, result.cost_usd) == (["forty-two"], 2, None)
     assert (

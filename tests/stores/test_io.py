@@ -93,13 +93,19 @@ def test_bulk_edge_id_equals_edge_id() -> None:
         assert bulk_edge_id(*triple) == edge_id(*triple)
 
 
-async def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
-    nodes, edges = rich_graph()
+async def memory_store(nodes: list[Node], edges: list[Edge]) -> MemoryGraphStore:
+    """A memory store holding ``nodes`` and ``edges``, written one by one (not bulk-loaded)."""
     store = MemoryGraphStore()
     for n in nodes:
         await store.upsert_node(n)
     for e in edges:
         await store.upsert_edge(e)
+    return store
+
+
+async def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
+    nodes, edges = rich_graph()
+    store = await memory_store(nodes, edges)
     await store.set_metadata("ledger/wiki/a", "h1")
     await export_parquet(store, tmp_path / "g")
     read_nodes, read_edges, metadata = read_parquet_graph(tmp_path / "g")
@@ -119,11 +125,7 @@ async def test_parquet_round_trip_is_exact(tmp_path: Path) -> None:
 
 async def test_parquet_into_sql_and_back(tmp_path: Path) -> None:
     nodes, edges = rich_graph()
-    memory = MemoryGraphStore()
-    for n in nodes:
-        await memory.upsert_node(n)
-    for e in edges:
-        await memory.upsert_edge(e)
+    memory = await memory_store(nodes, edges)
     memory.save(tmp_path / "g")
     sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
     assert await import_parquet(tmp_path / "g", sql) == (3, 3)
