@@ -8,11 +8,10 @@ Unreadable input becomes a :class:`SkippedItem` naming the file (and line); the 
 from __future__ import annotations
 
 import csv
-import io
 import json
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,10 @@ TEXT_SUFFIXES = frozenset({".txt", ".md"})
 RECORD_SUFFIXES = frozenset({".csv", ".json", ".jsonl"})
 #: Default per-file byte limit.
 DEFAULT_MAX_BYTES = 10_000_000
+#: The one rule for every format: an empty (or blank) file is read as unreadable, not as "no documents",
+#: so what it held before stays in the graph (a file truncated mid-write deletes nothing). Deleting
+#: the file, or a header-only CSV / ``[]`` JSON, removes its documents.
+EMPTY_FILE = "empty file: its documents from earlier runs are kept (delete the file to remove them)"
 _INT = re.compile(r"-?\d{1,18}")
 _FLOAT = re.compile(r"-?\d+\.\d+")
 
@@ -102,6 +105,9 @@ class FileSource:
                 continue
             text = self._read_text(rel, path, scan)
             if text is None:
+                continue
+            if not text.strip():
+                scan.skipped.append(SkippedItem(path=rel, reason=EMPTY_FILE))
                 continue
             scan.by_type[suffix.lstrip(".")] += 1
             if suffix in TEXT_SUFFIXES:
@@ -243,60 +249,105 @@ def _cell(value: str) -> JSONValue:
     return value
 
 
+def _physical_lines(text: str) -> list[str]:
+    """The file's lines, each with its ``\n`` (a CRLF keeps its CR; a bare CR ends no line)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    if not lines[-1]:
+        lines.pop()
+    return lines
+
+
+class _LineFeed:
+    """Lines from ``pos`` on, for one ``csv.reader`` record; ``pos`` tells how many it consumed."""
+
+    def __init__(self, lines: list[str], pos: int) -> None:
+        self.lines = lines
+        self.pos = pos
+
+    def __iter__(self) -> _LineFeed:
+        return self
+
+    def __next__(self) -> str:
+        if self.pos >= len(self.lines):
+            raise StopIteration
+        self.pos += 1
+        return self.lines[self.pos - 1]
+
+
+def _csv_error(exc: csv.Error) -> str:
+    message = str(exc)
+    if message == "unexpected end of data":
+        return "malformed CSV: a quote opened on this line is never closed"
+    if message.startswith("new-line character seen in unquoted field"):
+        return "malformed CSV: a bare CR (\\r) inside an unquoted field"
+    return f"malformed CSV: {message}"
+
+
+def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
+    """(first line, fields, error) per non-blank record of a CSV text, parsed strictly and locally.
+
+    A record starts on a line and may span more only through a quoted field. After the header, a
+    record that does not parse, or has another number of fields than the header, is an error alone:
+    parsing resumes on the line after its first one (a row spanning lines with the wrong width is an
+    unclosed quote), so one bad quote or bare CR never swallows, shifts or invents later rows.
+    """
+    lines = _physical_lines(text)
+    width: int | None = None
+    pos = 0
+    while pos < len(lines):
+        start = pos
+        feed = _LineFeed(lines, pos)
+        try:
+            row: list[str] | None = next(csv.reader(feed, strict=True))
+            error = None
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            row, error = None, _csv_error(exc)
+        if row is not None and not any(cell.strip() for cell in row):
+            pos = feed.pos
+            continue
+        if row is not None and width is not None and len(row) != width:
+            error = f"malformed CSV row: {len(row)} fields, the header has {width}"
+        if row is not None and width is None:
+            width = len(row)
+        pos = feed.pos if error is None else start + 1
+        yield start + 1, row, error
+
+
 def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    """Records of a CSV file: ``(index, first line, record)``. A bad row is a skip naming its own line
+    that keeps its index (so its document id: nothing after it shifts)."""
     out: list[tuple[int, int, dict[str, Any]]] = []
-    try:
-        header = next(reader, None)
-    except csv.Error as exc:
-        skipped.append(SkippedItem(path=rel, line=reader.line_num, reason=f"malformed CSV header: {exc}"))
+    rows = _csv_rows(text)
+    first = next(rows, None)
+    if first is None:  # blank lines only: the caller skips empty files
         return out
-    if not header:
-        skipped.append(SkippedItem(path=rel, line=1, reason="empty CSV file (no header row)"))
+    line, header, error = first
+    if header is None:
+        skipped.append(SkippedItem(path=rel, line=line, reason=f"{error} (in the header)"))
         return out
     header = [h.strip() for h in header]
     if len(set(header)) != len(header) or not all(header):
         skipped.append(
-            SkippedItem(path=rel, line=1, reason=f"CSV header has blank or repeated names: {header}")
+            SkippedItem(path=rel, line=line, reason=f"CSV header has blank or repeated names: {header}")
         )
         return out
-    index = 0
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            skipped.append(
-                SkippedItem(
-                    path=rel,
-                    line=reader.line_num,
-                    reason=f"malformed CSV: {exc}",
-                    document_id=f"{rel}#{index}",
-                )
-            )
-            break
-        if not row or not any(cell.strip() for cell in row):
+    for index, (line, row, error) in enumerate(rows):
+        if row is None or error is not None:
+            reason = error or "malformed CSV"
+            skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=f"{rel}#{index}"))
             continue
-        if len(row) != len(header):
-            skipped.append(
-                SkippedItem(
-                    path=rel,
-                    line=reader.line_num,
-                    reason=f"malformed CSV row: {len(row)} fields, the header has {len(header)}",
-                    document_id=f"{rel}#{index}",
-                )
-            )
-        else:
-            out.append((index, reader.line_num, {h: _cell(c) for h, c in zip(header, row, strict=True)}))
-        index += 1
+        out.append((index, line, {h: _cell(c) for h, c in zip(header, row, strict=True)}))
     return out
 
 
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
+    """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
     out: list[tuple[int, int, dict[str, Any]]] = []
     index = 0
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in enumerate(_physical_lines(text), start=1):
         if not line.strip():
             continue
         doc_id = f"{rel}#{index}"
@@ -323,22 +374,44 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
 
 
 def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
+    """The object, or each item of the top-level array, with the line it starts on. A file that is
+    not valid JSON as a whole is one skip (its records are kept: JSON has no local recovery)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=f"invalid JSON: {exc.msg}"))
         return []
     items = value if isinstance(value, list) else [value]
+    starts = _array_item_offsets(text) if isinstance(value, list) else [len(text) - len(text.lstrip())]
     out: list[tuple[int, int, dict[str, Any]]] = []
-    for index, item in enumerate(items):
+    for index, (item, offset) in enumerate(zip(items, starts, strict=True)):
+        line = text.count("\n", 0, offset) + 1
         if isinstance(item, dict):
-            out.append((index, 1, item))
+            out.append((index, line, item))
         else:
             skipped.append(
                 SkippedItem(
                     path=rel,
+                    line=line,
                     reason=f"record #{index} must be a JSON object, got {type(item).__name__}",
                     document_id=f"{rel}#{index}",
                 )
             )
     return out
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def _array_item_offsets(text: str) -> list[int]:
+    """Where each item of the (valid) top-level JSON array in ``text`` starts."""
+    decoder = json.JSONDecoder()
+    pos = _SPACE.match(text, _SPACE.match(text).end() + 1).end()  # past the opening bracket
+    offsets: list[int] = []
+    while text[pos] != "]":
+        offsets.append(pos)
+        _, end = decoder.raw_decode(text, pos)
+        pos = _SPACE.match(text, end).end()
+        if text[pos] == ",":
+            pos = _SPACE.match(text, pos + 1).end()
+    return offsets

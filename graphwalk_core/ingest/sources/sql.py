@@ -187,7 +187,9 @@ class SQLSource:
         """Every row as a document: table by table in primary-key order, ``STREAM_BATCH`` rows per fetch.
 
         Only the current batch is held in memory; the rows its foreign keys point to are looked up per
-        batch on a second connection (a streaming cursor may own its connection, e.g. on MySQL).
+        batch on a second connection (a streaming cursor may own its connection, e.g. on MySQL). A table
+        that fails to read part-way is a skip naming it and the last row read: its remaining rows are
+        kept from earlier runs, never taken as deleted, and the other tables are read.
         """
         self._skipped = []
         with self._connected() as engine, engine.connect() as conn, engine.connect() as lookup:
@@ -196,22 +198,43 @@ class SQLSource:
             metadata = sa.MetaData()
             metadata.reflect(conn, only=list(by_name))
             for table in tables:
-                t = metadata.tables[table.name]
-                result = conn.execution_options(yield_per=STREAM_BATCH).execute(
-                    sa.select(t).order_by(*_order(t, table))
-                )
-                index = 0
-                for batch in result.partitions():
-                    rows = [dict(r._mapping) for r in batch]
-                    targets = [
-                        self._targets(by_name[fk["referred_table"]], fk, rows, metadata, lookup)
-                        for fk in table.fks
-                    ]
-                    for row in rows:
-                        doc = self._row_document(table, index, row, targets)
-                        index += 1
-                        if doc is not None:
-                            yield doc
+                last: str | None = None
+                try:
+                    for doc in self._table_documents(table, by_name, metadata, conn, lookup):
+                        last = str(doc.metadata["key"])
+                        yield doc
+                except SQLAlchemyError as exc:
+                    conn.rollback()
+                    lookup.rollback()
+                    after = f"after row {last}" if last is not None else "from its first row"
+                    detail = str(self._error(exc)).split(": ", 1)[-1]
+                    self._skipped.append(
+                        SkippedItem(path=table.name, reason=f"cannot read the table {after}: {detail}")
+                    )
+
+    def _table_documents(
+        self,
+        table: _Table,
+        by_name: dict[str, _Table],
+        metadata: sa.MetaData,
+        conn: sa.Connection,
+        lookup: sa.Connection,
+    ) -> Iterator[SourceDocument]:
+        t = metadata.tables[table.name]
+        result = conn.execution_options(yield_per=STREAM_BATCH).execute(
+            sa.select(t).order_by(*_order(t, table))
+        )
+        index = 0
+        for batch in result.partitions():
+            rows = [dict(r._mapping) for r in batch]
+            targets = [
+                self._targets(by_name[fk["referred_table"]], fk, rows, metadata, lookup) for fk in table.fks
+            ]
+            for row in rows:
+                doc = self._row_document(table, index, row, targets)
+                index += 1
+                if doc is not None:
+                    yield doc
 
     def _targets(
         self,

@@ -1,0 +1,175 @@
+"""Bad input loses nothing: strict, local parsing (a bad row is a skip naming its own line that shifts
+nothing) and a document that failed to parse is never a deleted document; one rule for empty files."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.report import IngestReport
+from graphwalk_core.ingest.sources import FileSource, SQLSource, load_mappings
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import ScriptedExtractor, graph_tables
+
+FILMS = (
+    "title,year,director\n"
+    "Alpha Film,2001,Ann Lee\n"
+    "Beta Film,2002,Bob Ray\n"
+    "Gamma Film,2003,Cal Fox\n"
+    "Delta Film,2004,Dee Kim\n"
+    "Epsilon Film,2005,Eve Orr\n"
+)
+MAPPING = {
+    "films.csv": {
+        "name": "title",
+        "type": "film",
+        "attributes": ["year"],
+        "relations": [{"column": "director", "type": "directed_by", "target_type": "person"}],
+    }
+}
+
+
+async def ingest_films(root: Path, store: MemoryGraphStore) -> IngestReport:
+    source = FileSource(root, source_id="films", mappings=load_mappings(MAPPING))
+    return await ingest(source, store, routing="exact")
+
+
+async def names(store: MemoryGraphStore) -> list[str]:
+    return sorted([n.name async for n in store.iter_nodes()])
+
+
+@pytest.mark.parametrize(
+    ("broken", "skip"),
+    [
+        (
+            '"Beta Film,2002,Bob Ray\n',
+            "films.csv:3: malformed CSV: a quote opened on this line is never closed",
+        ),
+        ("Beta\rFilm,2002,Bob Ray\n", r"films.csv:3: malformed CSV: a bare CR (\r) inside an unquoted field"),
+    ],
+    ids=["unbalanced-quote", "bare-cr"],
+)
+async def test_a_bad_csv_row_retracts_nothing_and_names_its_line(
+    tmp_path: Path, broken: str, skip: str
+) -> None:
+    (tmp_path / "films.csv").write_text(FILMS, encoding="utf-8", newline="")
+    store = MemoryGraphStore()
+    await ingest_films(tmp_path, store)
+    before = await graph_tables(store, "films")
+    assert len([n for n in await names(store) if n.endswith(" Film")]) == 5
+    (tmp_path / "films.csv").write_text(
+        FILMS.replace("Beta Film,2002,Bob Ray\n", broken), encoding="utf-8", newline=""
+    )
+    report = await ingest_films(tmp_path, store)
+    assert [s.describe() for s in report.skipped] == [skip]
+    assert [s.document_id for s in report.skipped] == ["films.csv#1"]
+    assert (report.new, report.changed, report.deleted, report.unchanged, report.kept) == (0, 0, 0, 4, 1)
+    assert report.update.nodes_deleted == report.update.nodes_added == 0
+    assert await graph_tables(store, "films") == before  # nothing shifted, retracted or invented
+    (tmp_path / "films.csv").write_text(FILMS, encoding="utf-8", newline="")
+    fixed = await ingest_films(tmp_path, store)
+    assert (fixed.unchanged, fixed.changed, fixed.new, fixed.skipped) == (5, 0, 0, [])
+
+
+async def test_quoted_fields_may_span_lines_and_are_named_by_their_first_line(tmp_path: Path) -> None:
+    (tmp_path / "t.csv").write_text(
+        'name,note\nAnn,"two\nlines"\nBob,"a ""quoted"" word"\nCal,x,extra\n"Dee,"oops\nEve,ok\n',
+        encoding="utf-8",
+        newline="",
+    )
+    source = FileSource(tmp_path)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.metadata["line"], d.records) for d in docs] == [
+        ("t.csv#0", 2, [{"name": "Ann", "note": "two\nlines"}]),
+        ("t.csv#1", 4, [{"name": "Bob", "note": 'a "quoted" word'}]),
+        ("t.csv#4", 7, [{"name": "Eve", "note": "ok"}]),
+    ]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("t.csv:5: malformed CSV row: 3 fields, the header has 2", "t.csv#2"),
+        ("t.csv:6: malformed CSV: ',' expected after '\"'", "t.csv#3"),
+    ]
+
+
+async def test_json_lines_end_at_newlines_only_and_array_items_name_their_line(tmp_path: Path) -> None:
+    (tmp_path / "a.jsonl").write_text(
+        '{"name": "Ann\u2028Lee"}\n{"name": "Bob"}\n', encoding="utf-8", newline=""
+    )
+    (tmp_path / "b.json").write_text(
+        '[\n  {"name": "Cal"},\n  7,\n\n  {"name": "Dee"}\n]\n', encoding="utf-8"
+    )
+    source = FileSource(tmp_path)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.metadata["line"]) for d in docs] == [
+        ("a.jsonl#0", 1),
+        ("a.jsonl#1", 2),
+        ("b.json#0", 2),
+        ("b.json#2", 5),
+    ]
+    assert [s.describe() for s in source.skipped] == ["b.json:3: record #1 must be a JSON object, got int"]
+
+
+EMPTY_CASES = {
+    "a.txt": "E Ann Lee|person\n",
+    "a.md": "E Ann Lee|person\n",
+    "a.jsonl": '{"name": "Ann Lee"}\n',
+    "a.json": '[{"name": "Ann Lee"}]',
+    "a.csv": "name\nAnn Lee\n",
+}
+
+
+@pytest.mark.parametrize("empty", ["", "  \n\n"], ids=["zero-bytes", "blank"])
+@pytest.mark.parametrize("name", sorted(EMPTY_CASES))
+async def test_an_empty_file_keeps_its_documents_in_every_format(
+    tmp_path: Path, name: str, empty: str
+) -> None:
+    """The rule (docs/guarantees.md): an empty or blank file is skipped as unreadable and keeps what it
+    held; deleting the file deletes its documents."""
+    text = EMPTY_CASES[name]
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    store, extractor = MemoryGraphStore(), ScriptedExtractor()
+    mappings = load_mappings({"*.json*": {"name": "name", "type": "person"}, "*.csv": {"name": "name"}})
+
+    async def run() -> IngestReport:
+        source = FileSource(tmp_path, source_id="docs", mappings=mappings)
+        return await ingest(source, store, extractor=extractor, routing="exact")
+
+    first = await run()
+    assert first.new == 1 and await names(store) == ["Ann Lee"]
+    before = await graph_tables(store, "docs")
+    path.write_text(empty, encoding="utf-8")
+    report = await run()
+    assert [s.describe() for s in report.skipped] == [
+        f"{name}: empty file: its documents from earlier runs are kept (delete the file to remove them)"
+    ]
+    assert (report.deleted, report.kept, report.changed) == (0, 1, 0)
+    assert await graph_tables(store, "docs") == before
+    path.unlink()
+    gone = await run()
+    assert (gone.deleted, gone.kept) == (1, 0) and await names(store) == []
+
+
+async def test_a_sql_table_that_fails_to_read_keeps_its_rows_and_the_rest_is_read(tmp_path: Path) -> None:
+    db = tmp_path / "src.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("CREATE TABLE cities (id INTEGER PRIMARY KEY, name TEXT)")
+        conn.execute("INSERT INTO people VALUES (1, 'Ann Lee'), (2, 'Bob Ray')")
+        conn.execute("INSERT INTO cities VALUES (1, 'Paris')")
+    store = MemoryGraphStore()
+    first = await ingest(SQLSource(f"sqlite:///{db}"), store, routing="exact")
+    assert first.new == 3 and await names(store) == ["Ann Lee", "Bob Ray", "Paris"]
+    with sqlite3.connect(db) as conn:  # row 2 now holds bytes that are not UTF-8, and a city is added
+        conn.execute("UPDATE people SET name = CAST(x'ff41' AS TEXT) WHERE id = 2")
+        conn.execute("INSERT INTO cities VALUES (2, 'Rome')")
+    report = await ingest(SQLSource(f"sqlite:///{db}"), store, routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        "people: cannot read the table from its first row: Could not decode to UTF-8 column 'name' "
+        "with text '\ufffdA'"
+    ]
+    assert (report.new, report.unchanged, report.deleted, report.kept) == (1, 1, 0, 2)
+    assert await names(store) == ["Ann Lee", "Bob Ray", "Paris", "Rome"]
