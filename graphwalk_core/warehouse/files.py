@@ -1,9 +1,14 @@
-"""Atomic file writes: a failed write leaves the previous file intact."""
+"""Atomic file writes: a failed write leaves the previous file intact.
+
+The temporary file is created with mode 0666 less the process umask (as ``open`` and DuckDB create
+files), so a replaced Parquet file or plot gets the same permissions as ``warehouse.duckdb``;
+``tempfile.mkstemp`` would make it 0600.
+"""
 
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,13 +17,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+def _create_temp(path: Path) -> Path:
+    """A new empty file beside ``path`` (mode 0666 & ~umask); never reuses an existing name."""
+    while True:
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return tmp
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = _create_temp(path)
     try:
         yield tmp
         os.replace(tmp, path)
