@@ -1,4 +1,11 @@
-"""The DuckDB side of the warehouse: one view per Parquet table, and read-only queries."""
+"""The DuckDB side of the warehouse: one view per Parquet table, and read-only queries.
+
+Every connection is sandboxed to the warehouse folder: DuckDB's external access is disabled except
+for that folder (``allowed_directories``) and the configuration is locked, so no query can read or
+write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``ATTACH``, ``INSTALL``).
+``query`` also runs only ``SELECT``-like statements (``SELECT``, ``WITH``, ``DESCRIBE``, ``SHOW``,
+``SUMMARIZE``, ``EXPLAIN``), so it writes nothing inside the folder either.
+"""
 
 from __future__ import annotations
 
@@ -23,12 +30,36 @@ class QueryResult(NamedTuple):
     rows: list[tuple[Any, ...]]
 
 
+#: Statement types ``query`` runs (DESCRIBE, SHOW and SUMMARIZE parse as SELECT).
+_READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+
+
+def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyConnection:
+    """Limit ``con`` to files under ``folder`` and lock its configuration (no way back)."""
+    allowed = folder.resolve().as_posix().rstrip("/") + "/"
+    try:
+        locked, dirs = con.execute(
+            "SELECT current_setting('lock_configuration'), current_setting('allowed_directories')"
+        ).fetchone() or (False, [])
+        if locked:  # another connection of this process already sandboxed the shared database
+            if list(dirs) != [allowed]:
+                raise BackendError(f"{folder}: DuckDB database already open with other file access")
+            return con
+        con.execute("SET allowed_directories = $dirs", {"dirs": [allowed]})
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
 def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the database, waiting while another process holds its write lock."""
+    """Open the database sandboxed to its folder, waiting while another process holds its write lock."""
     for attempt in range(_LOCK_RETRIES):
         try:
             config = {} if read_only else _STORAGE_CONFIG
-            return duckdb.connect(str(db), read_only=read_only, config=config)
+            con = duckdb.connect(str(db), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
                 raise
@@ -38,7 +69,24 @@ def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
                     "(close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)
+            continue
+        return _sandbox(con, db.parent)
     raise AssertionError("unreachable")
+
+
+def _check_read_only(sql: str) -> None:
+    """Refuse statements other than reads, naming the first one found."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise InputError(f"query failed: {exc}") from exc
+    for statement in statements:
+        if statement.type not in _READ_STATEMENTS:
+            kind = statement.type.name
+            raise InputError(
+                f"query refused: {kind} statements are not allowed; the warehouse console runs "
+                "read-only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
+            )
 
 
 def _view_sql(name: str, table_dir: Path) -> str:
@@ -73,14 +121,20 @@ def refresh_views(root: Path) -> list[str]:
 
 
 def query(root: Path, sql: str) -> QueryResult:
-    """Run ``sql`` read-only against ``root/warehouse.duckdb``."""
+    """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``."""
     db = Path(root) / DB_NAME
     if not db.exists():
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
+    _check_read_only(sql)
     con = _connect(db, read_only=True)
     try:
         try:
             cur = con.execute(sql)
+        except duckdb.PermissionException as exc:
+            raise InputError(
+                f"query refused: it reaches outside the warehouse folder {db.parent} "
+                f"(the console reads only the warehouse's own files): {exc}"
+            ) from exc
         except duckdb.Error as exc:
             raise InputError(f"query failed: {exc}") from exc
         columns = [d[0] for d in cur.description or []]

@@ -1,13 +1,16 @@
-"""graphwalk sql prints a query's result as a table."""
+"""graphwalk sql prints a query's result as a table, and reads nothing but the warehouse folder."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
+import duckdb
+import pytest
+from typer.testing import CliRunner, Result
 
 from graphwalk_core.cli import app
-from graphwalk_core.warehouse import Warehouse
+from graphwalk_core.errors import InputError
+from graphwalk_core.warehouse import Warehouse, query, views
 
 
 def test_sql_prints_rows(tmp_path: Path) -> None:
@@ -27,3 +30,66 @@ def test_sql_reports_a_bad_query(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["sql", "select b from t", "--warehouse", str(tmp_path)])
     assert result.exit_code == 1
     assert "query failed" in result.output
+
+
+def _sql(root: Path, query: str) -> Result:
+    return CliRunner().invoke(app, ["sql", query, "--warehouse", str(root)])
+
+
+def test_sql_cannot_write_files_outside_the_warehouse(tmp_path: Path) -> None:
+    root, outside = tmp_path / "wh", tmp_path / "x"
+    Warehouse(root).write("t", [{"a": 1}])
+    result = _sql(root, f"COPY (SELECT a FROM t) TO '{outside}'")
+    assert (result.exit_code, result.exception.__class__) == (1, SystemExit)
+    assert "query refused: COPY statements are not allowed" in result.output
+    assert "Traceback" not in result.output
+    assert not outside.exists()
+    # nor inside it: the console only reads
+    result = _sql(root, f"COPY (SELECT a FROM t) TO '{root / 'copy.csv'}'")
+    assert result.exit_code == 1 and "query refused: COPY" in result.output
+    assert not (root / "copy.csv").exists()
+
+
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "read_csv('/etc/hostname')",
+        "read_text('/etc/hostname')",
+        "read_parquet('{other}/t/part-0.parquet')",
+        "read_text('{root}/../other/t/part-0.parquet')",
+        "glob('/etc/*')",
+    ],
+)
+def test_sql_reads_no_file_outside_the_warehouse(tmp_path: Path, reader: str) -> None:
+    root, other = tmp_path / "wh", tmp_path / "other"
+    Warehouse(root).write("t", [{"a": 1}])
+    Warehouse(other).write("t", [{"a": 2}])
+    result = _sql(root, f"SELECT * FROM {reader.format(root=root, other=other)}")
+    assert result.exit_code == 1, result.output
+    assert "query refused: it reaches outside the warehouse folder" in " ".join(result.output.split())
+    assert "Traceback" not in result.output
+
+
+def test_sandbox_cannot_be_lifted(tmp_path: Path) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    for statement in ("SET enable_external_access = true", "SET lock_configuration = false"):
+        with pytest.raises(InputError, match="query refused: SET statements are not allowed"):
+            query(tmp_path, statement)
+    # the connection itself refuses, even for statements the console would not send
+    con = views._connect(tmp_path / views.DB_NAME, read_only=True)
+    try:
+        with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+            con.execute("SET enable_external_access = true")
+        with pytest.raises(duckdb.PermissionException, match="/tmp/x"):
+            con.execute("COPY (SELECT 1) TO '/tmp/x'")
+    finally:
+        con.close()
+
+
+def test_sql_reads_the_warehouse_files_directly(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"a": 1}, {"a": 2}])
+    parquet = tmp_path / "t" / "part-0.parquet"
+    assert query(tmp_path, f"SELECT sum(a) FROM read_parquet('{parquet}')").rows == [(3,)]
+    assert query(tmp_path, "DESCRIBE t").rows[0][:2] == ("a", "BIGINT")
+    assert query(tmp_path, "WITH x AS (SELECT a FROM t) SELECT max(a) FROM x").rows == [(2,)]
