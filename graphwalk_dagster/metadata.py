@@ -1,4 +1,8 @@
-"""Turn core outputs into Dagster metadata (counts, usage, markdown previews, skips)."""
+"""Turn core outputs into Dagster metadata (counts, usage, markdown previews, skips).
+
+Floats are shown to ``FLOAT_DIGITS`` significant digits (F1 0.6667, not 0.6666666666666666); the
+warehouse tables keep full precision.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,12 @@ from typing import Any
 import dagster as dg
 
 PREVIEW_ROWS = 10
+FLOAT_DIGITS = 4
+
+
+def display_float(value: float) -> float:
+    """``value`` rounded to ``FLOAT_DIGITS`` significant digits (small costs keep their digits)."""
+    return float(f"{value:.{FLOAT_DIGITS}g}")
 
 
 def markdown_table(rows: Sequence[Mapping[str, Any]], *, limit: int = PREVIEW_ROWS) -> str:
@@ -19,6 +29,8 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], *, limit: int = PREVIEW_RO
     columns = list(rows[0])
 
     def cell(value: Any) -> str:
+        if isinstance(value, float):
+            value = display_float(value)
         text = "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
         return text if len(text) <= 60 else text[:57] + "..."
 
@@ -30,8 +42,15 @@ def markdown_table(rows: Sequence[Mapping[str, Any]], *, limit: int = PREVIEW_RO
 
 
 def to_metadata(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Plain values as metadata; ``None`` becomes the text "none" (Dagster has no null metadata)."""
-    return {k: ("none" if v is None else v) for k, v in values.items()}
+    """Plain values as metadata: ``None`` becomes the text "none" (Dagster has no null metadata),
+    floats are rounded for display."""
+
+    def shown(value: Any) -> Any:
+        if value is None:
+            return "none"
+        return display_float(value) if isinstance(value, float) else value
+
+    return {k: shown(v) for k, v in values.items()}
 
 
 def embedded_image(name: str, path: Path) -> str:

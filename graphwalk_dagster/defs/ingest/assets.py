@@ -24,7 +24,7 @@ from graphwalk_dagster.defs.shared.resources import (
     SourcesResource,
     WarehouseResource,
 )
-from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata
+from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata, to_metadata
 
 INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
 #: Steps that open the graph store share one pool: dagster.yaml limits it to one at a time, so two
@@ -181,7 +181,9 @@ def graph_updates(
     ]
     context.add_output_metadata(
         {
-            **report.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"}),
+            **to_metadata(
+                report.model_dump(exclude={"source_id", "documents_applied", "documents_incomplete"})
+            ),
             "preview": preview(applied),
         }
     )

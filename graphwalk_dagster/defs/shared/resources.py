@@ -1,7 +1,8 @@
 """Resources shared by every domain: warehouse, graph store, decider, LLM, embedder, JSON IO manager.
 
 Each resource falls back to ``GraphwalkSettings`` (``GRAPHWALK_*`` environment variables) for any
-field left unset; API keys are wired as ``dg.EnvVar`` so the UI and run config show only the name.
+field left unset. API keys are ``SecretEnv`` fields: they take ``dg.EnvVar("NAME")`` (or run config
+``{env: NAME}``) and refuse a literal key, so the UI and run config only ever show the variable's name.
 """
 
 import os
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import Field, SecretStr, TypeAdapter
+from pydantic import Field, SecretStr, TypeAdapter, field_validator
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.settings import GraphwalkSettings, get_settings
@@ -25,13 +26,30 @@ def _settings(**overrides: Any) -> GraphwalkSettings:
     return get_settings().model_copy(update=update)
 
 
-def _secret(value: str | None) -> SecretStr | None:
-    return SecretStr(value) if value else None
+class SecretEnv(dg.Config):
+    """A secret named by the environment variable that holds it; its value is read only when used."""
+
+    env: str = Field(description="name of the environment variable holding the secret")
 
 
-def secret_env(name: str) -> dg.EnvVar | None:
-    """``dg.EnvVar(name)`` when the variable is set (an unset EnvVar fails every run), else None."""
-    return dg.EnvVar(name) if os.environ.get(name) else None
+def _secret_field(value: Any) -> Any:
+    """Accept ``dg.EnvVar("NAME")`` or ``{env: NAME}``; refuse a literal key (it would show in the UI)."""
+    if isinstance(value, dg.EnvVar):
+        return SecretEnv(env=value.env_var_name)
+    if isinstance(value, str):
+        raise ValueError(
+            "an API key must be given as dg.EnvVar('NAME') (run config: {env: NAME}), never as its value"
+        )
+    return value
+
+
+def _secret(value: SecretEnv | dg.EnvVar | None) -> SecretStr | None:
+    """The secret's current value (None when unset or empty)."""
+    if value is None:
+        return None
+    name = value.env_var_name if isinstance(value, dg.EnvVar) else value.env
+    found = os.environ.get(name)
+    return SecretStr(found) if found else None
 
 
 class WarehouseResource(dg.ConfigurableResource):
@@ -97,9 +115,13 @@ class DeciderResource(dg.ConfigurableResource):
 
     backend: str | None = Field(default=None, description="jev | local | fake; default: jev with a key")
     jev_provider: str | None = None
-    jev_api_key: str | None = Field(default=None, description="a secret: pass dg.EnvVar(...)")
+    jev_api_key: SecretEnv | None = Field(
+        default=None, description="the Jev key's environment variable: dg.EnvVar(...) / {env: NAME}"
+    )
     jev_base_url: str | None = None
     jev_model: str | None = None
+
+    _only_env = field_validator("jev_api_key", mode="before")(_secret_field)
 
     def settings(self) -> GraphwalkSettings:
         return _settings(
@@ -122,7 +144,11 @@ class LLMResource(dg.ConfigurableResource):
 
     model: str | None = Field(default=None, description="litellm model string; none: offline")
     api_base: str | None = None
-    api_key: str | None = Field(default=None, description="a secret: pass dg.EnvVar(...)")
+    api_key: SecretEnv | None = Field(
+        default=None, description="the LLM key's environment variable: dg.EnvVar(...) / {env: NAME}"
+    )
+
+    _only_env = field_validator("api_key", mode="before")(_secret_field)
 
     def settings(self) -> GraphwalkSettings:
         return _settings(llm_model=self.model, llm_api_base=self.api_base, llm_api_key=_secret(self.api_key))
@@ -204,14 +230,14 @@ class JsonIOManager(dg.ConfigurableIOManager):
 
 
 def default_resources() -> dict[str, Any]:
-    """The resource map: embedded defaults, keys from the environment as EnvVar secrets."""
+    """The resource map: embedded defaults, keys named by their environment variables (never values)."""
     warehouse = WarehouseResource()
     return {
         "warehouse": warehouse,
         "sources": SourcesResource(),
         "graph_store": GraphStoreResource(warehouse=warehouse),
-        "decider": DeciderResource(jev_api_key=secret_env("GRAPHWALK_JEV_API_KEY")),
-        "llm": LLMResource(api_key=secret_env("GRAPHWALK_LLM_API_KEY")),
+        "decider": DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
+        "llm": LLMResource(api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
         "embedder": EmbedderResource(),
         "io_manager": JsonIOManager(warehouse=warehouse),
     }
