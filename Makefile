@@ -26,8 +26,9 @@ test: setup
 bench: setup
 	$(PY) benchmarks/run_all.py
 
+# ruff, then the import contracts of pyproject.toml (layers, no cycles, the core never imports Dagster).
 lint: setup
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
 # Recompile the URL-free lock from pyproject (needs pip-tools in the venv).
 lock:

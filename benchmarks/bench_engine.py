@@ -36,8 +36,8 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.eval.datasets.base import Question, default_data_dir
 from graphwalk_core.eval.datasets.metaqa import load_metaqa
 from graphwalk_core.eval.metrics import f1_score
-from graphwalk_core.stores.io import read_triples
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.triples import read_triples
 from graphwalk_core.traversal.answers import follow_relation_path, metaqa_relation_path
 from graphwalk_core.traversal.config import HopMode, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser

@@ -36,8 +36,8 @@ def load_memory(kb: Path) -> dict[str, float]:
     """Build the store, then time adjacent() on the biggest hub and a Parquet save/load."""
     import asyncio
 
-    from graphwalk_core.stores.io import read_triples
     from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.triples import read_triples
 
     start = time.perf_counter()
     store = MemoryGraphStore.from_triples(read_triples(kb), source_id="metaqa/kb")

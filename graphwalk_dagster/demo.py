@@ -9,7 +9,6 @@ from typing import Any
 
 import dagster as dg
 
-from graphwalk_core.demo import DemoPlan
 from graphwalk_dagster.defs.eval import assets as eval_assets
 from graphwalk_dagster.defs.eval import checks as eval_checks
 from graphwalk_dagster.defs.eval.partitions import eval_key
@@ -25,6 +24,7 @@ from graphwalk_dagster.defs.shared.resources import (
     WarehouseResource,
     default_resources,
 )
+from graphwalk_dagster.demo_report import DemoPlan
 
 INGEST_CHAIN = [
     ingest_assets.source_profile,

@@ -1,11 +1,19 @@
-"""The ``graphwalk`` command line. Each command group lives in its own module and imports lazily."""
+"""The ``graphwalk`` command line. Each command group lives in its own module and imports lazily.
+
+Other installed packages add commands through the ``graphwalk.commands`` entry point group
+(``graphwalk demo`` comes from graphwalk_dagster that way).
+"""
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
+
 import typer
 
-from graphwalk_core.cli import demo, graph, ingest, query, sql
 from graphwalk_core.cli import eval as eval_cli
+from graphwalk_core.cli import graph, ingest, query, sql
+
+COMMANDS_GROUP = "graphwalk.commands"
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 app.add_typer(graph.app, name="graph", help="Import, export and inspect graphs.")
@@ -13,7 +21,8 @@ app.command("query")(query.query)
 app.command("ingest")(ingest.ingest)
 app.add_typer(eval_cli.app, name="eval", help="Run evaluations and write Parquet results.")
 app.command("sql")(sql.sql)
-app.command("demo")(demo.demo)
+for _command in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
+    app.command(_command.name)(_command.load())
 
 
 def main() -> None:

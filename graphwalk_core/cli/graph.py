@@ -78,8 +78,8 @@ def import_graph(
     ] = NodeTypes.generic,
 ) -> None:
     """Import a graph from triples or Parquet tables into GRAPH (replacing what GRAPH held)."""
-    from graphwalk_core.stores.io import read_triples
     from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.triples import read_triples
 
     try:
         if format is InputFormat.triples:
@@ -106,8 +106,9 @@ def export_graph(
     ),
 ) -> None:
     """Export GRAPH as Parquet tables or as a triples file."""
-    from graphwalk_core.stores.io import export_parquet, write_triples
     from graphwalk_core.stores.open import open_store
+    from graphwalk_core.stores.parquet import export_parquet
+    from graphwalk_core.stores.triples import write_triples
 
     async def run() -> str:
         store = open_store(graph)

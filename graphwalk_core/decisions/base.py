@@ -8,6 +8,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphwalk_core.errors import BackendError
+from graphwalk_core.model.usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +60,6 @@ class ChoiceResult(BaseModel):
     probabilities: dict[str, float]
     top: str
     confidence: float | None = None
-
-
-class Usage(BaseModel):
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float | None = None  # only when the provider reports it; never estimated
 
 
 class DecisionResponse(BaseModel):

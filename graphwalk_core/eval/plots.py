@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from graphwalk_core.warehouse.files import atomic_path
+from graphwalk_core.files import atomic_path
 
 
 def _pyplot():  # type: ignore[no-untyped-def]

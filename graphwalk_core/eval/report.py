@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from graphwalk_core.eval import metrics
 from graphwalk_core.eval.records import QuestionResult
-from graphwalk_core.warehouse.files import write_table_atomic, write_text_atomic
+from graphwalk_core.files import write_table_atomic, write_text_atomic
 
 RESULTS_SCHEMA = pa.schema(
     [

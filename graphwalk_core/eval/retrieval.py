@@ -25,9 +25,9 @@ from graphwalk_core.eval.ingestion import PassageIngester
 from graphwalk_core.eval.systems.documents import DocumentIndex, passage_documents
 from graphwalk_core.eval.systems.graphs import passage_of
 from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, passages_of, preset_config
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
-from graphwalk_core.warehouse.files import write_text_atomic
 
 #: Published fast-graphrag numbers on these 51 questions (their easier ~800-passage setting).
 PUBLISHED = {"VectorDB": 0.49, "LightRAG": 0.47, "GraphRAG": 0.75, "fast-graphrag": 0.96}

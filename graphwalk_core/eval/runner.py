@@ -18,8 +18,8 @@ from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
 from graphwalk_core.eval.systems.base import QASystem, SystemAnswer
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.model import canonical_json, content_hash
-from graphwalk_core.warehouse.files import write_text_atomic
 
 log = logging.getLogger(__name__)
 

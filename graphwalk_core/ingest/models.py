@@ -6,12 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from graphwalk_core.decisions.base import Usage
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.ingest.ledger import LedgerEntry
 from graphwalk_core.ingest.sources.base import SkippedItem, SourceDocument
 from graphwalk_core.model import Edge, Node
+from graphwalk_core.model.usage import Usage
 
 RoutingMode = Literal["jev", "exact"]
 

@@ -7,8 +7,8 @@ from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-from graphwalk_core.decisions.base import Usage
 from graphwalk_core.errors import BackendError
+from graphwalk_core.model.usage import Usage
 
 T = TypeVar("T", bound=BaseModel)
 

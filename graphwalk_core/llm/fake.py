@@ -6,10 +6,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from graphwalk_core.decisions.base import Usage
 from graphwalk_core.errors import InputError
 from graphwalk_core.llm.base import LLMError, LLMResult, Message, T
 from graphwalk_core.llm.jsonreply import ask_for_json
+from graphwalk_core.model.usage import Usage
 
 Script = Callable[[list[Message]], str] | str | Sequence[str]
 

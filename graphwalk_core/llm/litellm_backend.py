@@ -14,10 +14,10 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from graphwalk_core.decisions.base import Usage
 from graphwalk_core.errors import InputError
 from graphwalk_core.llm.base import LLMError, LLMResult, Message, T
 from graphwalk_core.llm.jsonreply import ask_for_json
+from graphwalk_core.model.usage import Usage
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,7 @@ from graphwalk_core.model.elements import (
     Node,
     NodeId,
     Provenance,
+    bulk_edge_id,
     edge_id,
 )
 from graphwalk_core.model.hashing import canonical_json, content_hash, text_hash
@@ -24,6 +25,7 @@ __all__ = [
     "Node",
     "NodeId",
     "Provenance",
+    "bulk_edge_id",
     "canonical_json",
     "content_hash",
     "edge_id",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
@@ -19,6 +21,15 @@ GENERIC_TYPE = "entity"
 def edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
     """Deterministic edge id: a short hash of (source, type, target)."""
     return "e_" + content_hash([source, type, target])[:24]
+
+
+def bulk_edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
+    """Exactly :func:`edge_id`, several times faster for bulk loads and exports.
+
+    ``canonical_json`` of a list of strings is ``[`` + each string JSON-encoded (non-ASCII kept) + ``]``.
+    """
+    data = f"[{_json_string(source)},{_json_string(type)},{_json_string(target)}]".encode()
+    return "e_" + hashlib.sha256(data).hexdigest()[:24]
 
 
 class Provenance(BaseModel):

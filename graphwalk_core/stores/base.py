@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequen
 from contextlib import AbstractAsyncContextManager
 from functools import cache
 from itertools import chain
+from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol, TypeGuard, TypeVar, runtime_checkable
 
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId, edge_id
@@ -153,6 +154,15 @@ class NodeNames(Protocol):
 
     def node_names(self, ids: Sequence[NodeId]) -> dict[NodeId, str]:
         """The names of the nodes that exist among ``ids``."""
+        ...
+
+
+@runtime_checkable
+class ParquetExport(Protocol):
+    """Capability: :func:`graphwalk_core.stores.parquet.export_parquet` without building every model."""
+
+    def save(self, directory: str | Path) -> Path:
+        """Write exactly the tables ``export_parquet`` writes into ``directory``; returns it."""
         ...
 
 

@@ -11,16 +11,14 @@ the innermost block; writes by other coroutines during the block are rolled back
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager
-from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import GENERIC_TYPE, Edge, EdgeId, Node, NodeId, Provenance
+from graphwalk_core.model import GENERIC_TYPE, Edge, EdgeId, Node, NodeId, Provenance, bulk_edge_id
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor, NeighborGroups
 
@@ -38,15 +36,6 @@ NodeTypeFor = Callable[[str, str], str]
 
 _MISSING: Any = object()
 _DIRECTIONS = ("out", "in", "both")
-
-
-def bulk_edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
-    """Exactly :func:`graphwalk_core.model.edge_id`, several times faster for bulk loads and exports.
-
-    ``canonical_json`` of a list of strings is ``[`` + each string JSON-encoded (non-ASCII kept) + ``]``.
-    """
-    data = f"[{_json_string(source)},{_json_string(type)},{_json_string(target)}]".encode()
-    return "e_" + hashlib.sha256(data).hexdigest()[:24]
 
 
 def check_direction(direction: str) -> None:
@@ -161,8 +150,8 @@ class MemoryGraphStore:
         return store
 
     def save(self, directory: str | Path) -> Path:
-        """Write the graph and its metadata as Parquet tables (see :mod:`graphwalk_core.stores.io`)."""
-        from graphwalk_core.stores.io import SimpleEdge, SimpleNode, write_parquet_graph
+        """Write the graph and its metadata as Parquet tables (see :mod:`graphwalk_core.stores.parquet`)."""
+        from graphwalk_core.stores.parquet import SimpleEdge, SimpleNode, write_parquet_graph
 
         nodes = (
             value if isinstance(value, Node) else SimpleNode(node_id, *value)
@@ -177,7 +166,7 @@ class MemoryGraphStore:
     @classmethod
     def load(cls, directory: str | Path) -> MemoryGraphStore:
         """A store read from Parquet tables written by :meth:`save` or ``export_parquet``."""
-        from graphwalk_core.stores.io import SimpleNode, read_parquet_graph
+        from graphwalk_core.stores.parquet import SimpleNode, read_parquet_graph
 
         nodes, edges, metadata = read_parquet_graph(directory)
         node_values: dict[NodeId, Node | RawNode] = {

@@ -46,7 +46,7 @@ def open_store(
             return MemoryGraphStore()
         return MemoryGraphStore.load(path)
     if path.is_file() and path.suffix.lower() in TRIPLES_SUFFIXES:
-        from graphwalk_core.stores.io import read_triples
+        from graphwalk_core.stores.triples import read_triples
 
         return MemoryGraphStore.from_triples(
             read_triples(path), source_id=path.name, node_type_for=node_type_for

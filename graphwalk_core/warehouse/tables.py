@@ -12,18 +12,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.warehouse.files import write_table_atomic
-from graphwalk_core.warehouse.views import DB_NAME, refresh_views
+from graphwalk_core.files import write_table_atomic
+from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, table_names
+from graphwalk_core.warehouse.views import refresh_views
 
-PART_FILE = "part-0.parquet"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _VALUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
 Rows = pa.Table | Sequence[Mapping[str, Any]]
 
 
 def _check_name(kind: str, name: str) -> str:
-    if not _NAME.match(name):
+    if not TABLE_NAME.match(name):
         raise InputError(f"warehouse {kind} {name!r} is invalid: use letters, digits and '_'")
     return name
 
@@ -103,14 +102,3 @@ class Warehouse:
     def tables(self) -> list[str]:
         """Names of tables that hold at least one Parquet file."""
         return table_names(self.root)
-
-
-def table_names(root: Path) -> list[str]:
-    """Table folders directly under ``root`` that hold at least one Parquet file."""
-    if not root.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in root.iterdir()
-        if p.is_dir() and _NAME.match(p.name) and next(p.rglob("*.parquet"), None) is not None
-    )

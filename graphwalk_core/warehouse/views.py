@@ -16,8 +16,8 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
+from graphwalk_core.warehouse.layout import DB_NAME, table_names
 
-DB_NAME = "warehouse.duckdb"
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
 _STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
@@ -99,8 +99,6 @@ def _view_sql(name: str, table_dir: Path) -> str:
 
 def refresh_views(root: Path) -> list[str]:
     """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones."""
-    from graphwalk_core.warehouse.tables import table_names
-
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     names = table_names(root)

@@ -8,8 +8,8 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
-from graphwalk_core.stores.io import read_triples
 from graphwalk_core.stores.open import open_store
+from graphwalk_core.stores.triples import read_triples
 
 KB = """Kismet|directed_by|William Dieterle
 Kismet|starred_actors|Marlene Dietrich

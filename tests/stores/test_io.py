@@ -8,19 +8,25 @@ import duckdb
 import pytest
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import AttributeConflict, ConflictValue, Edge, Node, Provenance, edge_id
+from graphwalk_core.model import (
+    AttributeConflict,
+    ConflictValue,
+    Edge,
+    Node,
+    Provenance,
+    bulk_edge_id,
+    edge_id,
+)
 from graphwalk_core.stores import MemoryGraphStore, SQLGraphStore
-from graphwalk_core.stores.io import (
+from graphwalk_core.stores.open import open_store
+from graphwalk_core.stores.parquet import (
     SimpleEdge,
     SimpleNode,
     export_parquet,
     import_parquet,
     read_parquet_graph,
-    read_triples,
-    write_triples,
 )
-from graphwalk_core.stores.memory import bulk_edge_id
-from graphwalk_core.stores.open import open_store
+from graphwalk_core.stores.triples import read_triples, write_triples
 
 P1 = Provenance(source_id="wiki/a", content_hash="h1", extractor="llm", confidence=0.5, start=3, end=9)
 P2 = Provenance(source_id="wiki/b")

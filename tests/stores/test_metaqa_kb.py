@@ -11,7 +11,7 @@ from conftest import shared_path
 from graphwalk_core.eval.datasets.metaqa import metaqa_node_type
 from graphwalk_core.model import Provenance
 from graphwalk_core.stores import Adjacent, MemoryGraphStore
-from graphwalk_core.stores.io import read_triples
+from graphwalk_core.stores.triples import read_triples
 
 #: Relation counts over the KB's 134,741 lines (duplicates included), as the README lists them.
 README_LINE_COUNTS = {

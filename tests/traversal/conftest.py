@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
-from graphwalk_core.stores.io import read_triples
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.triples import read_triples
 
 MOVIES = Path(__file__).resolve().parents[1] / "fixtures" / "movies.txt"
 

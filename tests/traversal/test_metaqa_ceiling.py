@@ -15,8 +15,8 @@ from conftest import shared_path
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.eval.datasets.metaqa import load_metaqa
 from graphwalk_core.eval.metrics import f1_score
-from graphwalk_core.stores.io import read_triples
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.triples import read_triples
 from graphwalk_core.traversal.answers import follow_relation_path, metaqa_relation_path
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.engine import Traverser

@@ -8,15 +8,15 @@ from pathlib import Path
 import pyarrow as pa
 
 from graphwalk_core.eval.report import RESULTS_SCHEMA
-from graphwalk_core.ingest.sources.specs import load_sources
-from graphwalk_core.warehouse import Warehouse
-from graphwalk_core.warehouse.checks import (
+from graphwalk_core.eval.tables import result_problems
+from graphwalk_core.ingest.graph_checks import (
     edge_endpoints_exist,
     elements_have_provenance,
     ledger_has_documents,
 )
-from graphwalk_core.warehouse.eval_tables import result_problems
-from graphwalk_core.warehouse.source_fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.specs import load_sources
+from graphwalk_core.warehouse import Warehouse
 
 
 def _graph(root: Path) -> None:

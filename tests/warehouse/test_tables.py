@@ -8,9 +8,9 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from graphwalk_core import files as files_mod
 from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse import Warehouse, query
-from graphwalk_core.warehouse import files as files_mod
 
 
 def _eval_rows(dataset: str, f1s: list[float]) -> list[dict[str, object]]:

@@ -10,8 +10,8 @@ from typing import Any
 from graphwalk_core.eval.datasets.base import Knowledge
 from graphwalk_core.eval.datasets.metaqa import metaqa_node_type
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.stores.io import read_triples
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.triples import read_triples
 
 log = logging.getLogger(__name__)
 

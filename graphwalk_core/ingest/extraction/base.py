@@ -6,8 +6,8 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from graphwalk_core.decisions.base import Usage
 from graphwalk_core.model import JSONValue
+from graphwalk_core.model.usage import Usage
 
 Literal_ = str | int | float | bool | None
 

@@ -4,11 +4,11 @@ import dagster as dg
 from pydantic import Field
 
 from graphwalk_core.eval.datasets.base import Dataset
+from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import NEEDS_LLM, build_system
-from graphwalk_core.warehouse.eval_data import load_partition_dataset
-from graphwalk_core.warehouse.eval_tables import partition_stats, summarize, write_results
+from graphwalk_core.eval.tables import partition_stats, summarize, write_results
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,

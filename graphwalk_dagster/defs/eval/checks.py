@@ -4,7 +4,7 @@ import warnings
 
 import dagster as dg
 
-from graphwalk_core.warehouse.eval_tables import RESULTS, result_problems
+from graphwalk_core.eval.tables import RESULTS, result_problems
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import WarehouseResource
 

@@ -11,10 +11,10 @@ import dagster as dg
 from graphwalk_core.ingest import stages
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.models import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
+from graphwalk_core.ingest.publish import publish_graph, write_documents
 from graphwalk_core.ingest.sources.base import SourceProfile
 from graphwalk_core.ingest.sources.specs import open_source
 from graphwalk_core.warehouse import query
-from graphwalk_core.warehouse.graph_tables import publish_graph, write_documents
 from graphwalk_dagster.defs.ingest.partitions import source_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,

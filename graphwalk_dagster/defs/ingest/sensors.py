@@ -4,7 +4,7 @@ import json
 
 import dagster as dg
 
-from graphwalk_core.warehouse.source_fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION, source_partitions
 from graphwalk_dagster.defs.shared.resources import SourcesResource
 

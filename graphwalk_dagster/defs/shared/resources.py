@@ -15,8 +15,9 @@ import dagster as dg
 from pydantic import Field, SecretStr, TypeAdapter, field_validator
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
-from graphwalk_core.warehouse import Warehouse, write_text_atomic
+from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 
 

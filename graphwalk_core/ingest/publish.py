@@ -1,6 +1,7 @@
 """Publish a graph store into the warehouse: nodes, edges, provenance, conflicts, metadata, ledger.
 
-Also the per-source ``documents`` table (what the last diff saw), which the ledger check reads.
+Also the per-source ``documents`` table (what the last diff saw), which the ledger check reads, and
+the published graph read back as triples.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from graphwalk_core.files import atomic_path
 from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
 from graphwalk_core.ingest.models import DocumentDiff
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.stores.io import TABLES, export_parquet
-from graphwalk_core.warehouse.tables import Warehouse
-from graphwalk_core.warehouse.views import refresh_views
+from graphwalk_core.stores.parquet import TABLES, export_parquet
+from graphwalk_core.stores.triples import write_triples
+from graphwalk_core.warehouse import Warehouse, query, refresh_views
 
 LEDGER_SCHEMA = pa.schema(
     [
@@ -31,6 +33,13 @@ LEDGER_SCHEMA = pa.schema(
 DOCUMENTS_SCHEMA = pa.schema([("document_id", pa.string()), ("status", pa.string())])
 #: Diff outcome per document, as written to the ``documents`` table.
 DIFF_STATUSES = ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
+TRIPLES_FILE = "knowledge_graph_triples.txt"
+
+_TRIPLES_SQL = """
+SELECT s.name, e.type, t.name
+FROM edges e JOIN nodes s ON s.id = e.source JOIN nodes t ON t.id = e.target
+ORDER BY 1, 2, 3
+"""
 
 
 def ledger_table(metadata: pa.Table) -> pa.Table:
@@ -69,3 +78,12 @@ def write_documents(warehouse: Warehouse, diff: DocumentDiff) -> int:
     rows.sort(key=lambda r: r["document_id"])
     warehouse.write("documents", rows, {"source": diff.source_id}, schema=DOCUMENTS_SCHEMA)
     return len(rows)
+
+
+def export_triples(root: Path, path: Path | None = None) -> Path:
+    """Write the warehouse graph as ``subject|relation|object`` lines (by node name), atomically."""
+    rows = query(root, _TRIPLES_SQL).rows
+    target = path or Path(root) / TRIPLES_FILE
+    with atomic_path(target) as tmp:
+        write_triples(tmp, rows)
+    return target

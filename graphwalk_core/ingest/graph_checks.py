@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphwalk_core.warehouse.views import query
+from graphwalk_core.warehouse import query
 
 EXAMPLES = 5
 

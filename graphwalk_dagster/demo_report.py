@@ -1,7 +1,4 @@
-"""The demo's plain parts: which eval partitions it runs, and the report it prints afterwards.
-
-The Dagster-calling part lives in ``graphwalk_dagster.demo`` (graphwalk_core never imports Dagster).
-"""
+"""The demo's plan (which eval partitions it runs) and the report it prints afterwards."""
 
 from __future__ import annotations
 
@@ -12,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from graphwalk_core.eval.datasets.base import default_data_dir
+from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 from graphwalk_core.warehouse import Warehouse, query
-from graphwalk_core.warehouse.eval_data import CUSTOM_QUESTIONS
 
 #: Benchmarks the demo adds when ../shared/data holds them, with the systems it runs on them: the
 #: fastest walk, and one LLM system (recorded as skipped offline, with the reason).

@@ -1,4 +1,8 @@
-"""graphwalk demo: the whole Dagster asset graph offline, then where the results are."""
+"""``graphwalk demo``: the whole Dagster asset graph offline, then where the results are.
+
+Registered as a ``graphwalk.commands`` entry point (pyproject.toml), so graphwalk_core's command line
+offers it without importing this package.
+"""
 
 from __future__ import annotations
 
@@ -29,8 +33,9 @@ def demo(
     """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""
     from rich.console import Console
 
-    from graphwalk_core.demo import demo_plan, print_report
-    from graphwalk_core.warehouse.eval_data import CUSTOM_QUESTIONS
+    from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
+    from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
+    from graphwalk_dagster.demo_report import demo_plan, print_report
 
     console = Console()
     if not console.is_terminal:
@@ -40,8 +45,6 @@ def demo(
         shutil.rmtree(warehouse, ignore_errors=True)
     questions = questions or CUSTOM_QUESTIONS
     plan = demo_plan(questions=questions)
-    from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
-
     run_demo(
         warehouse,
         plan,

@@ -1,6 +1,6 @@
-"""Graph import/export: MetaQA-style triples files and Parquet tables.
+"""Graph import/export as Parquet tables.
 
-Parquet layout (one folder; every table sorted deterministically, readable by DuckDB):
+Layout (one folder; every table sorted deterministically, readable by DuckDB):
 
 ``nodes.parquet``   id, type, name, summary, aliases (list<string>), attributes (canonical JSON object);
                     sorted by id.
@@ -22,7 +22,7 @@ Parquet layout (one folder; every table sorted deterministically, readable by Du
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.files import write_table_atomic
 from graphwalk_core.model import (
     AttributeConflict,
     ConflictValue,
@@ -39,10 +40,10 @@ from graphwalk_core.model import (
     Node,
     NodeId,
     Provenance,
+    bulk_edge_id,
     canonical_json,
 )
-from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.stores.memory import MemoryGraphStore, bulk_edge_id
+from graphwalk_core.stores.base import GraphStore, ParquetExport, offers
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -96,45 +97,6 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "metadata": pa.schema([("key", pa.string()), ("value", pa.string())]),
 }
-
-# ---------------------------------------------------------------------- triples
-
-
-def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
-    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
-
-    A malformed line raises InputError naming the file and line number.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"triples file not found: {path}")
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            parts = line.rstrip("\r\n").split("|")
-            if len(parts) == 3 and all(parts):
-                yield parts[0], parts[1], parts[2]
-            elif line.strip():
-                raise InputError(
-                    f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
-                    f"got {line.rstrip()!r}"
-                )
-
-
-def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:
-    """Write ``subject|relation|object`` lines atomically; returns the number written."""
-    from graphwalk_core.warehouse.files import atomic_path  # imports duckdb: only when writing
-
-    count = 0
-    with atomic_path(Path(path)) as tmp, tmp.open("w", encoding="utf-8") as out:
-        for triple in triples:
-            if len(triple) != 3 or any(not t or "|" in t or "\n" in t for t in triple):
-                raise InputError(
-                    f"cannot write triple {triple!r}: fields must be non-empty, without | or newline"
-                )
-            out.write("|".join(triple) + "\n")
-            count += 1
-    return count
-
 
 # ---------------------------------------------------------------------- Parquet: write
 
@@ -298,8 +260,6 @@ def write_parquet_graph(
     metadata: Mapping[str, str],
 ) -> Path:
     """Write the five Parquet tables into ``directory`` (created if needed), each file atomically."""
-    from graphwalk_core.warehouse.files import write_table_atomic  # imports duckdb: only when writing
-
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     columns = _Columns()
@@ -316,9 +276,12 @@ def write_parquet_graph(
 
 
 async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
-    """Write any store's nodes, edges, provenance, conflicts and metadata as Parquet tables."""
-    if isinstance(store, MemoryGraphStore):
-        return store.save(directory)  # same tables, without building every model
+    """Write any store's nodes, edges, provenance, conflicts and metadata as Parquet tables.
+
+    Stores offering :class:`~graphwalk_core.stores.base.ParquetExport` write the same tables themselves.
+    """
+    if offers(store, ParquetExport):
+        return store.save(directory)
     nodes = [n async for n in store.iter_nodes()]
     edges = [e async for e in store.iter_edges()]
     metadata = {k: v for k in await store.metadata_keys() if (v := await store.get_metadata(k)) is not None}

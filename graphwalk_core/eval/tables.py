@@ -9,8 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from graphwalk_core.eval.report import RESULTS_SCHEMA, summary_markdown, summary_table
-from graphwalk_core.warehouse.tables import Warehouse
-from graphwalk_core.warehouse.views import query
+from graphwalk_core.warehouse import Warehouse, query
 
 RESULTS = "eval_results"
 SUMMARY = "eval_summary"

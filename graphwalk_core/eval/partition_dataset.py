@@ -7,8 +7,8 @@ from pathlib import Path
 from graphwalk_core.eval.datasets import Dataset, load_dataset
 from graphwalk_core.eval.datasets.base import REPO_ROOT
 from graphwalk_core.eval.datasets.hub import resolve_data_dir
-from graphwalk_core.warehouse.graph_views import export_triples
-from graphwalk_core.warehouse.tables import Warehouse
+from graphwalk_core.ingest.publish import export_triples
+from graphwalk_core.warehouse import Warehouse
 
 #: The sample question file over the sample graph built from data/sources.yaml.
 CUSTOM_QUESTIONS = REPO_ROOT / "data" / "questions.jsonl"

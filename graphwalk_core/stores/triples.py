@@ -1,0 +1,43 @@
+"""MetaQA-style triples files: ``subject|relation|object`` lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.files import atomic_path
+
+
+def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
+    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
+
+    A malformed line raises InputError naming the file and line number.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"triples file not found: {path}")
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            parts = line.rstrip("\r\n").split("|")
+            if len(parts) == 3 and all(parts):
+                yield parts[0], parts[1], parts[2]
+            elif line.strip():
+                raise InputError(
+                    f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
+                    f"got {line.rstrip()!r}"
+                )
+
+
+def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:
+    """Write ``subject|relation|object`` lines atomically; returns the number written."""
+    count = 0
+    with atomic_path(Path(path)) as tmp, tmp.open("w", encoding="utf-8") as out:
+        for triple in triples:
+            if len(triple) != 3 or any(not t or "|" in t or "\n" in t for t in triple):
+                raise InputError(
+                    f"cannot write triple {triple!r}: fields must be non-empty, without | or newline"
+                )
+            out.write("|".join(triple) + "\n")
+            count += 1
+    return count

@@ -1,0 +1,21 @@
+"""Where the warehouse keeps its tables: ``<root>/<table>/<key>=<value>/.../part-0.parquet``."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+PART_FILE = "part-0.parquet"
+DB_NAME = "warehouse.duckdb"
+TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def table_names(root: Path) -> list[str]:
+    """Table folders directly under ``root`` that hold at least one Parquet file."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in root.iterdir()
+        if p.is_dir() and TABLE_NAME.match(p.name) and next(p.rglob("*.parquet"), None) is not None
+    )
