@@ -30,7 +30,7 @@ from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.ingest.extraction.nlp import NLP_VERSION, extract_nlp
-from graphwalk_core.ingest.models import ChunkExtraction, DocumentRef, ExtractionSet
+from graphwalk_core.ingest.outputs import ChunkExtraction, DocumentRef, ExtractionSet
 from graphwalk_core.ingest.routing import Router, route_extractions
 from graphwalk_core.model import text_hash
 from graphwalk_core.settings import GraphwalkSettings

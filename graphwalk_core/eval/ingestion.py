@@ -11,7 +11,7 @@ from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.eval.datasets.base import Passage
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.models import RoutingMode
+from graphwalk_core.ingest.outputs import RoutingMode
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.sources.base import SkippedItem, SourceDocument, SourceProfile

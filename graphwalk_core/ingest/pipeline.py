@@ -11,7 +11,7 @@ from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.models import RoutingMode
+from graphwalk_core.ingest.outputs import RoutingMode
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD
 from graphwalk_core.ingest.sources.base import Source

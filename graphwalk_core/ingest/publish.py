@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from graphwalk_core.files import atomic_path
 from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
-from graphwalk_core.ingest.models import DocumentDiff
+from graphwalk_core.ingest.outputs import DocumentDiff
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.parquet import TABLES, export_parquet
 from graphwalk_core.stores.triples import write_triples

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from graphwalk_core.ingest.models import Cost, UpdateReport
+from graphwalk_core.ingest.outputs import Cost, UpdateReport
 from graphwalk_core.ingest.sources.base import SkippedItem
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
-from graphwalk_core.ingest.models import WriteCounts
+from graphwalk_core.ingest.outputs import WriteCounts
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source, rewired

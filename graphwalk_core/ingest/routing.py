@@ -25,7 +25,7 @@ from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
 from graphwalk_core.ingest.ledger import provenance_source
-from graphwalk_core.ingest.models import (
+from graphwalk_core.ingest.outputs import (
     ChunkExtraction,
     Cost,
     DocumentPlan,

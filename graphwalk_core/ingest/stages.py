@@ -22,7 +22,7 @@ from graphwalk_core.ingest.ledger import (
     read_ledger,
     write_entry,
 )
-from graphwalk_core.ingest.models import (
+from graphwalk_core.ingest.outputs import (
     ChunkExtraction,
     ChunkSet,
     DocumentDiff,

@@ -167,7 +167,7 @@ class _Walk:
     """The state of one ``Traverser.walk`` call."""
 
     def __init__(self, traverser: Traverser, query: str, start: list[NodeId]) -> None:
-        self.t = traverser
+        self.traverser = traverser
         self.cfg = traverser.config
         self.store = traverser.store
         self.query = query
@@ -234,7 +234,7 @@ class _Walk:
             by_votes=self.sampling,
             relation_mode=self.relation_mode,
             max_witnesses=self.cfg.max_witnesses,
-            grouped=self.t.group,
+            grouped=self.traverser.group,
         )
         totals = self.trace.totals
         totals.expansions, totals.nodes_reached = self.expansions, len(self.reached)
@@ -247,7 +247,7 @@ class _Walk:
             terminated_by=answers[0].terminated_by if answers else None,
             abort_reason=reason,
             error=error,
-            decider=self.t.decider.model_id,
+            decider=self.traverser.decider.model_id,
             trace=self.trace,
         )
 
@@ -279,7 +279,7 @@ class _Walk:
     async def _neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
         """One adjacency read per node (counted against ``max_expansions``), grouped and merged."""
         self._count_expansions(len(nodes))
-        return await self.t.neighbor_groups(nodes)
+        return await self.traverser.neighbor_groups(nodes)
 
     def _count_expansions(self, n: int) -> None:
         """Count ``n`` adjacency reads; past the budget, stop at it and abort the walk."""
@@ -371,7 +371,7 @@ class _Walk:
 
     async def _prune(self, adjacent: list[Adjacent]) -> tuple[list[Adjacent], _Pruned]:
         """Entity-mode hub: names are fetched for the option texts only when the prefilter runs."""
-        if self.t.prefilter is not None and len(adjacent) > self.cfg.prefilter_threshold:
+        if self.traverser.prefilter is not None and len(adjacent) > self.cfg.prefilter_threshold:
             nodes = await self.store.get_nodes(list(dict.fromkeys(a[1] for a in adjacent)))
             texts = [f"{rel} {nodes[nb].name if nb in nodes else nb}" for rel, nb, _ in adjacent]
         else:
@@ -382,9 +382,9 @@ class _Walk:
     def _cut(self, texts: list[str]) -> tuple[list[int], _Pruned]:
         """Above ``prefilter_threshold`` with an embedder: the top-N texts by query similarity;
         otherwise the first ``max_options - 1`` (store order). Returns kept indices and the pruned."""
-        if self.t.prefilter is not None and len(texts) > self.cfg.prefilter_threshold:
+        if self.traverser.prefilter is not None and len(texts) > self.cfg.prefilter_threshold:
             n = min(self.cfg.prefilter_top_n, self.max_shown)
-            kept, dropped = self.t.prefilter.top_n(self.query, texts, n)
+            kept, dropped = self.traverser.prefilter.top_n(self.query, texts, n)
             return kept, _Pruned([texts[i] for i, _ in dropped], "prefilter", [sim for _, sim in dropped])
         n = self.max_shown
         return list(range(min(n, len(texts)))), _Pruned(texts[n:], "truncated" if len(texts) > n else None)
@@ -432,7 +432,7 @@ class _Walk:
         extra: list[ChoiceQuestion] = []
         if self.ask_answer_type:
             self.ask_answer_type = False
-            types = await self.t.node_types()
+            types = await self.traverser.node_types()
             if len(types) >= 2:
                 extra = [prompts.answer_type_question(types)]
         state = prompts.build_state(self.query)
@@ -447,7 +447,7 @@ class _Walk:
             )
         call_ids = [f"c{calls_used + i}" for i in range(len(batches))]
         results = await asyncio.gather(
-            *(self.t.decider.decide(DecisionRequest(state=state, questions=b)) for b in batches),
+            *(self.traverser.decider.decide(DecisionRequest(state=state, questions=b)) for b in batches),
             return_exceptions=True,
         )
         dists: dict[str, dict[str, float]] = {}
@@ -599,11 +599,11 @@ class _Walk:
     async def _cap_frontier(self, targets: list[NodeId], step: Step) -> list[NodeId]:
         """Keep ``max_frontier`` nodes: the most query-similar, or the first ones without an embedder."""
         n = self.cfg.max_frontier
-        if self.t.prefilter is None:
+        if self.traverser.prefilter is None:
             step.note = f"frontier truncated from {len(targets)} to {n}"
             return targets[:n]
         nodes = await self.store.get_nodes(targets)
         texts = [nodes[t].name if t in nodes else t for t in targets]
-        kept, _ = self.t.prefilter.top_n(self.query, texts, n)
+        kept, _ = self.traverser.prefilter.top_n(self.query, texts, n)
         step.note = f"frontier capped from {len(targets)} to {n} by query similarity"
         return [targets[i] for i in kept]

@@ -125,7 +125,7 @@ def test_systems_without_an_llm_are_skipped_with_the_reason() -> None:
 
 
 def test_reader_reply_parsing() -> None:
-    from graphwalk_core.eval.systems.reading import parse_answers
+    from graphwalk_core.eval.systems.llm_reader import parse_answers
 
     assert parse_answers("Answer: Paris | 'Lyon'. | unknown |  ") == ["Paris", "Lyon"]
     assert parse_answers("None") == []

@@ -8,7 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.models import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan
+from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SourceProfile, load_sources, open_source
 from graphwalk_core.ingest.stages import (

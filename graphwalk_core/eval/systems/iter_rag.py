@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.documents import Document, DocumentIndex
-from graphwalk_core.eval.systems.reading import context_block, parse_answers, read
+from graphwalk_core.eval.systems.llm_reader import context_block, parse_answers, read
 from graphwalk_core.llm.base import LLMBackend, LLMError, Message
 
 STEP_SYSTEM = (

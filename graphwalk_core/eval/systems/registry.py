@@ -11,10 +11,10 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
 from graphwalk_core.eval.systems.documents import document_index
+from graphwalk_core.eval.systems.graph_reader import GraphReaderSystem
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.eval.systems.graphwalk import PRESETS, GraphwalkSystem, metaqa_glosses, preset_config
 from graphwalk_core.eval.systems.iter_rag import IterRAGSystem
-from graphwalk_core.eval.systems.reader import GraphReaderSystem
 from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore

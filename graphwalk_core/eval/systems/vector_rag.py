@@ -8,7 +8,7 @@ from typing import Any
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.documents import DocumentIndex
-from graphwalk_core.eval.systems.reading import read
+from graphwalk_core.eval.systems.llm_reader import read
 from graphwalk_core.llm.base import LLMBackend
 
 

@@ -10,7 +10,7 @@ import dagster as dg
 
 from graphwalk_core.ingest import stages
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
-from graphwalk_core.ingest.models import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
+from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
 from graphwalk_core.ingest.publish import publish_graph, write_documents
 from graphwalk_core.ingest.sources.base import SourceProfile
 from graphwalk_core.ingest.sources.specs import open_source

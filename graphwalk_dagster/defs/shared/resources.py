@@ -98,10 +98,7 @@ class GraphStoreResource(dg.ConfigurableResource):
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Any]:
         """Open the store for the length of an ``async with`` block."""
-        try:
-            from graphwalk_core.stores.open import open_store  # type: ignore[import-not-found]
-        except ImportError:  # stores.open not landed yet: the SQL store takes the URL directly
-            from graphwalk_core.stores.sql import SQLGraphStore as open_store
+        from graphwalk_core.stores.open import open_store
 
         self.warehouse.path().mkdir(parents=True, exist_ok=True)
         store = open_store(self.resolved_url())

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from graphwalk_core.eval.datasets.base import Knowledge, Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, passages_of
-from graphwalk_core.eval.systems.reading import read
+from graphwalk_core.eval.systems.llm_reader import read
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.traversal.answers import WalkResult
 
