@@ -166,3 +166,7 @@ def ingest(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     raise typer.Exit(code)
+
+
+if __name__ == "__main__":  # ``python -m graphwalk_core.cli.ingest``: the command without the rest of the CLI
+    typer.run(ingest)

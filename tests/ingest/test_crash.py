@@ -46,7 +46,7 @@ def command(corpus: Path, graph: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "graphwalk_core.ingest",
+        "graphwalk_core.cli.ingest",
         str(corpus),
         "--graph",
         str(graph),
