@@ -12,10 +12,9 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    import pyarrow as pa
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 def _create_temp(path: Path) -> Path:
@@ -44,8 +43,6 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 def write_table_atomic(table: pa.Table, path: Path) -> Path:
     """Write ``table`` as Parquet to ``path`` atomically."""
-    import pyarrow.parquet as pq  # only writers of tables pay for pyarrow
-
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
     return path
