@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from graphwalk_core.eval.report import results_table
-from graphwalk_core.warehouse import Warehouse, write_text_atomic
-from graphwalk_core.warehouse.eval_tables import summarize, write_results
+from graphwalk_core.eval.tables import summarize, write_results
+from graphwalk_core.files import write_text_atomic
+from graphwalk_core.warehouse import Warehouse
 
 
 @pytest.fixture(params=[0o022, 0o027, 0o002], ids=["umask022", "umask027", "umask002"])
