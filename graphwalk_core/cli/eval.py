@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import gc
+import functools
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,40 +22,130 @@ Systems = Annotated[
         help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag",
     ),
 ]
-Split = Annotated[str, typer.Option(help="dev | test (tune on dev only)")]
+Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
 N = Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset")]
 Seed = Annotated[int, typer.Option(help="subset seed")]
-Decider = Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")]
-DataDir = Annotated[
-    Path | None, typer.Option(help="data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)")
-]
-Hub = Annotated[
-    str | None,
-    typer.Option(
-        "--hub",
-        help="REPO@SHA: a Hugging Face dataset repo at a full commit sha, laid out like ../shared/data "
-        "(instead of --data-dir)",
+
+#: The options the eval commands share, declared once: name -> (annotation, default).
+OPTIONS: dict[str, tuple[Any, Any]] = {
+    "split": (Annotated[str, typer.Option(help="dev | test (tune on dev only)")], "dev"),
+    "decider": (Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")], None),
+    "data_dir": (
+        Annotated[
+            Path | None, typer.Option(help="data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)")
+        ],
+        None,
     ),
-]
-HubEndpoint = Annotated[
-    str | None, typer.Option(help="hub endpoint for --hub (default: $HF_ENDPOINT, else the public hub)")
-]
-Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
-Concurrency = Annotated[int, typer.Option(help="questions in flight")]
-Sets = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", help="system option KEY=VALUE (TraversalConfig field, linking, k, ...); repeatable"
+    "hub": (
+        Annotated[
+            str | None,
+            typer.Option(
+                "--hub",
+                help="REPO@SHA: a Hugging Face dataset repo at a full commit sha, laid out like "
+                "../shared/data (instead of --data-dir)",
+            ),
+        ],
+        None,
     ),
-]
-EmbedPath = Annotated[
-    Path | None, typer.Option(help="local fastembed model folder (default: the shared MiniLM)")
-]
-LLMModel = Annotated[
-    str | None, typer.Option(help="litellm model for readers/RAG (default: GRAPHWALK_LLM_MODEL)")
-]
-LLMBase = Annotated[str | None, typer.Option(help="LLM api base (default: GRAPHWALK_LLM_API_BASE)")]
-Quiet = Annotated[bool, typer.Option(help="no progress bar")]
+    "hub_endpoint": (
+        Annotated[
+            str | None,
+            typer.Option(help="hub endpoint for --hub (default: $HF_ENDPOINT, else the public hub)"),
+        ],
+        None,
+    ),
+    "concurrency": (Annotated[int, typer.Option(help="questions in flight")], 4),
+    "set_": (
+        Annotated[
+            list[str] | None,
+            typer.Option(
+                "--set", help="system option KEY=VALUE (TraversalConfig field, linking, k, ...); repeatable"
+            ),
+        ],
+        None,
+    ),
+    "embed_model_path": (
+        Annotated[
+            Path | None,
+            typer.Option(help="local fastembed model folder (default: the shared MiniLM; 'hashing': none)"),
+        ],
+        None,
+    ),
+    "llm_model": (
+        Annotated[
+            str | None, typer.Option(help="litellm model for readers/RAG (default: GRAPHWALK_LLM_MODEL)")
+        ],
+        None,
+    ),
+    "llm_api_base": (
+        Annotated[str | None, typer.Option(help="LLM api base (default: GRAPHWALK_LLM_API_BASE)")],
+        None,
+    ),
+    "quiet": (Annotated[bool, typer.Option(help="no progress bar")], False),
+}
+#: Option groups: where the data comes from, and the backends and run settings.
+DATA = ("split", "data_dir", "hub", "hub_endpoint")
+RUN = ("decider", "concurrency", "set_", "embed_model_path", "llm_model", "llm_api_base", "quiet")
+
+
+@dataclass(frozen=True)
+class Shared:
+    """The shared options of one eval command (those it does not offer keep their defaults)."""
+
+    split: str = "dev"
+    decider: str | None = None
+    data_dir: Path | None = None
+    hub: str | None = None
+    hub_endpoint: str | None = None
+    concurrency: int = 4
+    set_: list[str] | None = None
+    embed_model_path: Path | None = None
+    llm_model: str | None = None
+    llm_api_base: str | None = None
+    quiet: bool = False
+
+    def data_root(self, names: list[str]) -> Path | None:
+        from graphwalk_core.eval.datasets.hub import resolve_data_dir
+
+        return resolve_data_dir(self.data_dir, self.hub, self.hub_endpoint, names, self.split)
+
+    def backends(self) -> Any:
+        """Decider, embedder and LLM from the settings and these options (see graphwalk_core.backends)."""
+        from graphwalk_core.backends import Backends, settings_with
+
+        settings = settings_with(
+            embed_model_path=self.embed_model_path, llm_model=self.llm_model, llm_api_base=self.llm_api_base
+        )
+        return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(self.decider)
+
+    def run(self, out: Path) -> Any:
+        from graphwalk_core.eval.evaluate import EvalRun
+
+        return EvalRun(out, self.concurrency, parse_sets(self.set_), self.quiet)
+
+
+def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a command the ``OPTIONS`` named (after its own); it receives them as ``shared: Shared``."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "shared"]
+        added = [
+            inspect.Parameter(
+                n, inspect.Parameter.KEYWORD_ONLY, annotation=OPTIONS[n][0], default=OPTIONS[n][1]
+            )
+            for n in names
+        ]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> Any:
+            shared = Shared(**{n: kwargs.pop(n) for n in names})
+            return fn(**kwargs, shared=shared)
+
+        command.__signature__ = inspect.Signature([*own, *added])  # type: ignore[attr-defined]
+        command.__annotations__ = {p.name: p.annotation for p in (*own, *added)}
+        return command
+
+    return decorate
 
 
 def parse_sets(items: list[str] | None) -> dict[str, Any]:
@@ -72,101 +164,11 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def _backends(decider: str | None, embed_path: Path | None, llm_model: str | None, llm_base: str | None):  # type: ignore[no-untyped-def]
-    """(decider or None, embedder, llm or None, skip reasons) from settings and options."""
-    from graphwalk_core.decisions.factory import make_decider
-    from graphwalk_core.embeddings.factory import default_model_path, make_embedder
-    from graphwalk_core.embeddings.hashing import HashingEmbedder
-    from graphwalk_core.errors import ConfigError
-    from graphwalk_core.llm.factory import make_llm
-    from graphwalk_core.settings import get_settings
+def _evaluate(datasets: list[Any], systems: list[str], out: Path, shared: Shared) -> None:
+    from graphwalk_core.eval.evaluate import evaluate
 
-    settings = get_settings()
-    update: dict[str, Any] = {}
-    hashing = embed_path is not None and str(embed_path) == "hashing"
-    if not hashing and (embed_path is not None or settings.embed_model_path is None):
-        update["embed_model_path"] = embed_path or default_model_path()
-    if llm_model:
-        update["llm_model"] = llm_model
-    if llm_base:
-        update["llm_api_base"] = llm_base
-    settings = settings.model_copy(update=update)
-    embedder = HashingEmbedder() if hashing else make_embedder(settings)
-    reasons: dict[str, str] = {}
-    try:
-        chosen = make_decider(settings, embedder=embedder, name=decider)
-    except ConfigError as exc:
-        chosen = None
-        reasons["decider"] = str(exc)
-    llm = make_llm(settings)
-    if llm is None:
-        reasons["llm"] = "no LLM configured (set GRAPHWALK_LLM_MODEL or --llm-model)"
-    return chosen, embedder, llm, reasons
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """The options every QA command (metaqa, hotpotqa, 2wiki, custom) hands to :func:`evaluate`."""
-
-    out: Path
-    decider: str | None
-    embed_path: Path | None
-    llm_model: str | None
-    llm_base: str | None
-    concurrency: int
-    overrides: dict[str, Any]
-    quiet: bool
-
-
-def evaluate(datasets: list[Any], systems: list[str], options: RunOptions) -> Path:
-    """Run every system on every dataset, then write the report into ``options.out``; returns summary.md."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from graphwalk_core.eval.report import results_table, write_report
-    from graphwalk_core.eval.runner import run_eval
-    from graphwalk_core.eval.systems.registry import build_system
-
-    out, quiet, concurrency, overrides = options.out, options.quiet, options.concurrency, options.overrides
-    console = Console(stderr=True)
-    chosen, embedder, llm, reasons = _backends(
-        options.decider, options.embed_path, options.llm_model, options.llm_base
-    )
-    tables, metas = [], []
-    for ds in datasets:
-        for name in systems:
-            system = build_system(
-                name, ds, decider=chosen, embedder=embedder, llm=llm, overrides=overrides, skip_reason=reasons
-            )
-            # a short-lived process: the graphs just built live until exit, so the cyclic GC need not
-            # rescan them during the walks (~0.5 s per 1,000 MetaQA walks) or at exit (~1 s)
-            gc.freeze()
-            with Progress(
-                TextColumn(f"{ds.name} · {name}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("F1 {task.fields[f1]}"),
-                console=console,
-                disable=quiet,
-            ) as progress:
-                task = progress.add_task("run", total=len(ds.questions), f1="—")
-                scores: list[float] = []
-
-                def tick(
-                    record: Any, task: Any = task, scores: list[float] = scores, progress: Any = progress
-                ) -> None:
-                    if record.f1 is not None:
-                        scores.append(record.f1)
-                    progress.update(task, advance=1, f1=f"{sum(scores) / len(scores):.3f}" if scores else "—")
-
-                run = run_eval(ds, system, out_dir=out, concurrency=concurrency, progress=tick)
-            tables.append(results_table(run.results))
-            metas.append(run.metadata.model_dump(mode="json"))
-    paths = write_report(out, tables, run_metadata=metas)
-    typer.echo(paths["summary_md"].read_text(encoding="utf-8"))
-    console.print(f"wrote {out}/results.parquet, summary.parquet, summary.md and plots")
-    return paths["summary_md"]
+    summary = evaluate(datasets, systems, shared.backends(), shared.run(out))
+    typer.echo(summary.read_text(encoding="utf-8"))
 
 
 def _guard(fn: Any) -> Any:
@@ -185,82 +187,43 @@ def _load(name: str, **kwargs: Any) -> Any:
 
 
 @app.command("metaqa")
+@shared_options(*DATA, *RUN)
 def metaqa(
     system: Systems,
     out: Out,
+    shared: Shared,
     hops: Annotated[list[int] | None, typer.Option("--hops", help="1, 2 and/or 3 (repeatable)")] = None,
-    split: Split = "dev",
     n: N = None,
     seed: Seed = 0,
-    decider: Decider = None,
-    data_dir: DataDir = None,
-    hub: Hub = None,
-    hub_endpoint: HubEndpoint = None,
     kb: Annotated[Path | None, typer.Option(help="the KB file (default: metaqa/kb.txt)")] = None,
-    concurrency: Concurrency = 4,
-    set_: Sets = None,
-    embed_model_path: EmbedPath = None,
-    llm_model: LLMModel = None,
-    llm_api_base: LLMBase = None,
-    quiet: Quiet = False,
 ) -> None:
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
     names = [f"metaqa-{h}hop" for h in hops or [1]]
 
-    def run() -> Any:
-        from graphwalk_core.eval.datasets.hub import resolve_data_dir
-
-        root = resolve_data_dir(data_dir, hub, hub_endpoint, names, split)
-        return evaluate(
-            [_load(name, split=split, n=n, seed=seed, data_dir=root, kb=kb) for name in names],
-            system,
-            RunOptions(
-                out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
-            ),
-        )
+    def run() -> None:
+        root = shared.data_root(names)
+        datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
+        _evaluate(datasets, system, out, shared)
 
     _guard(run)
 
 
 def _text_command(dataset: str, doc: str) -> Any:
+    @shared_options(*DATA, *RUN)
     def command(
         system: Systems,
         out: Out,
+        shared: Shared,
         file: Annotated[
             Path | None, typer.Option("--file", help="question file (default: the shared sample)")
         ] = None,
-        split: Split = "dev",
         n: N = None,
         seed: Seed = 0,
-        decider: Decider = None,
-        data_dir: DataDir = None,
-        hub: Hub = None,
-        hub_endpoint: HubEndpoint = None,
-        concurrency: Concurrency = 4,
-        set_: Sets = None,
-        embed_model_path: EmbedPath = None,
-        llm_model: LLMModel = None,
-        llm_api_base: LLMBase = None,
-        quiet: Quiet = False,
     ) -> None:
-        def run() -> Any:
-            from graphwalk_core.eval.datasets.hub import resolve_data_dir
-
-            root = resolve_data_dir(data_dir, hub, hub_endpoint, [dataset], split)
-            return evaluate(
-                [_load(dataset, split=split, n=n, seed=seed, data_dir=root, path=file)],
-                system,
-                RunOptions(
-                    out,
-                    decider,
-                    embed_model_path,
-                    llm_model,
-                    llm_api_base,
-                    concurrency,
-                    parse_sets(set_),
-                    quiet,
-                ),
-            )
+        def run() -> None:
+            root = shared.data_root([dataset])
+            datasets = [_load(dataset, split=shared.split, n=n, seed=seed, data_dir=root, path=file)]
+            _evaluate(datasets, system, out, shared)
 
         _guard(run)
 
@@ -279,37 +242,32 @@ app.command("2wiki")(
 
 
 @app.command("custom")
+@shared_options(*RUN)
 def custom(
     system: Systems,
     out: Out,
+    shared: Shared,
     questions: Annotated[Path, typer.Option(help="CSV or JSONL: question, answers[, start, id, hops]")],
     kb: Annotated[Path | None, typer.Option(help="subject|relation|object triples file")] = None,
     corpus: Annotated[Path | None, typer.Option(help="[{title, text}] passage JSON (ingested)")] = None,
     n: N = None,
     seed: Seed = 0,
-    decider: Decider = None,
-    concurrency: Concurrency = 4,
-    set_: Sets = None,
-    embed_model_path: EmbedPath = None,
-    llm_model: LLMModel = None,
-    llm_api_base: LLMBase = None,
-    quiet: Quiet = False,
 ) -> None:
     """Your own questions over a triples file (--kb) or a passage corpus (--corpus)."""
     _guard(
-        lambda: evaluate(
-            [_load("custom", n=n, seed=seed, path=questions, kb=kb, corpus=corpus)],
-            system,
-            RunOptions(
-                out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
-            ),
+        lambda: _evaluate(
+            [_load("custom", n=n, seed=seed, path=questions, kb=kb, corpus=corpus)], system, out, shared
         )
     )
 
 
 @app.command("2wiki-retrieval")
+@shared_options(
+    "data_dir", "hub", "hub_endpoint", "decider", "concurrency", "set_", "embed_model_path", "quiet"
+)
 def twowiki_retrieval(
     out: Out,
+    shared: Shared,
     corpus: Annotated[Path | None, typer.Option(help="passage corpus (default: 2wiki/corpus.json)")] = None,
     questions: Annotated[Path | None, typer.Option(help="questions with supporting_titles")] = None,
     corpus_subset: Annotated[
@@ -318,39 +276,30 @@ def twowiki_retrieval(
     preset: Annotated[str, typer.Option(help="graphwalk preset for the walk")] = "entity-beam",
     n: N = None,
     seed: Seed = 0,
-    decider: Decider = None,
-    data_dir: DataDir = None,
-    hub: Hub = None,
-    hub_endpoint: HubEndpoint = None,
-    concurrency: Concurrency = 4,
-    set_: Sets = None,
-    embed_model_path: EmbedPath = None,
-    quiet: Quiet = False,
 ) -> None:
     """All-supporting-passages-retrieved rate of graphwalk (via provenance) vs dense top-k."""
 
     def run() -> None:
         import asyncio
 
-        from graphwalk_core.eval.datasets.hub import resolve_data_dir
         from graphwalk_core.eval.retrieval import corpus_subset as subset
         from graphwalk_core.eval.retrieval import run_retrieval, write_retrieval_report
 
-        root = resolve_data_dir(data_dir, hub, hub_endpoint, ["2wiki-retrieval"])
+        root = shared.data_root(["2wiki-retrieval"])
         ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=questions, corpus=corpus)
         ds = subset(ds, corpus_subset, seed)
-        chosen, embedder, _, reasons = _backends(decider, embed_model_path, None, None)
-        if chosen is None:
-            raise typer.BadParameter(reasons.get("decider", "no decider"))
+        backends = shared.backends()
+        if backends.decider is None:
+            raise typer.BadParameter(backends.reasons.get("decider", "no decider"))
         report = asyncio.run(
             run_retrieval(
                 ds,
-                decider=chosen,
-                embedder=embedder,
+                decider=backends.decider,
+                embedder=backends.embedder,
                 preset=preset,
-                concurrency=concurrency,
-                overrides=parse_sets(set_),
-                progress=None if quiet else lambda msg: typer.echo(msg, err=True),
+                concurrency=shared.concurrency,
+                overrides=parse_sets(shared.set_),
+                progress=None if shared.quiet else lambda msg: typer.echo(msg, err=True),
             )
         )
         path = write_retrieval_report(report, out)

@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_core.stores.base import GraphStore
 
+if TYPE_CHECKING:
+    from graphwalk_core.backends import Backends
+
 ExtractorName = Literal["llm", "nlp"]
 DeciderChoice = Literal["jev", "local", "fake"]
 RoutingChoice = Literal["jev", "exact"]
 
 
-def _open_store(graph: str) -> GraphStore:
+def _open_store(backends: Backends, graph: str) -> GraphStore:
     """The graph store (created when missing): a SQL URL, a SQLite file, or a Parquet folder."""
-    from graphwalk_core.stores.open import TRIPLES_SUFFIXES, open_store
+    from graphwalk_core.stores.open import TRIPLES_SUFFIXES
 
     if "://" not in graph and Path(graph).suffix.lower() in TRIPLES_SUFFIXES:
         raise InputError(f"cannot ingest into a triples file ({graph}): use a SQLite file or a folder")
-    return open_store(graph, create=True)
+    return backends.store(graph, create=True)
 
 
 async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
@@ -62,31 +65,26 @@ async def _run(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
+    from graphwalk_core.backends import Backends
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
     from graphwalk_core.ingest.extraction.choose import choose_extractor
     from graphwalk_core.ingest.pipeline import ingest as run_ingest
     from graphwalk_core.ingest.sources.specs import source_from_arg
-    from graphwalk_core.settings import get_settings
 
     console = Console(quiet=quiet)
-    settings = get_settings()
+    backends = Backends()
     source = source_from_arg(source_arg, source_id=source_id, mapping=mapping)
-    llm = None
-    if settings.llm_model and (extractor_name == "llm" or (extractor_name is None and routing == "jev")):
-        from graphwalk_core.llm.factory import make_llm
-
-        llm = make_llm(settings)
+    # the LLM extracts when asked to, or by default with jev routing (which escalates to it)
+    wants_llm = extractor_name == "llm" or (extractor_name is None and routing == "jev")
+    llm = backends.llm if wants_llm else None
     if extractor_name == "llm" and llm is None:
         raise typer.BadParameter("--extractor llm needs GRAPHWALK_LLM_MODEL", param_hint="--extractor")
     extractor = choose_extractor(extractor_name, llm)
     decider = embedder = None
     if routing == "jev":
-        from graphwalk_core.decisions.factory import make_decider
-        from graphwalk_core.embeddings.factory import make_embedder
-
-        embedder = make_embedder(settings)
-        decider = make_decider(settings, embedder=embedder, name=decider_name)
-    store = _open_store(graph)
+        embedder = backends.embedder
+        decider = backends.decider(decider_name, embedder=embedder)
+    store = _open_store(backends, graph)
     cache = ExtractionCache(cache_path or default_cache_path(graph)) if extractor.cacheable else None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import difflib
 from pathlib import Path
 from typing import Annotated, get_args
 
@@ -12,11 +11,9 @@ from rich.console import Console
 
 from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_core.model import NodeId
-from graphwalk_core.settings import DeciderName, get_settings
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.settings import DeciderName
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import HopMode, Strategy, TraversalConfig
-from graphwalk_core.traversal.entry import NameEntryResolver, NameIndex
 from graphwalk_core.traversal.trace import render_trace
 
 
@@ -26,44 +23,22 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
     return value
 
 
-async def check_start(store: GraphStore, start: list[NodeId]) -> None:
-    """Raise InputError naming each unknown start node, with close names from the graph."""
-    found = await store.get_nodes(start)
-    missing = [s for s in start if s not in found]
-    if not missing:
-        return
-    index = await NameIndex.build(store)
-    names = list(index.names.values())
-    hints = []
-    for node in missing:
-        close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
-        hints.append(f"{node!r}" + (f" (did you mean: {', '.join(close)}?)" if close else ""))
-    raise InputError(f"start node not in the graph: {'; '.join(hints)}")
-
-
 async def _run(
     graph: str, question: str, start: list[NodeId], config: TraversalConfig, decider_name: str | None
 ) -> WalkResult:
-    from graphwalk_core.decisions.factory import make_decider
-    from graphwalk_core.embeddings.factory import make_embedder
-    from graphwalk_core.stores.open import open_store
+    from graphwalk_core.backends import Backends
+    from graphwalk_core.traversal.ask import answer
     from graphwalk_core.traversal.engine import Traverser
 
-    if not question.strip():
-        raise InputError("the question is empty")
-    store = open_store(graph)
+    backends = Backends()
+    store = backends.store(graph)
     try:
-        settings = get_settings()
-        embedder = make_embedder(settings)
-        if start:
-            await check_start(store, start)
-        else:
-            start = await (await NameEntryResolver.from_store(store, embedder=embedder)).resolve(question)
-            if not start:
-                raise InputError("no graph node is named in the question: pass --start NODE_ID")
-        decider = make_decider(settings, embedder=embedder, name=decider_name)
-        traverser = Traverser(store, decider, embedder=embedder, config=config)
-        return await traverser.walk(question, start)
+        embedder = backends.embedder
+        walker = Traverser(store, backends.decider(decider_name, embedder=embedder), embedder, config)
+        asked = await answer(walker, question, start)
+        if asked.result is None:
+            raise InputError("no graph node is named in the question: pass --start NODE_ID")
+        return asked.result
     finally:
         await store.close()
 

@@ -93,7 +93,7 @@ async def walk_passages(
     system: GraphwalkSystem, store: GraphStore, question: Question
 ) -> tuple[list[str], int]:
     """Passages a walk reached: witness-path edge sources, then start and answer node provenance."""
-    result, _, _ = await system.walk(question)
+    result, _ = await system.walk(question)
     if result is None:
         return [], 0
     ranked = passages_of(result)
@@ -189,13 +189,9 @@ async def run_retrieval(
     resolver = await NameEntryResolver.from_store(
         store, embedder=embedder, best_only=linking == "resolve-best"
     )
-
-    async def entry(_store: GraphStore, text: str) -> list[str]:
-        return list(await resolver.resolve(text))
-
     config = preset_config(preset, **(overrides or {}))
     walker = GraphwalkSystem(
-        preset, store, decider, config=config, embedder=embedder, linking="resolve", entry=entry
+        preset, store, decider, config=config, embedder=embedder, linking="resolve", entry=resolver
     )
     index = await asyncio.to_thread(DocumentIndex.build, passage_documents(dataset.knowledge), embedder)
     say(f"embedded {len(index.docs)} passages for dense retrieval")

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from graphwalk_core.eval.datasets.base import Question
+
+if TYPE_CHECKING:
+    from graphwalk_core.decisions.base import DecisionBackend
+    from graphwalk_core.embeddings.base import Embedder
+    from graphwalk_core.llm.base import LLMBackend
 
 Status = Literal["ok", "error", "aborted", "skipped"]
 
@@ -44,6 +50,16 @@ class QASystem(Protocol):
         """Config and model ids (decider, embedder, llm, extractor) that define this system's results."""
 
     async def answer(self, question: Question) -> SystemAnswer: ...
+
+
+@dataclass(frozen=True)
+class SystemBackends:
+    """The backends systems are built with: each, or None with the reason it is not configured."""
+
+    decider: DecisionBackend | None
+    embedder: Embedder | None
+    llm: LLMBackend | None
+    reasons: dict[str, str] = field(default_factory=dict)
 
 
 class SkippedSystem:

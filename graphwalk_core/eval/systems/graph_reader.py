@@ -75,7 +75,7 @@ class GraphReaderSystem:
 
     async def answer(self, question: Question) -> SystemAnswer:
         start = time.perf_counter()
-        result, linked, _ = await self.walker.walk(question)
+        result, linked = await self.walker.walk(question)
         tally = UsageTally()
         walked: dict[str, Any] = {}
         blocks: list[str] = []

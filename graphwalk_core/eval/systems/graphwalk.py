@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from graphwalk_core.decisions.base import DecisionBackend
@@ -12,16 +11,15 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer
 from graphwalk_core.eval.systems.graphs import passage_of
-from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.traversal import ask
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES, Budget, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
+from graphwalk_core.traversal.entry import EntryResolver
 
 #: gold: the dataset's start; resolve: every name mention; resolve-best: the top name candidate.
 Linking = Literal["gold", "resolve", "resolve-best"]
-#: Resolves a question to entry node ids (empty: no entry found); see ``entry.py``.
-EntryFn = Callable[[GraphStore, str], Awaitable[list[NodeId]]]
 
 #: The four walk presets: (hop mode, strategy).
 PRESETS: dict[str, tuple[str, str]] = {
@@ -92,7 +90,7 @@ class GraphwalkSystem:
         config: TraversalConfig,
         embedder: Embedder | None = None,
         linking: Linking = "gold",
-        entry: EntryFn | None = None,
+        entry: EntryResolver | None = None,
         ingest: dict[str, Any] | None = None,
     ) -> None:
         if linking != "gold" and entry is None:
@@ -122,30 +120,21 @@ class GraphwalkSystem:
             "ingest": self.ingest or None,
         }
 
-    async def start_nodes(self, question: Question) -> tuple[list[NodeId], list[str] | None]:
-        """(start node ids, the linked start to score, or None when the gold start was given)."""
+    async def walk(self, question: Question) -> tuple[WalkResult | None, list[str] | None]:
+        """The walk (None when no entry node was found) and the linked start's names (None when the
+        gold start was given)."""
         if self.linking == "gold":
             if question.gold_start is None:
                 raise InputError(f"question {question.id} has no gold start: use --set linking=resolve")
-            return [question.gold_start], None
-        assert self.entry is not None
-        starts = await self.entry(self.store, question.text)
-        nodes = await self.store.get_nodes(starts)
-        return starts, [nodes[s].name if s in nodes else s for s in starts]
-
-    async def walk(self, question: Question) -> tuple[WalkResult | None, list[str] | None, float]:
-        """The walk (None when no entry node was found), the linked start, and the linking time."""
-        t0 = time.perf_counter()
-        starts, linked = await self.start_nodes(question)
-        link_s = time.perf_counter() - t0
-        if not starts:
-            return None, linked, link_s
-        return await self.traverser.walk(question.text, starts), linked, link_s
+            return (await ask.answer(self.traverser, question.text, [question.gold_start])).result, None
+        asked = await ask.answer(self.traverser, question.text, resolver=self.entry)
+        nodes = await self.store.get_nodes(asked.start)
+        return asked.result, [nodes[s].name if s in nodes else s for s in asked.start]
 
     async def answer(self, question: Question) -> SystemAnswer:
         start = time.perf_counter()
         try:
-            result, linked, _ = await self.walk(question)
+            result, linked = await self.walk(question)
         except InputError as exc:
             return SystemAnswer(status="error", error=str(exc), latency_s=time.perf_counter() - start)
         if result is None:

@@ -18,6 +18,7 @@ from graphwalk_core.eval.systems.iter_rag import IterRAGSystem
 from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.traversal.entry import NameEntryResolver
 
 if TYPE_CHECKING:
     from graphwalk_core.eval.ingestion import PassageIngester  # ingestion stack: imported when used
@@ -27,21 +28,6 @@ NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
 NEEDS_DECIDER = (*PRESETS, "graph-reader")
 #: Option keys build_system understands besides TraversalConfig fields.
 SYSTEM_OPTIONS = ("linking", "k", "read_from", "walker", "routing", "max_calls", "max_lookups", "max_docs")
-
-
-async def _entry_resolver(store: GraphStore, embedder: Embedder | None, *, best_only: bool) -> Any:
-    """The traversal package's name resolver as ``async (store, question) -> start ids``.
-
-    The name index is built here, once, before any question runs concurrently.
-    """
-    from graphwalk_core.traversal.entry import NameEntryResolver
-
-    resolver = await NameEntryResolver.from_store(store, embedder=embedder, best_only=best_only)
-
-    async def resolve(_store: GraphStore, question: str) -> list[str]:
-        return list(await resolver.resolve(question))
-
-    return resolve
 
 
 async def dataset_graph(
@@ -115,7 +101,11 @@ async def build_system_async(
     if linking not in ("gold", "resolve", "resolve-best"):
         raise InputError(f"unknown linking {linking!r}; use gold, resolve or resolve-best")
     best_only = linking == "resolve-best"
-    entry = None if linking == "gold" else await _entry_resolver(store, embedder, best_only=best_only)
+    entry = (
+        None
+        if linking == "gold"
+        else await NameEntryResolver.from_store(store, embedder=embedder, best_only=best_only)
+    )
     walker = GraphwalkSystem(
         preset if name != "graph-reader" else f"graph-reader/{preset}",
         store,

@@ -15,6 +15,7 @@ from graphwalk_dagster.defs.shared.resources import (
     EmbedderResource,
     LLMResource,
     WarehouseResource,
+    backends,
 )
 from graphwalk_dagster.metadata import embedded_image, preview, to_metadata
 
@@ -71,16 +72,16 @@ def eval_results(
 ) -> dg.MaterializeResult:
     """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet."""
     dims = _dims(context)
-    llm_backend = llm.make()
+    builder = backends(decider, llm, embedder)
     # a system that needs an LLM is skipped without one: no need to load the models then
-    models = not (dims["system"] in NEEDS_LLM and llm_backend is None)
-    emb = embedder.make() if models else None
+    found = builder.for_systems(models=not (dims["system"] in NEEDS_LLM and builder.llm is None))
     system = build_system(
         dims["system"],
         eval_questions,
-        decider=decider.make(emb) if models else None,
-        embedder=emb,
-        llm=llm_backend,
+        decider=found.decider,
+        embedder=found.embedder,
+        llm=found.llm,
+        skip_reason=found.reasons,
     )
     run = run_eval(
         eval_questions, system, out_dir=warehouse.path() / "eval_runs", concurrency=config.concurrency

@@ -23,6 +23,7 @@ from graphwalk_dagster.defs.shared.resources import (
     LLMResource,
     SourcesResource,
     WarehouseResource,
+    backends,
 )
 from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata, to_metadata
 
@@ -136,9 +137,11 @@ def routing_decisions(
     """Each mention routed to an existing node or a new one (decider; LLM escalation when unsure)."""
 
     async def route() -> RoutingPlan:
-        emb = embedder.make()
+        builder = backends(decider, llm, embedder)
         async with graph_store.open() as store:
-            return await stages.route_extractions(extractions, store, decider.make(emb), emb, llm.make())
+            return await stages.route_extractions(
+                extractions, store, builder.decider(), builder.embedder, builder.llm
+            )
 
     plan = asyncio.run(route())
     actions = {a: sum(m.action == a for m in plan.mentions) for a in ("merge", "new", "pinned")}

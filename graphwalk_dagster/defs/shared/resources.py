@@ -1,8 +1,10 @@
 """Resources shared by every domain: warehouse, graph store, decider, LLM, embedder, JSON IO manager.
 
 Each resource falls back to ``GraphwalkSettings`` (``GRAPHWALK_*`` environment variables) for any
-field left unset. API keys are ``SecretEnv`` fields: they take ``dg.EnvVar("NAME")`` (or run config
-``{env: NAME}``) and refuse a literal key, so the UI and run config only ever show the variable's name.
+field left unset and builds through :class:`graphwalk_core.backends.Backends` (which also holds the one
+rule for a backend that is not configured). API keys are ``SecretEnv`` fields: they take
+``dg.EnvVar("NAME")`` (or run config ``{env: NAME}``) and refuse a literal key, so the UI and run config
+only ever show the variable's name.
 """
 
 import os
@@ -14,17 +16,12 @@ from typing import Any
 import dagster as dg
 from pydantic import Field, SecretStr, TypeAdapter, field_validator
 
+from graphwalk_core.backends import Backends, settings_with
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
-
-
-def _settings(**overrides: Any) -> GraphwalkSettings:
-    """The process settings with the non-None overrides applied."""
-    update = {k: v for k, v in overrides.items() if v is not None}
-    return get_settings().model_copy(update=update)
 
 
 class SecretEnv(dg.Config):
@@ -121,20 +118,21 @@ class DeciderResource(dg.ConfigurableResource):
 
     _only_env = field_validator("jev_api_key", mode="before")(_secret_field)
 
+    def overrides(self) -> dict[str, Any]:
+        return {
+            "decider": self.backend,
+            "jev_provider": self.jev_provider,
+            "jev_api_key": _secret(self.jev_api_key),
+            "jev_base_url": self.jev_base_url,
+            "jev_model": self.jev_model,
+        }
+
     def settings(self) -> GraphwalkSettings:
-        return _settings(
-            decider=self.backend,
-            jev_provider=self.jev_provider,
-            jev_api_key=_secret(self.jev_api_key),
-            jev_base_url=self.jev_base_url,
-            jev_model=self.jev_model,
-        )
+        return settings_with(**self.overrides())
 
     def make(self, embedder: Any | None = None) -> Any:
         """The DecisionBackend (the local decider uses ``embedder`` when given)."""
-        from graphwalk_core.decisions.factory import make_decider
-
-        return make_decider(self.settings(), embedder=embedder)
+        return Backends(self.settings()).decider(embedder=embedder)
 
 
 class LLMResource(dg.ConfigurableResource):
@@ -148,20 +146,19 @@ class LLMResource(dg.ConfigurableResource):
 
     _only_env = field_validator("api_key", mode="before")(_secret_field)
 
+    def overrides(self) -> dict[str, Any]:
+        return {"llm_model": self.model, "llm_api_base": self.api_base, "llm_api_key": _secret(self.api_key)}
+
     def settings(self) -> GraphwalkSettings:
-        return _settings(llm_model=self.model, llm_api_base=self.api_base, llm_api_key=_secret(self.api_key))
+        return settings_with(**self.overrides())
 
     def make(self) -> Any:
         """An LLMBackend, or None when no model is configured (offline extraction)."""
-        from graphwalk_core.llm.factory import make_llm
-
-        return make_llm(self.settings())
+        return Backends(self.settings()).llm
 
     def extractor(self, choice: str | None = None) -> Any:
         """The extractor a source asks for: ``llm``, ``nlp``, or (None) the LLM when configured."""
-        from graphwalk_core.ingest.extraction.choose import choose_extractor
-
-        return choose_extractor(choice, self.make() if choice in ("llm", None) else None)
+        return Backends(self.settings()).extractor(choice)
 
 
 class EmbedderResource(dg.ConfigurableResource):
@@ -173,20 +170,23 @@ class EmbedderResource(dg.ConfigurableResource):
         default=None, description="another ONNX file of the folder, e.g. model_qint8_dynamic.onnx (faster)"
     )
 
-    def settings(self) -> GraphwalkSettings:
-        from graphwalk_core.embeddings.factory import default_model_path
+    def overrides(self) -> dict[str, Any]:
+        return {
+            "embed_model": self.model,
+            "embed_model_path": Path(self.model_path) if self.model_path else None,
+            "embed_model_file": self.model_file,
+        }
 
-        path = self.model_path or get_settings().embed_model_path or default_model_path()
-        return _settings(
-            embed_model=self.model,
-            embed_model_path=Path(path) if path else None,
-            embed_model_file=self.model_file,
-        )
+    def settings(self) -> GraphwalkSettings:
+        return settings_with(**self.overrides())
 
     def make(self) -> Any:
-        from graphwalk_core.embeddings.factory import make_embedder
+        return Backends(self.settings()).embedder
 
-        return make_embedder(self.settings())
+
+def backends(decider: DeciderResource, llm: LLMResource, embedder: EmbedderResource) -> Backends:
+    """One builder over the three resources' settings (for an asset that needs several backends)."""
+    return Backends(settings_with(**decider.overrides(), **llm.overrides(), **embedder.overrides()))
 
 
 class JsonIOManager(dg.ConfigurableIOManager):
