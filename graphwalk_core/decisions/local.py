@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeAlias
 
 import numpy as np
 
+from graphwalk_core.decisions import prompt_keys as pk
 from graphwalk_core.decisions.base import (
     ChoiceQuestion,
     ChoiceResult,
@@ -59,13 +60,13 @@ OPTION_STYLES: tuple[str, ...] = ("natural", "flat")
 #: and the names it stands for (compared with the expected answer type; None: no type term).
 Plan: TypeAlias = list[tuple[str | None, float, str | None]]
 #: The engine's instructions key holding the expected answer type (``traversal.prompts``).
-DEFAULT_TYPE_KEY = "expected_answer_type"
+DEFAULT_TYPE_KEY = pk.EXPECTED_ANSWER_TYPE
 
 #: Keys whose values are boilerplate or noise for similarity (dropped when flattening): the task text,
 #: edge direction and counts, the edge string (it repeats relation and node) and example lists (target
 #: names dilute a relation's meaning).
-DEFAULT_SKIP_KEYS = frozenset({"task", "direction", "count", "edge", "leads_to", "examples"})
-DEFAULT_CONTEXT_KEYS = ("path", "current")
+DEFAULT_SKIP_KEYS = frozenset({pk.TASK, pk.DIRECTION, pk.COUNT, pk.EDGE, pk.LEADS_TO, pk.EXAMPLES})
+DEFAULT_CONTEXT_KEYS = (pk.PATH, pk.CURRENT)
 
 
 def flatten_text(value: Any, skip_keys: Collection[str] = ()) -> str:
@@ -97,7 +98,7 @@ PATH_STEP = re.compile(r"^(?P<relation>\S+) \((?P<direction>out|in)\)$")
 
 def last_step(instructions: Any) -> tuple[str, str] | None:
     """(relation, direction) of the walk's last hop from the instructions' ``path``, if it reads as one."""
-    path = instructions.get("path") if isinstance(instructions, dict) else None
+    path = instructions.get(pk.PATH) if isinstance(instructions, dict) else None
     if not isinstance(path, list) or not path:
         return None
     match = PATH_STEP.match(str(path[-1]))
@@ -115,17 +116,17 @@ def relation_phrase(relation: str, direction: str, previous: tuple[str, str] | N
 
 def current_names(instructions: Any) -> str:
     """The walk's current node name(s) from engine instructions (``current.node``/``examples``)."""
-    here = instructions.get("current") if isinstance(instructions, dict) else None
+    here = instructions.get(pk.CURRENT) if isinstance(instructions, dict) else None
     if not isinstance(here, dict):
         return ""
-    return flatten_text(here.get("node") or here.get("examples"))
+    return flatten_text(here.get(pk.NODE) or here.get(pk.EXAMPLES))
 
 
 def option_names(description: Any) -> str:
     """The node name(s) a move leads to (``node`` or ``leads_to`` of an engine option)."""
     if not isinstance(description, dict):
         return ""
-    return flatten_text(description.get("node") or description.get("leads_to"))
+    return flatten_text(description.get(pk.NODE) or description.get(pk.LEADS_TO))
 
 
 def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
@@ -248,11 +249,11 @@ class LocalDecisionBackend:
         if (
             self.option_style == "natural"
             and isinstance(description, dict)
-            and isinstance(description.get("relation"), str)
-            and description.get("direction") in ("out", "in")
+            and isinstance(description.get(pk.RELATION), str)
+            and description.get(pk.DIRECTION) in ("out", "in")
         ):
-            rest = {k: v for k, v in description.items() if k != "relation"}
-            phrase = relation_phrase(description["relation"], description["direction"], previous)
+            rest = {key: v for key, v in description.items() if key != pk.RELATION}
+            phrase = relation_phrase(description[pk.RELATION], description[pk.DIRECTION], previous)
             extra = flatten_text(rest, self.skip_keys)
             return f"{phrase}; {extra}" if extra else phrase
         return flatten_text(description, self.skip_keys) or label.replace("_", " ")

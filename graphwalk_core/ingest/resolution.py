@@ -13,8 +13,9 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
 from graphwalk_core.ingest.outputs import WriteCounts
 from graphwalk_core.ingest.text import normalize_name
@@ -95,6 +96,46 @@ def mention_node(node_id: str, entity: ExtractedEntity, provenance: Provenance) 
         aliases=(),
         conflicts={},
     )
+
+
+def mention_provenance(chunk: Chunk, source: str, extractor: str, probability: float) -> Provenance:
+    """What one routed mention is backed by: its chunk, extractor and routing probability."""
+    return Provenance(
+        source_id=source,
+        content_hash=chunk.content_hash,
+        extractor=extractor,
+        confidence=round(probability, 6),
+        start=chunk.start,
+        end=chunk.end,
+    )
+
+
+def chunk_edges(
+    relations: Sequence[ExtractedRelation],
+    entities: Sequence[ExtractedEntity],
+    targets: Sequence[str],
+    nodes: Sequence[Node],
+) -> list[Edge]:
+    """A chunk's relations as edges between the nodes its mentions were routed to.
+
+    An endpoint is found by the mention's name (exact, then normalized) or pinned id, first mention
+    first; a relation to an unknown mention or from a node to itself is dropped. The edge is backed by
+    the less confident endpoint's provenance.
+    """
+    by_name: dict[str, tuple[str, Provenance]] = {}
+    for entity, target, node in zip(entities, targets, nodes, strict=True):
+        by_name.setdefault(normalize_name(entity.name), (target, node.provenance[0]))
+        if entity.node_id is not None:
+            by_name.setdefault(entity.node_id, (target, node.provenance[0]))
+    edges: list[Edge] = []
+    for relation in relations:
+        source = by_name.get(relation.source) or by_name.get(normalize_name(relation.source))
+        target = by_name.get(relation.target) or by_name.get(normalize_name(relation.target))
+        if source is None or target is None or source[0] == target[0]:
+            continue
+        provenance = source[1] if source[1].confidence <= target[1].confidence else target[1]
+        edges.append(relation_edge(source[0], target[0], relation, provenance))
+    return edges
 
 
 def relation_edge(source: str, target: str, relation: ExtractedRelation, provenance: Provenance) -> Edge:

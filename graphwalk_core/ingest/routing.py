@@ -34,10 +34,10 @@ from graphwalk_core.ingest.outputs import (
     RoutingMode,
     RoutingPlan,
 )
-from graphwalk_core.ingest.resolution import mention_node, new_node_id, relation_edge
-from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
+from graphwalk_core.ingest.resolution import chunk_edges, mention_node, mention_provenance, new_node_id
+from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
-from graphwalk_core.model import GENERIC_TYPE, Edge, Node, Provenance
+from graphwalk_core.model import GENERIC_TYPE, Edge, Node
 from graphwalk_core.model.merge import source_ids
 from graphwalk_core.stores.base import GraphStore
 
@@ -368,14 +368,7 @@ class Router:
                     mention.action = "new"
                 action, via = mention.action, mention.via
             resolved.append(target)
-            provenance = Provenance(
-                source_id=doc_source,
-                content_hash=chunk.content_hash,
-                extractor=item.extractor,
-                confidence=round(mention.probability, 6),
-                start=chunk.start,
-                end=chunk.end,
-            )
+            provenance = mention_provenance(chunk, doc_source, item.extractor, mention.probability)
             nodes.append(mention_node(target, entity, provenance))
             decisions.append(
                 MentionDecision(
@@ -389,23 +382,13 @@ class Router:
                     candidates=[c.node_id for c in mention.candidates],
                 )
             )
-        by_name: dict[str, tuple[str, Provenance]] = {}
-        for mention, target, node in zip(mentions, resolved, nodes, strict=True):
-            by_name.setdefault(normalize_name(mention.entity.name), (target, node.provenance[0]))
-            if mention.entity.node_id is not None:
-                by_name.setdefault(mention.entity.node_id, (target, node.provenance[0]))
-        edges: list[Edge] = []
-        for relation in extraction.relations:
-            source = by_name.get(relation.source) or by_name.get(normalize_name(relation.source))
-            target = by_name.get(relation.target) or by_name.get(normalize_name(relation.target))
-            if source is None or target is None or source[0] == target[0]:
-                continue
-            provenance = source[1] if source[1].confidence <= target[1].confidence else target[1]
-            edges.append(relation_edge(source[0], target[0], relation, provenance))
-            self.index.add_relation(source[0], f"{relation.type} -> {self.index.entries[target[0]].name}")
-            self.index.add_relation(target[0], f"{self.index.entries[source[0]].name} -> {relation.type}")
-            self._cards.pop(source[0], None)
-            self._cards.pop(target[0], None)
+        entities = [m.entity for m in mentions]
+        edges = chunk_edges(extraction.relations, entities, resolved, nodes)
+        for edge in edges:
+            self.index.add_relation(edge.source, f"{edge.type} -> {self.index.entries[edge.target].name}")
+            self.index.add_relation(edge.target, f"{self.index.entries[edge.source].name} -> {edge.type}")
+            self._cards.pop(edge.source, None)
+            self._cards.pop(edge.target, None)
         for target in resolved:
             self._cards.pop(target, None)
         return decisions, nodes, edges

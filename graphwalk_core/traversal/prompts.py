@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from graphwalk_core.decisions import prompt_keys as pk
 from graphwalk_core.decisions.base import ChoiceQuestion
 from graphwalk_core.model import Node
 
@@ -54,17 +55,17 @@ def entity_option(
     """Description of moving along one edge to one neighbor (the edge shown as stored)."""
     source, target = (current_name, node.name) if direction == "out" else (node.name, current_name)
     option: dict[str, Any] = {
-        "edge": edge_text(source, relation, target),
-        "relation": relation,
-        "direction": direction,
-        "node": node.name,
+        pk.EDGE: edge_text(source, relation, target),
+        pk.RELATION: relation,
+        pk.DIRECTION: direction,
+        pk.NODE: node.name,
     }
     if show_types:
-        option["type"] = node.type
+        option[pk.TYPE] = node.type
     if node.summary:
-        option["summary"] = node.summary
+        option[pk.SUMMARY] = node.summary
     if relation in glosses:
-        option["meaning"] = glosses[relation]
+        option[pk.MEANING] = glosses[relation]
     return option
 
 
@@ -78,13 +79,13 @@ def relation_option(
 ) -> dict[str, Any]:
     """Description of following one relation from the whole current set."""
     option: dict[str, Any] = {
-        "relation": relation,
-        "direction": direction,
-        "leads_to": list(leads_to),
-        "count": count,
+        pk.RELATION: relation,
+        pk.DIRECTION: direction,
+        pk.LEADS_TO: list(leads_to),
+        pk.COUNT: count,
     }
     if relation in glosses:
-        option["meaning"] = glosses[relation]
+        option[pk.MEANING] = glosses[relation]
     return option
 
 
@@ -99,18 +100,18 @@ def instructions(
 ) -> dict[str, Any]:
     """One walk's own context: the task, the path so far and where it stands."""
     out: dict[str, Any] = {
-        "task": _ENTITY_TASK if hop_mode == "entity" else _RELATION_TASK,
-        "path": list(path),
+        pk.TASK: _ENTITY_TASK if hop_mode == "entity" else _RELATION_TASK,
+        pk.PATH: list(path),
     }
     if hop_mode == "entity":
-        here: dict[str, Any] = {"node": current[0]}
+        here: dict[str, Any] = {pk.NODE: current[0]}
         if current_type is not None:
-            here["type"] = current_type
-        out["current"] = here
+            here[pk.TYPE] = current_type
+        out[pk.CURRENT] = here
     else:
-        out["current"] = {"count": frontier_size, "examples": list(current)}
+        out[pk.CURRENT] = {pk.COUNT: frontier_size, pk.EXAMPLES: list(current)}
     if answer_hint is not None:
-        out["expected_answer_type"] = answer_hint
+        out[pk.EXPECTED_ANSWER_TYPE] = answer_hint
     return out
 
 
@@ -118,6 +119,6 @@ def answer_type_question(types: Sequence[str]) -> ChoiceQuestion:
     """The answer-type question batched into the first call (labels t1..tN)."""
     return ChoiceQuestion(
         key=ANSWER_TYPE_KEY,
-        instructions={"task": _ANSWER_TYPE_TASK},
+        instructions={pk.TASK: _ANSWER_TYPE_TASK},
         options={f"t{i + 1}": t for i, t in enumerate(types)},
     )
