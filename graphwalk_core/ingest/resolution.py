@@ -14,6 +14,7 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
@@ -159,23 +160,21 @@ async def retract_document(store: GraphStore, source_id: str, counts: WriteCount
     """
     nodes, edges = await store.elements_from_source(source_id)
     survivors: set[str] = set()
-    for edge in sorted(edges, key=lambda e: e.id):
-        kept = retract_source(edge, source_id)
-        if kept is None:
-            await store.delete_edge(edge.id)
-            counts.edges_deleted += 1
-        else:
-            await store.upsert_edge(kept)
-            counts.edges_retracted += 1
-    for node in sorted(nodes, key=lambda n: n.id):
-        kept = retract_source(node, source_id)
-        if kept is None:
-            await store.delete_node(node.id)
-            counts.nodes_deleted += 1
-        else:
-            await store.upsert_node(kept)
-            counts.nodes_retracted += 1
-            survivors.add(kept.id)
+    kinds: tuple[tuple[str, Sequence[Any], Any, Any], ...] = (
+        ("edges", edges, store.delete_edge, store.upsert_edge),
+        ("nodes", nodes, store.delete_node, store.upsert_node),
+    )
+    for kind, elements, delete, upsert in kinds:  # edges first: a node may lose its last edge
+        for element in sorted(elements, key=lambda e: e.id):
+            kept = retract_source(element, source_id)
+            outcome = "deleted" if kept is None else "retracted"
+            setattr(counts, f"{kind}_{outcome}", getattr(counts, f"{kind}_{outcome}") + 1)
+            if kept is None:
+                await delete(element.id)
+                continue
+            await upsert(kept)
+            if kind == "nodes":
+                survivors.add(kept.id)
     return survivors
 
 

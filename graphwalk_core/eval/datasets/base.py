@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -111,3 +113,23 @@ def require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise InputError(f"{what} not found: {path} (set --data-dir or GRAPHWALK_DATA_DIR)")
     return path
+
+
+def parse_json(text: str, path: Path) -> Any:
+    """``text`` (the contents of ``path``) as JSON; invalid JSON is an InputError naming file and line."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+
+
+def jsonl_rows(text: str, path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each non-blank line of ``text`` (the contents of ``path``) as JSON Lines;
+    an invalid line is an InputError naming file and line."""
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield i, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc

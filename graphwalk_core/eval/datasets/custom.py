@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file, seeded_subset
+from graphwalk_core.eval.datasets.base import (
+    Dataset,
+    Knowledge,
+    Question,
+    jsonl_rows,
+    require_file,
+    seeded_subset,
+)
 from graphwalk_core.eval.datasets.twowiki import load_corpus
 
 
@@ -52,13 +58,7 @@ def read_custom_questions(path: Path) -> list[Question]:
             for i, row in enumerate(csv.DictReader(fh), start=2):
                 questions.append(_question(row, i - 1, f"{path}:{i}"))
     elif path.suffix in (".jsonl", ".ndjson"):
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc
+        for i, row in jsonl_rows(path.read_text(encoding="utf-8"), path):
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{i}: expected a JSON object")
             questions.append(_question(row, i, f"{path}:{i}"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ from graphwalk_core.eval.datasets.base import (
     Knowledge,
     Passage,
     Question,
+    jsonl_rows,
+    parse_json,
     require_file,
     seeded_subset,
 )
@@ -55,20 +56,8 @@ def read_hotpotqa(path: Path) -> list[tuple[Question, list[tuple[str, str, bool]
     require_file(path, "HotpotQA file")
     text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
-        out = []
-        for i, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc
-            out.append(_ircot_record(record, f"{path}:{i}"))
-        return out
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+        return [_ircot_record(record, f"{path}:{i}") for i, record in jsonl_rows(text, path)]
+    records = parse_json(text, path)
     if not isinstance(records, list):
         raise InputError(f"{path}: expected a JSON list of HotpotQA records")
     return [_original_record(r, f"{path}: record {i}") for i, r in enumerate(records)]

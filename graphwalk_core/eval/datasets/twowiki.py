@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from graphwalk_core.eval.datasets.base import (
     Knowledge,
     Passage,
     Question,
+    parse_json,
     require_file,
     seeded_subset,
 )
@@ -24,11 +24,7 @@ RETRIEVAL_FILE = Path("2wiki") / "retrieval_questions_51.json"
 
 
 def _read_json(path: Path, what: str) -> Any:
-    require_file(path, what)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+    return parse_json(require_file(path, what).read_text(encoding="utf-8"), path)
 
 
 def _listish(value: Any) -> Any:

@@ -66,15 +66,11 @@ class SkippedSystem:
     """A system whose backend is not configured: every question is recorded as skipped, with why."""
 
     def __init__(self, name: str, reason: str) -> None:
-        self._name = name
+        self.name = name
         self.reason = reason
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def identity(self) -> dict[str, Any]:
-        return {"system": self._name, "skipped": self.reason}
+        return {"system": self.name, "skipped": self.reason}
 
     async def answer(self, question: Question) -> SystemAnswer:
         return SystemAnswer(status="skipped", error=self.reason)

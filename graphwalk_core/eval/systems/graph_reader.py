@@ -43,20 +43,16 @@ class GraphReaderSystem:
         read_from: ReadFrom = "facts",
         name: str = "graph-reader",
     ) -> None:
-        self._name = name
+        self.name = name
         self.walker = walker
         self.llm = llm
         self.read_from = read_from
         self._passages = {p.id: p for p in knowledge.passages}
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def identity(self) -> dict[str, Any]:
         return {
             **self.walker.identity(),
-            "system": self._name,
+            "system": self.name,
             "llm": self.llm.model_id,
             "read_from": self.read_from,
         }

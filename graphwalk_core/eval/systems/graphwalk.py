@@ -95,7 +95,7 @@ class GraphwalkSystem:
     ) -> None:
         if linking != "gold" and entry is None:
             raise InputError(f"linking={linking!r} needs an entry resolver")
-        self._name = name
+        self.name = name
         self.store = store
         self.decider = decider
         self.embedder = embedder
@@ -105,13 +105,9 @@ class GraphwalkSystem:
         self.ingest = ingest or {}
         self.traverser = Traverser(store, decider, embedder, config)
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def identity(self) -> dict[str, Any]:
         return {
-            "system": self._name,
+            "system": self.name,
             "decider": self.decider.model_id,
             "embedder": self.embedder.model_id if self.embedder is not None else None,
             "linking": self.linking,

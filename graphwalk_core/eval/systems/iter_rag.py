@@ -48,19 +48,15 @@ class IterRAGSystem:
         max_docs: int = 40,
         name: str = "iter-rag",
     ) -> None:
-        self._name = name
+        self.name = name
         self.index = index
         self.llm = llm
         self.k, self.max_calls, self.max_lookups = k, max_calls, max_lookups
         self.lookup_k, self.max_docs = lookup_k, max_docs
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def identity(self) -> dict[str, Any]:
         return {
-            "system": self._name,
+            "system": self.name,
             "llm": self.llm.model_id,
             "embedder": self.index.embedder.model_id,
             "k": self.k,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from graphwalk_core.decisions.base import DecisionBackend
 from graphwalk_core.embeddings.base import Embedder
@@ -48,17 +48,28 @@ async def dataset_graph(
     return store, ingester
 
 
-async def build_system_async(
-    name: str,
-    dataset: Dataset,
-    *,
-    decider: DecisionBackend | None,
-    embedder: Embedder | None,
-    llm: LLMBackend | None,
-    overrides: dict[str, Any] | None = None,
-    skip_reason: dict[str, str] | None = None,
-) -> QASystem:
-    """See ``build_system``."""
+class SystemArgs(TypedDict, total=False):
+    """What :func:`build_system` takes besides the name and dataset (a missing backend is None)."""
+
+    decider: DecisionBackend | None
+    embedder: Embedder | None
+    llm: LLMBackend | None
+    overrides: dict[str, Any] | None
+    skip_reason: dict[str, str] | None
+
+
+async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemArgs]) -> QASystem:
+    """Build system ``name`` (see ``SYSTEM_NAMES``) for ``dataset``.
+
+    A system whose backend is missing (no LLM for vector-rag/iter-rag/graph-reader, no decider for the
+    walks) comes back as a ``SkippedSystem`` with the reason (``skip_reason`` may word it, e.g. "no Jev
+    key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
+    ``linking`` (gold|resolve|resolve-best), ``k``, ``read_from`` (facts|passages), ``walker``
+    (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
+    ``max_lookups``, ``max_docs`` (iter-rag).
+    """
+    decider, embedder, llm = args.get("decider"), args.get("embedder"), args.get("llm")
+    overrides, skip_reason = args.get("overrides"), args.get("skip_reason")
     if name not in SYSTEM_NAMES:
         raise InputError(f"unknown system {name!r}; choose one of {', '.join(SYSTEM_NAMES)}")
     options = dict(overrides or {})
@@ -122,33 +133,6 @@ async def build_system_async(
     return walker
 
 
-def build_system(
-    name: str,
-    dataset: Dataset,
-    *,
-    decider: DecisionBackend | None,
-    embedder: Embedder | None,
-    llm: LLMBackend | None,
-    overrides: dict[str, Any] | None = None,
-    skip_reason: dict[str, str] | None = None,
-) -> QASystem:
-    """Build system ``name`` (see ``SYSTEM_NAMES``) for ``dataset``.
-
-    A system whose backend is missing (no LLM for vector-rag/iter-rag/graph-reader, no decider for the
-    walks) comes back as a ``SkippedSystem`` with the reason (``skip_reason`` may word it, e.g. "no Jev
-    key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
-    ``linking`` (gold|resolve|resolve-best), ``k``, ``read_from`` (facts|passages), ``walker``
-    (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
-    ``max_lookups``, ``max_docs`` (iter-rag).
-    """
-    return asyncio.run(
-        build_system_async(
-            name,
-            dataset,
-            decider=decider,
-            embedder=embedder,
-            llm=llm,
-            overrides=overrides,
-            skip_reason=skip_reason,
-        )
-    )
+def build_system(name: str, dataset: Dataset, **args: Unpack[SystemArgs]) -> QASystem:
+    """:func:`build_system_async` from synchronous code."""
+    return asyncio.run(build_system_async(name, dataset, **args))

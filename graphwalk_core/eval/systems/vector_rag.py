@@ -18,18 +18,14 @@ class VectorRAGSystem:
     def __init__(
         self, index: DocumentIndex, llm: LLMBackend, *, k: int = 5, name: str = "vector-rag"
     ) -> None:
-        self._name = name
+        self.name = name
         self.index = index
         self.llm = llm
         self.k = k
 
-    @property
-    def name(self) -> str:
-        return self._name
-
     def identity(self) -> dict[str, Any]:
         return {
-            "system": self._name,
+            "system": self.name,
             "llm": self.llm.model_id,
             "embedder": self.index.embedder.model_id,
             "k": self.k,
