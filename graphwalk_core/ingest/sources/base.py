@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import Extraction
+from graphwalk_core.ingest.sources.mapping import Mappings
 from graphwalk_core.model import JSONValue
 
 DocumentKind = Literal["text", "record", "row"]
@@ -105,3 +106,20 @@ def check_source_id(source_id: str) -> str:
     if not source_id or "/" in source_id or source_id != source_id.strip():
         raise InputError(f"invalid source id {source_id!r}: non-blank, no '/' and no outer spaces")
     return source_id
+
+
+class SourceBase:
+    """What every source keeps: its checked id, mappings, and the input skipped by the last pass."""
+
+    def __init__(self, source_id: str, mappings: Mappings | None) -> None:
+        self._source_id = check_source_id(source_id)
+        self.mappings = mappings or {}
+        self._skipped: list[SkippedItem] = []
+
+    @property
+    def source_id(self) -> str:
+        return self._source_id
+
+    @property
+    def skipped(self) -> list[SkippedItem]:
+        return list(self._skipped)

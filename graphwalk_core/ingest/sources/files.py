@@ -19,10 +19,10 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.base import (
     ColumnProfile,
     SkippedItem,
+    SourceBase,
     SourceDocument,
     SourceProfile,
     TableProfile,
-    check_source_id,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for
 from graphwalk_core.ingest.text import snake_case
@@ -53,7 +53,7 @@ class _Scan:
         self.tables: list[TableProfile] = []
 
 
-class FileSource:
+class FileSource(SourceBase):
     """Documents from files under ``path`` (hidden files and folders are ignored)."""
 
     def __init__(
@@ -69,18 +69,8 @@ class FileSource:
             raise InputError(f"source path {self.root} does not exist")
         if max_bytes <= 0:
             raise InputError(f"max_bytes must be > 0, got {max_bytes}")
-        self._source_id = check_source_id(source_id or snake_case(self.root.stem) or "files")
-        self.mappings = mappings or {}
+        super().__init__(source_id or snake_case(self.root.stem) or "files", mappings)
         self.max_bytes = max_bytes
-        self._skipped: list[SkippedItem] = []
-
-    @property
-    def source_id(self) -> str:
-        return self._source_id
-
-    @property
-    def skipped(self) -> list[SkippedItem]:
-        return list(self._skipped)
 
     def _files(self) -> list[tuple[str, Path]]:
         if self.root.is_file():

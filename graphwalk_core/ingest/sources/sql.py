@@ -33,10 +33,10 @@ from graphwalk_core.ingest.sources.base import (
     ColumnProfile,
     ForeignKeyProfile,
     SkippedItem,
+    SourceBase,
     SourceDocument,
     SourceProfile,
     TableProfile,
-    check_source_id,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for
 from graphwalk_core.ingest.text import singular, snake_case
@@ -80,7 +80,7 @@ class _Table:
         self.fk_columns = fk_columns
 
 
-class SQLSource:
+class SQLSource(SourceBase):
     """Documents from every table reachable through a SQLAlchemy URL."""
 
     def __init__(
@@ -99,17 +99,7 @@ class SQLSource:
         ):
             raise InputError(f"cannot open SQL source {self.display_url}: no such database file")
         default_id = snake_case(Path(self.url.database or "sql").stem) or "sql"
-        self._source_id = check_source_id(source_id or default_id)
-        self.mappings = mappings or {}
-        self._skipped: list[SkippedItem] = []
-
-    @property
-    def source_id(self) -> str:
-        return self._source_id
-
-    @property
-    def skipped(self) -> list[SkippedItem]:
-        return list(self._skipped)
+        super().__init__(source_id or default_id, mappings)
 
     def _engine(self) -> sa.Engine:
         try:
