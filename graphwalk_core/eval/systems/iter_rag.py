@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.documents import Document, DocumentIndex
-from graphwalk_core.eval.systems.llm_reader import context_block, parse_answers, read
+from graphwalk_core.eval.systems.llm_reader import context_block, parse_answers, rag_identity, read
 from graphwalk_core.llm.base import LLMBackend, LLMError, Message
 
 STEP_SYSTEM = (
@@ -55,16 +55,16 @@ class IterRAGSystem:
         self.lookup_k, self.max_docs = lookup_k, max_docs
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "system": self.name,
-            "llm": self.llm.model_id,
-            "embedder": self.index.embedder.model_id,
-            "k": self.k,
-            "max_calls": self.max_calls,
-            "max_lookups": self.max_lookups,
-            "lookup_k": self.lookup_k,
-            "max_docs": self.max_docs,
-        }
+        return rag_identity(
+            self.name,
+            self.llm,
+            self.index,
+            k=self.k,
+            max_calls=self.max_calls,
+            max_lookups=self.max_lookups,
+            lookup_k=self.lookup_k,
+            max_docs=self.max_docs,
+        )
 
     def _lookup(self, name: str) -> list[Document]:
         exact = self.index.by_title(name)

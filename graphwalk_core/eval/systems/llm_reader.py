@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from graphwalk_core.eval.systems.base import UsageTally
+from graphwalk_core.eval.systems.documents import DocumentIndex
 from graphwalk_core.llm.base import LLMBackend, Message
 
 READER_SYSTEM = (
@@ -42,3 +44,8 @@ async def read(llm: LLMBackend, question: str, blocks: Sequence[str], tally: Usa
     result = await llm.complete(messages)
     tally.add(result.usage, llm=True)
     return parse_answers(result.text)
+
+
+def rag_identity(name: str, llm: LLMBackend, index: DocumentIndex, **settings: Any) -> dict[str, Any]:
+    """What defines a RAG baseline's results: name, reader LLM, retrieval embedder, its own settings."""
+    return {"system": name, "llm": llm.model_id, "embedder": index.embedder.model_id, **settings}

@@ -8,7 +8,7 @@ from typing import Any
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.documents import DocumentIndex
-from graphwalk_core.eval.systems.llm_reader import read
+from graphwalk_core.eval.systems.llm_reader import rag_identity, read
 from graphwalk_core.llm.base import LLMBackend
 
 
@@ -24,13 +24,7 @@ class VectorRAGSystem:
         self.k = k
 
     def identity(self) -> dict[str, Any]:
-        return {
-            "system": self.name,
-            "llm": self.llm.model_id,
-            "embedder": self.index.embedder.model_id,
-            "k": self.k,
-            "documents": len(self.index.docs),
-        }
+        return rag_identity(self.name, self.llm, self.index, k=self.k, documents=len(self.index.docs))
 
     async def answer(self, question: Question) -> SystemAnswer:
         start = time.perf_counter()
