@@ -45,6 +45,11 @@ class Cost(BaseModel):
         )
 
 
+#: A document's outcome in a diff: the list fields of :class:`DocumentDiff`, in this order everywhere
+#: (the ``documents`` table, the ingest report).
+DIFF_STATUSES = ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
+
+
 class DocumentDiff(BaseModel):
     """A source's documents against the ledger. ``documents`` are the ones to process (new, changed,
     incomplete), in id order. ``kept`` are ledgered documents whose input was skipped this time: they
@@ -61,6 +66,10 @@ class DocumentDiff(BaseModel):
     skipped: list[SkippedItem] = Field(default_factory=list)
     documents: list[SourceDocument] = Field(default_factory=list)
     ledger: dict[str, LedgerEntry] = Field(default_factory=dict)
+
+    def status_counts(self) -> dict[str, int]:
+        """How many documents have each of ``DIFF_STATUSES``."""
+        return {status: len(getattr(self, status)) for status in DIFF_STATUSES}
 
     @property
     def retracting(self) -> set[str]:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 
 from graphwalk_core.files import atomic_path
 from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
-from graphwalk_core.ingest.outputs import DocumentDiff
+from graphwalk_core.ingest.outputs import DIFF_STATUSES, DocumentDiff
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.parquet import TABLES, export_parquet
 from graphwalk_core.stores.triples import write_triples
@@ -31,8 +31,6 @@ LEDGER_SCHEMA = pa.schema(
     ]
 )
 DOCUMENTS_SCHEMA = pa.schema([("document_id", pa.string()), ("status", pa.string())])
-#: Diff outcome per document, as written to the ``documents`` table.
-DIFF_STATUSES = ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
 TRIPLES_FILE = "knowledge_graph_triples.txt"
 
 _TRIPLES_SQL = """
