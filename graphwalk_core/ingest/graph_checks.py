@@ -65,6 +65,3 @@ def ledger_has_documents(root: Path) -> CheckOutcome:
              WHERE d.source = l.source AND d.document_id = l.document_id AND d.status <> 'deleted')
            ORDER BY 1, 2""",
     )
-
-
-GRAPH_CHECKS = (edge_endpoints_exist, elements_have_provenance, ledger_has_documents)

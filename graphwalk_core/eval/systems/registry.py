@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag")
 NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
 NEEDS_DECIDER = (*PRESETS, "graph-reader")
-#: Option keys build_system understands besides TraversalConfig fields.
-SYSTEM_OPTIONS = ("linking", "k", "read_from", "walker", "routing", "max_calls", "max_lookups", "max_docs")
 
 
 async def dataset_graph(

@@ -6,7 +6,6 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from graphwalk_core.model import JSONValue
 from graphwalk_core.model.usage import Usage
 
 Literal_ = str | int | float | bool | None
@@ -79,12 +78,3 @@ class Extractor(Protocol):
 
     async def extract(self, text: str) -> ExtractorResult:
         """Extract one chunk; raises :class:`graphwalk_core.errors.BackendError` when it cannot."""
-
-
-def literal_attributes(values: dict[str, JSONValue]) -> dict[str, Literal_]:
-    """Keep only literal (str/int/float/bool) non-empty attribute values."""
-    return {
-        k: v
-        for k, v in values.items()
-        if isinstance(v, str | int | float | bool) and not (isinstance(v, str) and not v.strip())
-    }
