@@ -12,6 +12,7 @@ A command that cannot do its one job without the backend (``graphwalk query`` wi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,17 +95,17 @@ class Backends:
 
         return choose_extractor(choice, self.llm if choice in ("llm", None) else None)
 
-    def for_systems(self, decider: str | None = None, *, models: bool = True) -> SystemBackends:
-        """Decider, embedder and LLM for eval systems; what is not configured is None with its reason.
+    def for_systems(self, systems: Sequence[str], decider: str | None = None) -> SystemBackends:
+        """Decider, embedder and LLM for the eval ``systems``; what is not configured is None with its
+        reason. When every one of them needs the LLM and there is none, no model is loaded at all."""
+        from graphwalk_core.eval.systems.registry import NEEDS_LLM
 
-        ``models=False`` builds neither embedder nor decider (for a system that is skipped anyway).
-        """
         reasons: dict[str, str] = {}
         llm = self.llm
         if llm is None:
             reasons["llm"] = self.llm_reason()
-        if not models:
-            return SystemBackends(None, None, llm, reasons)
+            if all(name in NEEDS_LLM for name in systems):
+                return SystemBackends(None, None, None, reasons)
         embedder = self.embedder
         try:
             chosen: DecisionBackend | None = self.decider(decider, embedder=embedder)

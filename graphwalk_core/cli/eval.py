@@ -109,14 +109,16 @@ class Shared:
 
         return resolve_data_dir(self.data_dir, self.hub, self.hub_endpoint, names, self.split)
 
-    def backends(self) -> Any:
+    def backends(self, systems: list[str]) -> Any:
         """Decider, embedder and LLM from the settings and these options (see graphwalk_core.backends)."""
         from graphwalk_core.backends import Backends, settings_with
 
         settings = settings_with(
             embed_model_path=self.embed_model_path, llm_model=self.llm_model, llm_api_base=self.llm_api_base
         )
-        return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(self.decider)
+        return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(
+            systems, self.decider
+        )
 
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
@@ -167,7 +169,7 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
 def _evaluate(datasets: list[Any], systems: list[str], out: Path, shared: Shared) -> None:
     from graphwalk_core.eval.evaluate import evaluate
 
-    summary = evaluate(datasets, systems, shared.backends(), shared.run(out))
+    summary = evaluate(datasets, systems, shared.backends(systems), shared.run(out))
     typer.echo(summary.read_text(encoding="utf-8"))
 
 
@@ -288,7 +290,7 @@ def twowiki_retrieval(
         root = shared.data_root(["2wiki-retrieval"])
         ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=questions, corpus=corpus)
         ds = subset(ds, corpus_subset, seed)
-        backends = shared.backends()
+        backends = shared.backends([preset])
         if backends.decider is None:
             raise typer.BadParameter(backends.reasons.get("decider", "no decider"))
         report = asyncio.run(

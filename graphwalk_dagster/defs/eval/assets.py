@@ -7,7 +7,7 @@ from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
-from graphwalk_core.eval.systems.registry import NEEDS_LLM, build_system
+from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
@@ -72,9 +72,7 @@ def eval_results(
 ) -> dg.MaterializeResult:
     """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet."""
     dims = _dims(context)
-    builder = backends(decider, llm, embedder)
-    # a system that needs an LLM is skipped without one: no need to load the models then
-    found = builder.for_systems(models=not (dims["system"] in NEEDS_LLM and builder.llm is None))
+    found = backends(decider, llm, embedder).for_systems([dims["system"]])
     system = build_system(
         dims["system"],
         eval_questions,
