@@ -40,7 +40,12 @@ GRAPH = [
     ingest_checks.elements_have_provenance,
     ingest_checks.ledger_has_documents,
 ]
-EVAL = [eval_assets.eval_questions, eval_assets.eval_results, eval_checks.eval_results_valid]
+EVAL = [
+    eval_assets.eval_questions,
+    eval_assets.eval_results,
+    eval_checks.eval_results_valid,
+    eval_checks.eval_results_answered,
+]
 
 Log = Callable[[str], None]
 
@@ -73,12 +78,19 @@ def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> d
     }
 
 
-def _check(result: dg.ExecuteInProcessResult, what: str) -> dg.ExecuteInProcessResult:
+def _check(result: dg.ExecuteInProcessResult, what: str, log: Log = print) -> dg.ExecuteInProcessResult:
+    """The result of a successful run whose error-level checks passed; failed warnings are logged."""
     if not result.success:
         raise RuntimeError(f"{what} failed; see the run's events")
-    failed = [
-        e.asset_check_evaluation_data.check_name for e in result.get_asset_check_evaluations() if not e.passed
-    ]
+    failed: list[str] = []
+    for data in result.get_asset_check_evaluations():
+        if data.passed:
+            continue
+        if data.severity == dg.AssetCheckSeverity.WARN:
+            reason = data.metadata.get("skip_reason")
+            log(f"  warning: {data.check_name}" + (f" ({reason.value})" if reason is not None else ""))
+        else:
+            failed.append(data.check_name)
     if failed:
         raise RuntimeError(f"{what}: asset checks failed: {failed}")
     return result
@@ -138,6 +150,7 @@ def evaluate(
                     run_config=config,
                 ),
                 f"eval {dataset} × {system}",
+                log,
             )
         )
     log("eval_summary")

@@ -89,6 +89,17 @@ class DecisionBackend(Protocol):
     async def decide(self, request: DecisionRequest) -> DecisionResponse: ...
 
 
+def model_fingerprint(decider: DecisionBackend) -> str | None:
+    """The content fingerprint of the model file a decider answers with, or None (no model file).
+
+    Hook for trained deciders (``GRAPHWALK_DECIDER_MODEL``): a backend that loads weights exposes
+    ``model_fingerprint`` (a property or method returning e.g. the sha256 of its file). Eval systems put
+    it in their identity, so the eval run id changes, and answers are redone, when the model changes.
+    """
+    value = getattr(decider, "model_fingerprint", None)
+    return value() if callable(value) else value
+
+
 def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: str = "?") -> dict[str, float]:
     """Enforce the contract on a backend's distribution.
 

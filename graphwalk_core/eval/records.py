@@ -44,6 +44,9 @@ class QuestionResult(BaseModel):
     embedder: str | None = None
     extractor: str | None = None
     trace: dict[str, Any] | None = None
+    #: Taken from the checkpoint of an earlier run with the same run id (same questions, knowledge
+    #: fingerprint and system identity) instead of being answered again.
+    reused: bool = False
 
 
 def score_answer(
@@ -112,4 +115,9 @@ class RunMetadata(BaseModel):
     started_at: str
     finished_at: str | None = None
     concurrency: int
+    #: Results reused from the checkpoint of an earlier, interrupted or finished, run with this id.
     resumed_from: int = 0
+    #: Content hash of the knowledge answered from (KB file, triples, passages): part of the run id.
+    graph_fingerprint: str | None = None
+    #: A trained decider's model fingerprint (``decisions.base.model_fingerprint``), when it has one.
+    decider_model: str | None = None

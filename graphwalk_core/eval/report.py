@@ -43,6 +43,7 @@ RESULTS_SCHEMA = pa.schema(
         ("llm_model", pa.string()),
         ("embedder", pa.string()),
         ("extractor", pa.string()),
+        ("reused", pa.bool_()),
     ]
 )
 

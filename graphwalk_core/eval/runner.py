@@ -54,9 +54,14 @@ def is_rate_limited(exc: BaseException) -> bool:
 
 
 def run_id_for(dataset: Dataset, system: QASystem) -> str:
-    """Deterministic run id: same dataset questions + same system identity → same id (resume)."""
+    """Deterministic run id over everything a run reads, so only identical work is resumed.
+
+    Same dataset questions, same knowledge content (the graph's fingerprint) and same system identity
+    (which carries a trained decider's model fingerprint) → same id; change any of them → a new run.
+    """
     ids = [q.id for q in dataset.questions]
-    digest = content_hash([dataset.name, dataset.split, ids, system.name, system.identity()])
+    graph = dataset.knowledge.fingerprint()
+    digest = content_hash([dataset.name, dataset.split, ids, graph, system.name, system.identity()])
     return f"{dataset.name}-{dataset.split}-{system.name}-{digest[:10]}"
 
 
@@ -103,6 +108,7 @@ async def run_eval_async(
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT
     done = {r.question_id: r for r in read_checkpoint(checkpoint)}
+    reused = frozenset(done)  # answered by an earlier run with the same id: labelled, not redone
     identity = system.identity()
     meta = RunMetadata(
         run_id=run_id,
@@ -119,6 +125,8 @@ async def run_eval_async(
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         concurrency=concurrency,
         resumed_from=len(done),
+        graph_fingerprint=dataset.knowledge.fingerprint(),
+        decider_model=identity.get("decider_model"),
     )
     write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
     for record in done.values():
@@ -142,7 +150,10 @@ async def run_eval_async(
         await asyncio.gather(*(one(q, writer) for q in pending))
     meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
     write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
-    results = [done[q.id] for q in dataset.questions]
+    results = [
+        done[q.id].model_copy(update={"reused": True}) if q.id in reused else done[q.id]
+        for q in dataset.questions
+    ]
     return EvalRun(metadata=meta, results=results, path=folder)
 
 

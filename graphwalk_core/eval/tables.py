@@ -53,16 +53,33 @@ def summarize(warehouse: Warehouse, *, plots: bool = True) -> EvalSummary:
     return EvalSummary(summary, summary_markdown(summary), paths)
 
 
+#: Scores a partition claims only when some question was answered.
+SCORES = ("f1", "em", "hits_at_1", "latency_p50_s")
+
+
+def partition_status(n: int, n_skipped: int) -> str:
+    """``skipped`` (no question answered: the system's backend is missing), ``partial``, ``ok``, ``empty``."""
+    if n == 0:
+        return "empty"
+    return "skipped" if n_skipped == n else "partial" if n_skipped else "ok"
+
+
 def partition_stats(results: pa.Table) -> dict[str, object]:
-    """One partition's headline numbers: the summary row over all its questions, plus usage totals."""
+    """One partition's headline numbers: status, the summary row over all its questions, usage totals,
+    and how many results were reused from an earlier run's checkpoint.
+
+    A skipped partition reports its reason and no scores (no F1 to mistake for a measurement).
+    """
     if results.num_rows == 0:
-        return {"n": 0}
+        return {"status": "empty", "n": 0}
     flat = results.set_column(
         results.schema.get_field_index("hops"), "hops", pa.nulls(results.num_rows, pa.int32())
     )
     (row,) = summary_table([flat]).to_pylist()
     keep = ("n", "n_ok", "n_error", "n_skipped", "skip_reason", "f1", "em", "hits_at_1", "latency_p50_s")
-    stats: dict[str, object] = {k: row[k] for k in keep}
+    stats: dict[str, object] = {"status": partition_status(row["n"], row["n_skipped"])}
+    stats |= {k: row[k] for k in keep if not (stats["status"] == "skipped" and k in SCORES)}
+    stats["reused"] = sum(bool(v) for v in results.column("reused").to_pylist())
     for name in ("decision_calls", "llm_calls", "input_tokens", "output_tokens"):
         stats[name] = sum(results.column(name).to_pylist())
     costs = [c for c in results.column("cost_usd").to_pylist() if c is not None]

@@ -43,6 +43,7 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("knowledge_graph", "elements_have_provenance"),
         ("knowledge_graph", "ledger_has_documents"),
         ("eval_results", "eval_results_valid"),
+        ("eval_results", "eval_results_answered"),
     }
     assert [s.name for s in loaded.sensors or []] == ["source_change_sensor"]
     assert [(s.name, s.cron_schedule) for s in loaded.schedules or []] == [("daily_reingest", "0 3 * * *")]

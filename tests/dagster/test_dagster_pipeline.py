@@ -169,15 +169,47 @@ def test_eval_results_in_warehouse(run: Run) -> None:
         ("custom", "vector-rag", "c2", "skipped"),
     ]
     assert [r[4] for r in rows[2:]] == [reason, reason]
-    skipped = metadata_values(run.evals[1], "eval_results")
-    assert (skipped["n"], skipped["n_skipped"], skipped["skip_reason"]) == (2, 2, reason)
-    checks = [e.passed for r in run.evals[:2] for e in r.get_asset_check_evaluations()]
-    assert checks == [True, True]
+    checks = {
+        (r.dagster_run.tags["dagster/partition"], e.check_name): (e.passed, e.severity.value)
+        for r in run.evals[:2]
+        for e in r.get_asset_check_evaluations()
+    }
+    assert checks == {
+        ("custom|relation-greedy", "eval_results_valid"): (True, "ERROR"),
+        ("custom|relation-greedy", "eval_results_answered"): (True, "WARN"),
+        ("custom|vector-rag", "eval_results_valid"): (True, "ERROR"),
+        ("custom|vector-rag", "eval_results_answered"): (False, "WARN"),
+    }
     # the stored f1 is the metric of the stored answers (whatever the walk found)
     scored = warehouse_rows(
         run.root, "select predicted, gold, f1 from eval_results where status = 'ok' order by question_id"
     )
     assert [f1 for _, _, f1 in scored] == [f1_score(list(p), list(g)) for p, g, _ in scored]
+
+
+def test_skipped_partition_is_visible_as_skipped(run: Run) -> None:
+    """Without an LLM, vector-rag's partition says skipped (with why) and claims no score."""
+    reason = "no LLM configured (set GRAPHWALK_LLM_MODEL)"
+    skipped = metadata_values(run.evals[1], "eval_results")
+    assert {k: skipped[k] for k in ("status", "n", "n_skipped", "skip_reason", "answered")} == {
+        "status": "skipped",
+        "n": 2,
+        "n_skipped": 2,
+        "skip_reason": reason,
+        "answered": 2,
+    }
+    assert not {"f1", "em", "hits_at_1", "latency_p50_s"} & set(skipped)
+    (check,) = [
+        e for e in run.evals[1].get_asset_check_evaluations() if e.check_name == "eval_results_answered"
+    ]
+    assert (check.passed, check.severity, check.metadata["skip_reason"].value) == (
+        False,
+        dg.AssetCheckSeverity.WARN,
+        reason,
+    )
+    answered = metadata_values(run.evals[0], "eval_results")
+    assert (answered["status"], answered["n_skipped"], answered["reused"]) == ("ok", 0, 0)
+    assert isinstance(answered["f1"], float)
 
 
 def test_eval_summary(run: Run) -> None:

@@ -11,7 +11,8 @@ from servers.openai_server import OpenAIServer, Reply
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
-from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.report import results_table
+from graphwalk_core.eval.runner import run_eval, run_id_for
 from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, preset_config
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.llm.litellm_backend import LiteLLMBackend
@@ -163,3 +164,59 @@ def test_hotpotqa_graph_is_ingested_and_walks_report_passages(tmp_path: Path) ->
         assert r.linked_start and r.linking_correct is None  # HotpotQA has no gold start
         assert r.passages and set(r.passages) <= ids  # provenance names the ingested passages
         assert r.extractor == "nlp:1" and r.f1 is not None
+
+
+def _kb_run(kb: Path, out: Path) -> tuple[list[list[str]], object]:
+    dataset = _dataset().model_copy(update={"knowledge": Knowledge(graph="triples", kb_path=kb)})
+    system = build_system(
+        "relation-greedy",
+        dataset,
+        decider=FakeDecisionBackend(script=follow_directed_by),
+        embedder=None,
+        llm=None,
+    )
+    run = run_eval(dataset, system, out_dir=out, concurrency=1)
+    return [r.predicted for r in run.results], run
+
+
+def test_a_changed_graph_is_answered_again_not_resumed(tmp_path: Path) -> None:
+    """The run id covers the graph's content: change a fact and the new answer appears."""
+    kb, out = tmp_path / "kb.txt", tmp_path / "out"
+    kb.write_text("".join(f"{s}|{r}|{o}\n" for s, r, o in TRIPLES), encoding="utf-8")
+    answers, first = _kb_run(kb, out)
+    assert answers == [["Dir X"], ["Dir X"]]
+    assert (first.metadata.resumed_from, [r.reused for r in first.results]) == (0, [False, False])
+
+    kb.write_text(
+        kb.read_text(encoding="utf-8").replace("Film Alpha|directed_by|Dir X", "Film Alpha|directed_by|Dir Z")
+    )
+    answers, changed = _kb_run(kb, out)
+    assert answers == [["Dir Z"], ["Dir X"]]
+    assert changed.metadata.run_id != first.metadata.run_id
+    assert changed.metadata.graph_fingerprint != first.metadata.graph_fingerprint
+    assert (changed.metadata.resumed_from, [r.reused for r in changed.results]) == (0, [False, False])
+
+    # the same graph again: every answer is reused from the checkpoint, and labelled so
+    answers, again = _kb_run(kb, out)
+    assert answers == [["Dir Z"], ["Dir X"]]
+    assert again.metadata.run_id == changed.metadata.run_id
+    assert (again.metadata.resumed_from, [r.reused for r in again.results]) == (2, [True, True])
+    assert results_table(again.results).column("reused").to_pylist() == [True, True]
+
+
+def test_a_decider_model_fingerprint_is_part_of_the_run_id() -> None:
+    """The hook for trained deciders: a backend exposing ``model_fingerprint`` keys the run by it."""
+
+    class TrainedDecider(FakeDecisionBackend):
+        def __init__(self, fingerprint: str) -> None:
+            super().__init__(script=follow_directed_by)
+            self.model_fingerprint = fingerprint
+
+    ids = []
+    for fingerprint in ("sha256:aaa", "sha256:bbb"):
+        system = build_system(
+            "relation-greedy", _dataset(), decider=TrainedDecider(fingerprint), embedder=None, llm=None
+        )
+        assert system.identity()["decider_model"] == fingerprint
+        ids.append(run_id_for(_dataset(), system))
+    assert ids[0] != ids[1]

@@ -62,14 +62,28 @@ class Knowledge(BaseModel):
     passages: tuple[Passage, ...] = ()
     source: str = "corpus"
 
-    def key(self) -> str:
-        """A stable identity (used to cache a graph built from this knowledge)."""
-        if self.kb_path is not None:
-            stat = self.kb_path.stat()
-            return content_hash([str(self.kb_path.resolve()), stat.st_size, stat.st_mtime_ns])
+    def fingerprint(self) -> str:
+        """A content hash of the knowledge itself (the KB file's bytes, the triples, the passages).
+
+        Eval run ids include it, so answers over a changed graph are never reused from a checkpoint.
+        """
+        kb = _file_sha256(self.kb_path) if self.kb_path is not None else None
         return content_hash(
-            [self.graph, self.source, list(self.triples), [p.model_dump() for p in self.passages]]
+            [self.graph, self.source, kb, list(self.triples), [p.model_dump() for p in self.passages]]
         )
+
+    def key(self) -> str:
+        """A stable identity (used to cache a graph built from this knowledge): its content fingerprint,
+        so a KB file rewritten with the same size and timestamp never serves the old graph."""
+        return self.fingerprint()
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 class Dataset(BaseModel):

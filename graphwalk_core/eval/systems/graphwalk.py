@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from graphwalk_core.decisions.base import DecisionBackend
+from graphwalk_core.decisions.base import DecisionBackend, model_fingerprint
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Question
@@ -109,6 +109,7 @@ class GraphwalkSystem:
         return {
             "system": self.name,
             "decider": self.decider.model_id,
+            "decider_model": model_fingerprint(self.decider),
             "embedder": self.embedder.model_id if self.embedder is not None else None,
             "linking": self.linking,
             "config": self.config.model_dump(mode="json"),

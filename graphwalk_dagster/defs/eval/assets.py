@@ -70,7 +70,11 @@ def eval_results(
     llm: LLMResource,
     embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
-    """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet."""
+    """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet.
+
+    The metadata says whether the partition was answered (``status``: ok, partial, skipped with
+    ``skip_reason``) and how many answers were ``reused`` from an earlier run over the same graph.
+    """
     dims = _dims(context)
     found = backends(decider, llm, embedder).for_systems([dims["system"]])
     system = build_system(
@@ -90,6 +94,9 @@ def eval_results(
     return dg.MaterializeResult(
         metadata={
             **to_metadata(partition_stats(table)),
+            "answered": sum(not r.reused for r in run.results),
+            "run_id": run.metadata.run_id,
+            "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
             "path": dg.MetadataValue.path(str(path)),
             "preview": preview(rows),
         }

@@ -1,10 +1,11 @@
-"""Checks on each eval_results partition: no repeated question, every metric in [0, 1]."""
+"""Checks on each eval_results partition: no repeated question, every metric in [0, 1], and a
+warning when its questions were skipped (no backend) rather than answered."""
 
 import warnings
 
 import dagster as dg
 
-from graphwalk_core.eval.tables import RESULTS, result_problems
+from graphwalk_core.eval.tables import RESULTS, partition_status, result_problems
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import WarehouseResource
 
@@ -27,9 +28,36 @@ def _eval_results_valid(
     )
 
 
+def _eval_results_answered(
+    context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
+) -> dg.AssetCheckResult:
+    """Warns when questions of the partition were skipped (e.g. no LLM configured), with the reason."""
+    partition = context.partition_key.keys_by_dimension
+    table = warehouse.warehouse().read(
+        RESULTS, {"dataset": partition["dataset"], "system": partition["system"]}
+    )
+    statuses = table.column("status").to_pylist()
+    reasons = [e for s, e in zip(statuses, table.column("error").to_pylist(), strict=True) if s == "skipped"]
+    return dg.AssetCheckResult(
+        passed=not reasons,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "status": partition_status(len(statuses), len(reasons)),
+            "skipped": len(reasons),
+            "skip_reason": reasons[0] if reasons else "none",
+        },
+    )
+
+
 # Partitioned asset checks are a Dagster preview feature; a per-partition check needs them.
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.PreviewWarning)
     eval_results_valid = dg.asset_check(
         asset="eval_results", name="eval_results_valid", partitions_def=eval_partitions
     )(_eval_results_valid)
+    eval_results_answered = dg.asset_check(
+        asset="eval_results",
+        name="eval_results_answered",
+        partitions_def=eval_partitions,
+        description=_eval_results_answered.__doc__,
+    )(_eval_results_answered)
