@@ -13,6 +13,7 @@ from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
 from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval, run_id_for
+from graphwalk_core.eval.systems.base import QASystem
 from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, preset_config
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.llm.litellm_backend import LiteLLMBackend
@@ -108,15 +109,14 @@ def test_resolved_linking_scores_linking_accuracy(tmp_path: Path) -> None:
     ]
 
 
+def _relation_greedy(dataset: Dataset) -> QASystem:
+    decider = FakeDecisionBackend(script=follow_directed_by)
+    return build_system("relation-greedy", dataset, decider=decider, embedder=None, llm=None)
+
+
 def test_no_gold_start_defaults_to_resolution(tmp_path: Path) -> None:
     dataset = _dataset(with_start=False)
-    system = build_system(
-        "relation-greedy",
-        dataset,
-        decider=FakeDecisionBackend(script=follow_directed_by),
-        embedder=None,
-        llm=None,
-    )
+    system = _relation_greedy(dataset)
     assert isinstance(system, GraphwalkSystem) and system.linking == "resolve"
     run = run_eval(dataset, system, out_dir=tmp_path)
     assert [(r.linked_start, r.linking_correct) for r in run.results] == [
@@ -168,14 +168,7 @@ def test_hotpotqa_graph_is_ingested_and_walks_report_passages(tmp_path: Path) ->
 
 def _kb_run(kb: Path, out: Path) -> tuple[list[list[str]], object]:
     dataset = _dataset().model_copy(update={"knowledge": Knowledge(graph="triples", kb_path=kb)})
-    system = build_system(
-        "relation-greedy",
-        dataset,
-        decider=FakeDecisionBackend(script=follow_directed_by),
-        embedder=None,
-        llm=None,
-    )
-    run = run_eval(dataset, system, out_dir=out, concurrency=1)
+    run = run_eval(dataset, _relation_greedy(dataset), out_dir=out, concurrency=1)
     return [r.predicted for r in run.results], run
 
 

@@ -4,20 +4,26 @@ warning when its questions were skipped (no backend) rather than answered."""
 import warnings
 
 import dagster as dg
+import pyarrow as pa
 
 from graphwalk_core.eval.tables import RESULTS, partition_status, result_problems
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import WarehouseResource
 
 
+def _partition_results(context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource) -> pa.Table:
+    """The checked partition's rows of ``eval_results``."""
+    partition = context.partition_key.keys_by_dimension
+    return warehouse.warehouse().read(
+        RESULTS, {"dataset": partition["dataset"], "system": partition["system"]}
+    )
+
+
 def _eval_results_valid(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """No question twice in a partition; f1, em and hits@1 within [0, 1]."""
-    partition = context.partition_key.keys_by_dimension
-    table = warehouse.warehouse().read(
-        RESULTS, {"dataset": partition["dataset"], "system": partition["system"]}
-    )
+    table = _partition_results(context, warehouse)
     problems = result_problems(table)
     return dg.AssetCheckResult(
         passed=not problems,
@@ -32,10 +38,7 @@ def _eval_results_answered(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
     """Warns when questions of the partition were skipped (e.g. no LLM configured), with the reason."""
-    partition = context.partition_key.keys_by_dimension
-    table = warehouse.warehouse().read(
-        RESULTS, {"dataset": partition["dataset"], "system": partition["system"]}
-    )
+    table = _partition_results(context, warehouse)
     statuses = table.column("status").to_pylist()
     reasons = [e for s, e in zip(statuses, table.column("error").to_pylist(), strict=True) if s == "skipped"]
     return dg.AssetCheckResult(
