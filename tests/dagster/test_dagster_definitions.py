@@ -45,8 +45,19 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("eval_results", "eval_results_valid"),
         ("eval_results", "eval_results_answered"),
     }
-    assert [s.name for s in loaded.sensors or []] == ["source_change_sensor"]
-    assert [(s.name, s.cron_schedule) for s in loaded.schedules or []] == [("daily_reingest", "0 3 * * *")]
+    repo = loaded.get_repository_def()
+    running = dg.DefaultSensorStatus.RUNNING
+    # every sensor (no implicit, stopped default_automation_condition_sensor) runs by default, described
+    assert sorted((s.name, s.default_status) for s in repo.sensor_defs) == [
+        ("eval_automation_sensor", running),
+        ("graph_automation_sensor", running),
+        ("source_change_sensor", running),
+    ]
+    assert [(s.name, s.cron_schedule, s.default_status) for s in repo.schedule_defs] == [
+        ("daily_reingest", "0 3 * * *", dg.DefaultScheduleStatus.RUNNING)
+    ]
+    for instigator in [*repo.sensor_defs, *repo.schedule_defs]:
+        assert instigator.description and "Running by default." in instigator.description
     assert set(loaded.resources or {}) == {
         "warehouse",
         "sources",

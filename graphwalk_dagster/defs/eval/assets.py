@@ -9,6 +9,7 @@ from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
+from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
@@ -45,7 +46,13 @@ def _dims(context: dg.AssetExecutionContext) -> dict[str, str]:
     return key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
 
 
-@dg.asset(partitions_def=eval_partitions, group_name="eval", deps=["knowledge_graph"], kinds={"python"})
+@dg.asset(
+    partitions_def=eval_partitions,
+    group_name="eval",
+    deps=["knowledge_graph"],
+    kinds={"python"},
+    automation_condition=refresh_materialized_partitions(),
+)
 def eval_questions(
     context: dg.AssetExecutionContext, config: EvalQuestionsConfig, warehouse: WarehouseResource
 ) -> Dataset:
@@ -60,7 +67,12 @@ def eval_questions(
     return dataset
 
 
-@dg.asset(partitions_def=eval_partitions, group_name="eval", kinds={"duckdb", "parquet"})
+@dg.asset(
+    partitions_def=eval_partitions,
+    group_name="eval",
+    kinds={"duckdb", "parquet"},
+    automation_condition=refresh_materialized_partitions(),
+)
 def eval_results(
     context: dg.AssetExecutionContext,
     config: EvalResultsConfig,
@@ -107,7 +119,7 @@ def eval_results(
     deps=[eval_results],
     group_name="eval",
     kinds={"duckdb", "parquet"},
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=refresh_on_any_update(),
 )
 def eval_summary(warehouse: WarehouseResource) -> dg.MaterializeResult:
     """One row per dataset × system over every eval_results partition, with plots."""

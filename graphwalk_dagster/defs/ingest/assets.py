@@ -15,6 +15,7 @@ from graphwalk_core.ingest.publish import publish_graph, write_documents
 from graphwalk_core.ingest.sources.base import SourceProfile
 from graphwalk_core.ingest.sources.specs import open_source
 from graphwalk_core.warehouse import query
+from graphwalk_dagster.automation import refresh_on_any_update
 from graphwalk_dagster.defs.ingest.partitions import source_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
@@ -197,7 +198,7 @@ def graph_updates(
     deps=[graph_updates],
     group_name="ingest",
     kinds={"duckdb", "parquet"},
-    automation_condition=dg.AutomationCondition.eager(),
+    automation_condition=refresh_on_any_update(),
     pool=GRAPH_POOL,
 )
 def knowledge_graph(graph_store: GraphStoreResource, warehouse: WarehouseResource) -> dg.MaterializeResult:

@@ -1,4 +1,5 @@
-"""Notice changed sources by content hash (cursor = hashes), register them as partitions, re-ingest them."""
+"""Notice changed sources by content hash (cursor = hashes), register them as partitions, re-ingest them;
+and refresh the published graph after any source's ingest (both running by default)."""
 
 import json
 
@@ -18,6 +19,8 @@ INGEST_CHAIN = dg.AssetSelection.assets(
     target=INGEST_CHAIN,
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Every 60 s: hash every declared source's files (or rows); register new sources as "
+    "partitions and request an ingest run for each source whose content changed. Running by default.",
 )
 def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesResource) -> dg.SensorResult:
     """Request the partitions of sources whose content hash differs from the cursor's."""
@@ -33,3 +36,13 @@ def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesRe
         dynamic_partitions_requests=[source_partitions.build_add_request(added)] if added else [],
         cursor=json.dumps(hashes, sort_keys=True),
     )
+
+
+graph_automation_sensor = dg.AutomationConditionSensorDefinition(
+    "graph_automation_sensor",
+    target=dg.AssetSelection.assets("knowledge_graph"),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Every 30 s: evaluate knowledge_graph's automation condition, so the graph is "
+    "republished after any source's graph_updates partition changes. Running by default.",
+)
