@@ -4,17 +4,18 @@ import dagster as dg
 
 
 def refresh_on_any_update() -> dg.AutomationCondition:
-    """Eager, without waiting for missing upstream partitions.
+    """Run after any input updates, once no input is in progress; never just because it is missing.
 
     An unpartitioned table over partitioned inputs (``knowledge_graph`` over the sources,
-    ``eval_summary`` over dataset × system) refreshes from the partitions that exist: with plain
-    ``eager()`` it would wait for every partition, and most eval partitions are never run.
+    ``eval_summary`` over dataset × system) refreshes from the partitions that exist: ``eager()`` would
+    wait for every input partition (most eval partitions are never run), and without that wait its
+    "newly missing" rule would fire on a fresh deployment before any input exists.
     """
     return (
-        dg.AutomationCondition.eager()
-        .without(~dg.AutomationCondition.any_deps_missing())
-        .with_label("eager, from the partitions that exist")
-    )
+        dg.AutomationCondition.any_deps_updated().since_last_handled()
+        & ~dg.AutomationCondition.any_deps_in_progress()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label("after any input updates (from the partitions that exist)")
 
 
 def refresh_materialized_partitions() -> dg.AutomationCondition:

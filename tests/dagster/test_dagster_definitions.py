@@ -108,3 +108,38 @@ def test_embedder_resource_picks_another_model_file(minilm_dir: Path) -> None:
         "fastembed:sentence-transformers/all-MiniLM-L6-v2:model_qint8_dynamic.onnx"
     )
     assert EmbedderResource(model_path=str(folder)).settings().embed_model_file is None
+
+
+def _requested(result: object) -> dict[str, list[str]]:
+    assert isinstance(result, dg.EvaluateAutomationConditionsResult)
+    assets = ("knowledge_graph", "eval_questions", "eval_results", "eval_summary")
+    found = {a: sorted(map(str, result.get_requested_partitions(dg.AssetKey(a)))) for a in assets}
+    return {a: keys for a, keys in found.items() if keys}
+
+
+def test_automation_follows_what_exists(loaded: dg.Definitions) -> None:
+    """A fresh deployment starts nothing; later only the eval partition run before follows the graph."""
+    with dg.instance_for_test() as instance:
+        result = dg.evaluate_automation_conditions(defs=loaded, instance=instance)
+        assert _requested(result) == {}
+        # one source ingested: the graph is published, though the other source never ran
+        instance.add_dynamic_partitions("sources", ["films", "sample_db"])
+        instance.report_runless_asset_event(dg.AssetMaterialization("graph_updates", partition="films"))
+        result = dg.evaluate_automation_conditions(defs=loaded, instance=instance, cursor=result.cursor)
+        assert _requested(result) == {"knowledge_graph": ["None"]}
+        instance.report_runless_asset_event(dg.AssetMaterialization("knowledge_graph"))
+        result = dg.evaluate_automation_conditions(defs=loaded, instance=instance, cursor=result.cursor)
+        assert _requested(result) == {}  # no eval partition was ever run: none starts
+        # a user ran one eval partition by hand: the summary follows; then the graph changes
+        key = dg.MultiPartitionKey({"dataset": "custom", "system": "relation-greedy"})
+        for asset in ("eval_questions", "eval_results"):
+            instance.report_runless_asset_event(dg.AssetMaterialization(asset, partition=key))
+        result = dg.evaluate_automation_conditions(defs=loaded, instance=instance, cursor=result.cursor)
+        assert _requested(result) == {"eval_summary": ["None"]}
+        instance.report_runless_asset_event(dg.AssetMaterialization("eval_summary"))
+        instance.report_runless_asset_event(dg.AssetMaterialization("knowledge_graph"))
+        result = dg.evaluate_automation_conditions(defs=loaded, instance=instance, cursor=result.cursor)
+        assert _requested(result) == {
+            "eval_questions": ["custom|relation-greedy"],
+            "eval_results": ["custom|relation-greedy"],
+        }
