@@ -69,6 +69,13 @@ def evaluate(
                     progress.update(task, advance=1, f1=f"{sum(scores) / len(scores):.3f}" if scores else "—")
 
                 result = run_eval(ds, system, out_dir=run.out, concurrency=run.concurrency, progress=tick)
+            if result.metadata.resumed_from:
+                console.print(
+                    f"{ds.name} · {name}: reused {result.metadata.resumed_from} of {len(ds.questions)} "
+                    f"answers from {result.path} (same questions, graph and system)",
+                    highlight=False,
+                    soft_wrap=True,
+                )
             tables.append(results_table(result.results))
             metas.append(result.metadata.model_dump(mode="json"))
     paths = write_report(run.out, tables, run_metadata=metas)

@@ -57,6 +57,12 @@ def test_eval_custom_writes_results_and_summary(tmp_path: Path) -> None:
     # a second invocation resumes: nothing is run twice, and `eval report` rebuilds the same table
     again = runner.invoke(app, [*args, "--quiet", "--set", "show_types=false"])
     assert again.exit_code == 0, again.output
+    reused = [line.split(" from ")[0] for line in again.output.splitlines() if " reused " in line]
+    assert reused == [
+        "custom · relation-greedy: reused 2 of 2 answers",
+        "custom · vector-rag: reused 2 of 2 answers",
+    ]
+    assert pq.read_table(out / "results.parquet").column("reused").to_pylist() == [True] * 4
     rebuilt = runner.invoke(app, ["eval", "report", "--out", str(out)])
     assert rebuilt.exit_code == 0, rebuilt.output
     assert pq.read_table(out / "results.parquet").num_rows == 4
