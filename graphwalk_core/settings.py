@@ -46,6 +46,10 @@ class GraphwalkSettings(BaseSettings):
     local_type_weight: float = Field(
         default=0.5, description="weight of the expected-answer-type term in the local decider"
     )
+    local_compose: Literal["text", "parts"] = Field(
+        default="text",
+        description="local decider: embed each compared text whole, or its parts (decisions/local.py)",
+    )
 
     llm_model: str | None = Field(default=None, description="a litellm model string; none: offline")
     llm_api_base: str | None = None

@@ -243,6 +243,60 @@ app.command("2wiki")(
 )
 
 
+@app.command("hf")
+def hf(
+    system: Systems,
+    out: Out,
+    repo: Annotated[str, typer.Argument(help="REPO@SHA: a Hugging Face dataset repo at a full commit sha")],
+    split: Annotated[str, typer.Option(help="the dataset's split (e.g. validation)")] = "validation",
+    config: Annotated[str | None, typer.Option(help="the dataset's config name, if it has several")] = None,
+    column: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--column",
+            help="FIELD=COLUMN (question, answers, id, passages, supporting, title, text); repeatable",
+        ),
+    ] = None,
+    stream: Annotated[
+        bool, typer.Option(help="stream rows over HTTP (large splits; --n keeps the first N)")
+    ] = False,
+    n: N = None,
+    seed: Seed = 0,
+    decider: Decider = None,
+    hub_endpoint: HubEndpoint = None,
+    concurrency: Concurrency = 4,
+    set_: Sets = None,
+    embed_model_path: EmbedPath = None,
+    llm_model: LLMModel = None,
+    llm_api_base: LLMBase = None,
+    quiet: Quiet = False,
+) -> None:
+    """Any hub dataset (questions, answers, passages, supporting titles) via HF datasets and a column map."""
+
+    def run() -> Any:
+        from graphwalk_core.eval.datasets.hf import ColumnMap, load_hub_dataset
+        from graphwalk_core.eval.datasets.hub import HubRef
+
+        ref = HubRef.parse(repo)
+        ds = load_hub_dataset(
+            ref.repo_id,
+            revision=ref.revision,
+            split=split,
+            columns=ColumnMap.parse(column or []),
+            config_name=config,
+            streaming=stream,
+            n=n,
+            seed=seed,
+            endpoint=hub_endpoint,
+        )
+        options = RunOptions(
+            out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
+        )
+        return evaluate([ds], system, options)
+
+    _guard(run)
+
+
 @app.command("custom")
 @shared_options(*RUN)
 def custom(

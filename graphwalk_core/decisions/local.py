@@ -21,6 +21,16 @@ Answer type (``type_weight``): when the instructions carry the engine's expected
 names are the nodes it stands for: STOP the current nodes, a move the nodes it leads to. The walk
 then prefers to stop on, and move toward, nodes that look like the expected answer.
 
+Composition (``compose``): ``"text"`` (default) embeds each compared text whole, so every
+``context; move`` pair is a new text at every step. ``"parts"`` embeds the pieces (the context, the
+relation phrase, each field of the move: node name, type, ...) and compares the question with their
+word-weighted mean, ``normalize(w_c v(context) + w_m normalize(sum of w_p v(part))))`` (``w``: words in
+a text or group; mean pooling weighs a concatenated text's pieces by length): pieces recur across steps and
+questions (node names are the graph's own, see ``traversal.name_vectors``), so a step embeds about
+one new text (its context) instead of one per option. Per-node free text that never recurs
+(``unique_keys``, default ``summary``) is left out of the parts: embedding it would cost one new text
+per option again.
+
 The scores become a distribution with ``softmax(score / temperature)``. Deterministic given the
 embedder; every distinct text is embedded at most once per call and cached by content (LRU).
 """
@@ -56,9 +66,14 @@ StopRule = Literal["gain", "description", "fixed"]
 STOP_RULES: tuple[str, ...] = ("gain", "description", "fixed")
 OptionStyle = Literal["natural", "flat"]
 OPTION_STYLES: tuple[str, ...] = ("natural", "flat")
-#: Per option: the text its score compares with the question (None: no similarity), an additive bias
+Compose = Literal["text", "parts"]
+COMPOSE_MODES: tuple[str, ...] = ("text", "parts")
+#: A compared vector: the word-weighted mean of its groups, each the word-weighted mean of its texts'
+#: vectors (see ``target_vector``); one text in one group is that text's own vector.
+Target: TypeAlias = tuple[tuple[str, ...], ...]
+#: Per option: the vector its score compares with the question (None: no similarity), an additive bias
 #: and the names it stands for (compared with the expected answer type; None: no type term).
-Plan: TypeAlias = list[tuple[str | None, float, str | None]]
+Plan: TypeAlias = list[tuple[Target | None, float, str | None]]
 #: The engine's instructions key holding the expected answer type (``traversal.prompts``).
 DEFAULT_TYPE_KEY = pk.EXPECTED_ANSWER_TYPE
 
@@ -67,10 +82,17 @@ DEFAULT_TYPE_KEY = pk.EXPECTED_ANSWER_TYPE
 #: names dilute a relation's meaning).
 DEFAULT_SKIP_KEYS = frozenset({pk.TASK, pk.DIRECTION, pk.COUNT, pk.EDGE, pk.LEADS_TO, pk.EXAMPLES})
 DEFAULT_CONTEXT_KEYS = (pk.PATH, pk.CURRENT)
+#: Option fields left out under ``compose="parts"``: free text unique to one node.
+DEFAULT_UNIQUE_KEYS = frozenset({pk.SUMMARY})
 
 
 def flatten_text(value: Any, skip_keys: Collection[str] = ()) -> str:
     """JSON content as plain text: values only (keys in ``skip_keys`` dropped), ``_`` read as a space."""
+    return "; ".join(flatten_parts(value, skip_keys))
+
+
+def flatten_parts(value: Any, skip_keys: Collection[str] = ()) -> list[str]:
+    """The values of JSON content as texts, in order (keys in ``skip_keys`` dropped; ``_`` -> space)."""
     parts: list[str] = []
 
     def walk(v: Any) -> None:
@@ -86,10 +108,10 @@ def flatten_text(value: Any, skip_keys: Collection[str] = ()) -> str:
         else:
             text = str(v).strip()
             if text:
-                parts.append(text)
+                parts.append(text.replace("_", " "))
 
     walk(value)
-    return "; ".join(parts).replace("_", " ")
+    return parts
 
 
 #: A relation-mode path step as the engine writes it: ``directed_by (out)``.
@@ -129,6 +151,24 @@ def option_names(description: Any) -> str:
     return flatten_text(description.get(pk.NODE) or description.get(pk.LEADS_TO))
 
 
+def target_vector(target: Target, vecs: dict[str, np.ndarray]) -> np.ndarray:
+    """The vector of a ``Target``: one text's own vector, else ``normalize(sum_g w_g u_g)`` with
+    ``u_g = normalize(sum_t w_t v_t)`` over the group's texts and ``w`` the words in a text or group."""
+    if len(target) == 1 and len(target[0]) == 1:
+        return vecs[target[0][0]]
+    total = np.zeros_like(vecs[target[0][0]])
+    for group in target:
+        weights = [max(len(t.split()), 1) for t in group]
+        total += sum(weights) * _unit(
+            np.sum([w * vecs[t] for w, t in zip(weights, group, strict=True)], axis=0)
+        )
+    return _unit(total)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / max(float(np.linalg.norm(v)), 1e-12)
+
+
 def softmax(scores: np.ndarray, temperature: float) -> np.ndarray:
     """``exp(s / T)`` normalized, computed stably."""
     z = scores / temperature
@@ -147,11 +187,13 @@ class LocalDecisionBackend:
         stop_rule: StopRule = "gain",
         stop_bias: float = 0.05,
         option_style: OptionStyle = "natural",
+        compose: Compose = "text",
         type_weight: float = 0.5,
         type_key: str = DEFAULT_TYPE_KEY,
         stop_labels: Collection[str] = ("STOP",),
         context_keys: Iterable[str] = DEFAULT_CONTEXT_KEYS,
         skip_keys: Collection[str] = DEFAULT_SKIP_KEYS,
+        unique_keys: Collection[str] = DEFAULT_UNIQUE_KEYS,
         max_options: int = 255,
         cache_size: int = 50_000,
     ) -> None:
@@ -161,7 +203,10 @@ class LocalDecisionBackend:
             raise ConfigError(f"unknown stop_rule {stop_rule!r}: expected one of {list(STOP_RULES)}")
         if option_style not in OPTION_STYLES:
             raise ConfigError(f"unknown option_style {option_style!r}: expected one of {list(OPTION_STYLES)}")
+        if compose not in COMPOSE_MODES:
+            raise ConfigError(f"unknown compose {compose!r}: expected one of {list(COMPOSE_MODES)}")
         self.option_style: OptionStyle = option_style
+        self.compose: Compose = compose
         self.type_weight = float(type_weight)
         self.type_key = type_key
         self.embedder = embedder
@@ -171,6 +216,7 @@ class LocalDecisionBackend:
         self.stop_labels = frozenset(stop_labels)
         self.context_keys = tuple(context_keys)
         self.skip_keys = frozenset(skip_keys)
+        self.unique_keys = frozenset(unique_keys)
         self._max_options = max_options
         self.cache = VectorCache(cache_size)
 
@@ -179,7 +225,7 @@ class LocalDecisionBackend:
         """The embedder and every calibration knob, so results of differently tuned runs never mix."""
         return (
             f"local:{self.embedder.model_id}:t={self.temperature:g}:{self.stop_rule}{self.stop_bias:+g}"
-            f":{self.option_style}:w={self.type_weight:g}"
+            f":{self.option_style}:w={self.type_weight:g}" + (":parts" if self.compose == "parts" else "")
         )
 
     @classmethod
@@ -191,6 +237,7 @@ class LocalDecisionBackend:
             stop_rule=settings.local_stop_rule,
             stop_bias=settings.local_stop_bias,
             option_style=settings.local_option_style,
+            compose=settings.local_compose,
             type_weight=settings.local_type_weight,
         )
 
@@ -232,20 +279,27 @@ class LocalDecisionBackend:
         previous = last_step(question.instructions)
         hint = self._type_hint(question)
         for label, description in question.options.items():
-            move = self._move_text(label, description, previous)
+            move = self._move_parts(label, description, previous)
             if label in self.stop_labels:
-                target = {"gain": context, "description": move, "fixed": None}[rule]
+                target = {"gain": self._target(context), "description": self._target(*move), "fixed": None}
                 names = (current_names(question.instructions) or None) if hint else None
-                plan.append((target, self.stop_bias, names))
+                plan.append((target[rule], self.stop_bias, names))
             else:
                 names = (option_names(description) or None) if hint else None
-                plan.append((f"{context}; {move}" if rule == "gain" else move, 0.0, names))
+                plan.append((self._target(*move, context=context if rule == "gain" else None), 0.0, names))
         return text, hint, plan
 
-    def _move_text(
+    def _target(self, *move: str, context: str | None = None) -> Target:
+        """The compared vector of a move (its parts) after an optional context (see ``compose``)."""
+        if self.compose == "parts":
+            return ((context,), move) if context is not None else (move,)
+        joined = "; ".join(move)
+        return ((f"{context}; {joined}" if context is not None else joined,),)
+
+    def _move_parts(
         self, label: str, description: JSONContent | None, previous: tuple[str, str] | None
-    ) -> str:
-        """An option as text: a relation move as words (``natural``), else its flattened description."""
+    ) -> tuple[str, ...]:
+        """An option as texts: a relation move as words (``natural``), then its description's values."""
         if (
             self.option_style == "natural"
             and isinstance(description, dict)
@@ -254,9 +308,13 @@ class LocalDecisionBackend:
         ):
             rest = {key: v for key, v in description.items() if key != pk.RELATION}
             phrase = relation_phrase(description[pk.RELATION], description[pk.DIRECTION], previous)
-            extra = flatten_text(rest, self.skip_keys)
-            return f"{phrase}; {extra}" if extra else phrase
-        return flatten_text(description, self.skip_keys) or label.replace("_", " ")
+            return (phrase, *flatten_parts(rest, self._option_skip))
+        return tuple(flatten_parts(description, self._option_skip)) or (label.replace("_", " "),)
+
+    @property
+    def _option_skip(self) -> frozenset[str]:
+        """Keys left out of an option's texts: ``skip_keys``, and ``unique_keys`` under ``parts``."""
+        return self.skip_keys | self.unique_keys if self.compose == "parts" else self.skip_keys
 
     def _answer(
         self, question: ChoiceQuestion, text: str, hint: str | None, plan: Plan, vecs: dict[str, np.ndarray]
@@ -264,7 +322,7 @@ class LocalDecisionBackend:
         q = vecs[text]
         scores = np.zeros(len(plan))
         for i, (target, bias, names) in enumerate(plan):
-            scores[i] = bias + (float(np.dot(q, vecs[target])) if target is not None else 0.0)
+            scores[i] = bias + (float(np.dot(q, target_vector(target, vecs))) if target is not None else 0.0)
             if hint is not None and names:
                 scores[i] += self.type_weight * float(np.dot(vecs[hint], vecs[names]))
         labels = list(question.options)
@@ -281,7 +339,12 @@ class LocalDecisionBackend:
         wanted = (
             t
             for text, hint, plan in plans
-            for t in (text, hint, *(target for target, _, _ in plan), *(names for _, _, names in plan))
+            for t in (
+                text,
+                hint,
+                *(t for target, _, _ in plan for group in target or () for t in group),
+                *(names for _, _, names in plan),
+            )
         )
         texts = list(dict.fromkeys(t for t in wanted if t is not None))
         matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)

@@ -28,6 +28,7 @@ from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, passages_of, 
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.traversal.name_vectors import NameVectors
 
 #: Published fast-graphrag numbers on these 51 questions (their easier ~800-passage setting).
 PUBLISHED = {"VectorDB": 0.49, "LightRAG": 0.47, "GraphRAG": 0.75, "fast-graphrag": 0.96}
@@ -189,9 +190,20 @@ async def run_retrieval(
     resolver = await NameEntryResolver.from_store(
         store, embedder=embedder, best_only=linking == "resolve-best"
     )
+    names = NameVectors(store, embedder)
+    start = time.perf_counter()
+    await names.warm()  # every node name embedded once, before the walks
+    say(f"embedded {names.embedded} node names in {time.perf_counter() - start:.1f}s")
     config = preset_config(preset, **(overrides or {}))
     walker = GraphwalkSystem(
-        preset, store, decider, config=config, embedder=embedder, linking="resolve", entry=resolver
+        preset,
+        store,
+        decider,
+        config=config,
+        embedder=embedder,
+        linking="resolve",
+        entry=resolver,
+        names=names,
     )
     index = await asyncio.to_thread(DocumentIndex.build, passage_documents(dataset.knowledge), embedder)
     say(f"embedded {len(index.docs)} passages for dense retrieval")

@@ -42,7 +42,8 @@ from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
 from graphwalk_core.traversal.batching import split_batches
 from graphwalk_core.traversal.config import TraversalConfig
-from graphwalk_core.traversal.prefilter import Prefilter
+from graphwalk_core.traversal.name_vectors import NameVectors
+from graphwalk_core.traversal.prefilter import Prefilter, split_top
 from graphwalk_core.traversal.sampling import draw, used_distribution, walk_rng
 from graphwalk_core.traversal.scoring import Beam, HopRef, normalized_score, step_logp
 from graphwalk_core.traversal.trace import Call, Step, Trace
@@ -86,7 +87,10 @@ class Traverser:
     A store offering :class:`~graphwalk_core.stores.base.GroupedAdjacency` groups adjacency itself
     (and keeps it current). Otherwise adjacency read from the store is cached per node (up to
     ``adjacency_cache_size`` nodes; 0 disables it): reuse a Traverser across questions on a graph that
-    does not change, and call :meth:`clear_cache` after writing to the store.
+    does not change, and call :meth:`clear_cache` after writing to the store. With an embedder, hub
+    neighbours and capped frontiers are ranked from the graph's :class:`NameVectors` (``names``, e.g.
+    one warmed ahead; by default one filled as walks meet names): a name is embedded once per graph,
+    never one text per neighbour per step.
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class Traverser:
         embedder: Embedder | None = None,
         config: TraversalConfig | None = None,
         *,
+        names: NameVectors | None = None,
         adjacency_cache_size: int = 200_000,
     ) -> None:
         self.store = store
@@ -103,7 +108,11 @@ class Traverser:
         self.embedder = embedder
         self.config = config or TraversalConfig()
         self.config.check_backend(decider.max_options)
-        self.prefilter = Prefilter(embedder) if embedder is not None else None
+        self.prefilter = (
+            Prefilter(embedder, names=names if names is not None else NameVectors(store, embedder))
+            if embedder is not None
+            else None
+        )
         self._node_types: list[str] | None = None
         self.adjacency_cache_size = adjacency_cache_size
         self.config_json = self.config.model_dump(mode="json")
@@ -111,9 +120,11 @@ class Traverser:
         self._adjacency: dict[NodeId, NeighborGroups] = {}
 
     def clear_cache(self) -> None:
-        """Forget cached adjacency and node types (call after the store changes)."""
+        """Forget cached adjacency, node types and name rows (call after the store changes)."""
         self._adjacency.clear()
         self._node_types = None
+        if self.prefilter is not None:
+            self.prefilter.names.forget()
 
     async def neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
         """The distinct neighbors of ``nodes`` per (relation, direction), in first-appearance order."""
@@ -370,14 +381,20 @@ class _Walk:
         return keyed, pruned, [cur_name]
 
     async def _prune(self, adjacent: list[Adjacent]) -> tuple[list[Adjacent], _Pruned]:
-        """Entity-mode hub: names are fetched for the option texts only when the prefilter runs."""
-        if self.traverser.prefilter is not None and len(adjacent) > self.cfg.prefilter_threshold:
-            nodes = await self.store.get_nodes(list(dict.fromkeys(a[1] for a in adjacent)))
-            texts = [f"{rel} {nodes[nb].name if nb in nodes else nb}" for rel, nb, _ in adjacent]
-        else:
-            texts = [f"{rel} {nb}" for rel, nb, _ in adjacent]
-        kept, pruned = self._cut(texts)
-        return [adjacent[i] for i in kept], pruned
+        """Entity-mode hub: the top-N (relation, neighbour) options by query similarity, ranked from the
+        graph's cached name vectors (pruned options are recorded as ``relation name``); without an
+        embedder, the first ``max_options - 1`` in store order."""
+        prefilter = self.traverser.prefilter
+        if prefilter is None or len(adjacent) <= self.cfg.prefilter_threshold:
+            kept, pruned = self._cut([f"{rel} {nb}" for rel, nb, _ in adjacent])
+            return [adjacent[i] for i in kept], pruned
+        targets = [nb for _, nb, _ in adjacent]
+        sims = await prefilter.node_similarities(self.query, targets, [rel for rel, _, _ in adjacent])
+        kept, dropped = split_top(sims, min(self.cfg.prefilter_top_n, self.max_shown))
+        nodes = await self.store.get_nodes(list(dict.fromkeys(targets[i] for i, _ in dropped)))
+        texts = [f"{adjacent[i][0]} {nodes[targets[i]].name if targets[i] in nodes else targets[i]}"
+                 for i, _ in dropped]  # fmt: skip
+        return [adjacent[i] for i in kept], _Pruned(texts, "prefilter", [sim for _, sim in dropped])
 
     def _cut(self, texts: list[str]) -> tuple[list[int], _Pruned]:
         """Above ``prefilter_threshold`` with an embedder: the top-N texts by query similarity;
@@ -602,8 +619,6 @@ class _Walk:
         if self.traverser.prefilter is None:
             step.note = f"frontier truncated from {len(targets)} to {n}"
             return targets[:n]
-        nodes = await self.store.get_nodes(targets)
-        texts = [nodes[t].name if t in nodes else t for t in targets]
-        kept, _ = self.traverser.prefilter.top_n(self.query, texts, n)
+        kept, _ = split_top(await self.traverser.prefilter.node_similarities(self.query, targets), n)
         step.note = f"frontier capped from {len(targets)} to {n} by query similarity"
         return [targets[i] for i in kept]

@@ -106,6 +106,39 @@ async def test_gain_rule_exact_values() -> None:
     assert r2.top == "STOP"
 
 
+async def test_parts_composition_exact_values_and_reuses_pieces() -> None:
+    ctx = "Memento; Memento; movie"
+    emb = TableEmbedder(
+        {
+            QUERY: [1, 0, 0],
+            ctx: [0, 1, 0],
+            "directed by": [1, 0, 0],
+            "Christopher Nolan": [0, 0, 1],
+            "release year": [0, 1, 0],
+            "2000": [0, 1, 0],
+            "Inception; Inception; movie": [0, 0, 1],
+        }
+    )
+    local = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.0, compose="parts")
+    req = DecisionRequest(state={"query": QUERY}, questions=[question(WALK_INSTRUCTIONS)])
+    r = (await local.decide(req)).results["b0"]
+    # words: ctx 3, "directed by" 2, "Christopher Nolan" 2, "release year" 2, "2000" 1
+    # o1: normalize(3 ctx + 4 normalize(2 [1,0,0] + 2 [0,0,1])) = [.5657, .6, .5657]; o2: [0, 1, 0]
+    expected = softmax([0.4 * math.sqrt(2), 0.0, 0.0], 0.1)
+    assert [r.probabilities[k] for k in ("o1", "o2", "STOP")] == pytest.approx(expected, rel=1e-6)
+    assert emb.batches == [[QUERY, ctx, "directed by", "Christopher Nolan", "release year", "2000"]]
+    assert local.model_id == "local:table:t=0.1:gain+0:natural:w=0.5:parts"
+    # the same options from another node: only the new context is embedded (summaries are left out)
+    here = {"node": "Inception", "type": "movie"}
+    elsewhere = {**WALK_INSTRUCTIONS, "path": ["Inception"], "current": here}
+    q2 = question(elsewhere)
+    q2.options["o1"]["summary"] = "Nolan directed Inception."  # type: ignore[index]
+    await local.decide(DecisionRequest(state={"query": QUERY}, questions=[q2]))
+    assert emb.batches[1:] == [["Inception; Inception; movie"]]
+    with pytest.raises(ConfigError, match="unknown compose 'words'"):
+        LocalDecisionBackend(emb, compose="words")  # type: ignore[arg-type]
+
+
 async def test_description_and_fixed_rules_and_fallback() -> None:
     emb = TableEmbedder(
         {
@@ -266,8 +299,10 @@ def test_from_settings_uses_every_local_setting() -> None:
         local_stop_bias=0.1,
         local_option_style="flat",
         local_type_weight=0.3,
+        local_compose="parts",
     )
     local = LocalDecisionBackend.from_settings(HashingEmbedder(), settings)
+    assert local.compose == "parts"
     assert (local.temperature, local.stop_rule, local.stop_bias, local.option_style, local.type_weight) == (
         0.2,
         "fixed",
@@ -275,7 +310,7 @@ def test_from_settings_uses_every_local_setting() -> None:
         "flat",
         0.3,
     )
-    assert repr(local) == "LocalDecisionBackend('local:hashing:256:t=0.2:fixed+0.1:flat:w=0.3')"
+    assert repr(local) == "LocalDecisionBackend('local:hashing:256:t=0.2:fixed+0.1:flat:w=0.3:parts')"
     defaults = GraphwalkSettings()
     assert (defaults.local_stop_bias, defaults.local_option_style, defaults.local_type_weight) == (
         0.05,

@@ -79,6 +79,9 @@ class HubServer(BackgroundHTTPServer):
             sha, _, folder = rest.partition("/")
             recursive = parse_qs(parts.query).get("recursive", ["false"])[0].lower() == "true"
             return self._tree(repo_id, sha, folder, recursive)
+        if method == "GET" and path.startswith("/api/datasets/") and "/revision/" in path:
+            repo_id, _, sha = path.removeprefix("/api/datasets/").partition("/revision/")
+            return self._info(repo_id, sha)
         if method in ("GET", "HEAD") and path.startswith("/datasets/") and "/resolve/" in path:
             repo_id, _, rest = path.removeprefix("/datasets/").partition("/resolve/")
             sha, _, file = rest.partition("/")
@@ -115,6 +118,22 @@ class HubServer(BackgroundHTTPServer):
             if recursive or len(parts) == 1:
                 entries[path] = {"type": "file", "oid": git_blob_id(data), "size": len(data), "path": path}
         return 200, {"Content-Type": "application/json"}, json.dumps(list(entries.values())).encode()
+
+    def _info(self, repo_id: str, sha: str) -> Reply:
+        files = self._files(repo_id, sha)
+        if isinstance(files, tuple):
+            return files
+        info = {
+            "_id": git_blob_id(repo_id.encode()),
+            "id": repo_id,
+            "sha": sha,
+            "private": False,
+            "disabled": False,
+            "gated": False,
+            "tags": [],
+            "siblings": [{"rfilename": path} for path in sorted(files)],
+        }
+        return 200, {"Content-Type": "application/json"}, json.dumps(info).encode()
 
     def _resolve(self, repo_id: str, sha: str, file: str) -> Reply:
         files = self._files(repo_id, sha)

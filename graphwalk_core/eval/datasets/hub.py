@@ -23,7 +23,7 @@ from graphwalk_core.errors import ConfigError, InputError
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
-_LOCAL_FILES = "use local files instead: --data-dir DIR or GRAPHWALK_DATA_DIR (default ../shared/data)"
+LOCAL_FILES_HINT = "use local files instead: --data-dir DIR or GRAPHWALK_DATA_DIR (default ../shared/data)"
 
 
 @dataclass(frozen=True)
@@ -109,14 +109,14 @@ def _fetch_error(where: str, exc: BaseException) -> InputError | ConfigError:
     if any(isinstance(e, OfflineModeIsEnabled) for e in chain):
         return ConfigError(
             f"cannot fetch {where}: offline mode is on (HF_HUB_OFFLINE) and the snapshot is not in the "
-            f"hub cache; unset HF_HUB_OFFLINE to download it, or {_LOCAL_FILES}"
+            f"hub cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}"
         )
     for e in chain:
         if isinstance(e, RepositoryNotFoundError | RevisionNotFoundError):
             return InputError(f"cannot fetch {where}: {type(e).__name__} (check the repo id and the sha)")
     root = chain[-1]
     detail = f"{type(root).__name__}: {str(root).splitlines()[0]}" if str(root) else type(root).__name__
-    return ConfigError(f"cannot fetch {where}: {detail}; {_LOCAL_FILES}")
+    return ConfigError(f"cannot fetch {where}: {detail}; {LOCAL_FILES_HINT}")
 
 
 def resolve_data_dir(

@@ -17,6 +17,7 @@ from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import METAQA_RELATION_GLOSSES, Budget, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
 from graphwalk_core.traversal.entry import EntryResolver
+from graphwalk_core.traversal.name_vectors import NameVectors
 
 #: gold: the dataset's start; resolve: every name mention; resolve-best: the top name candidate.
 Linking = Literal["gold", "resolve", "resolve-best"]
@@ -92,6 +93,7 @@ class GraphwalkSystem:
         linking: Linking = "gold",
         entry: EntryResolver | None = None,
         ingest: dict[str, Any] | None = None,
+        names: NameVectors | None = None,
     ) -> None:
         if linking != "gold" and entry is None:
             raise InputError(f"linking={linking!r} needs an entry resolver")
@@ -103,7 +105,7 @@ class GraphwalkSystem:
         self.linking = linking
         self.entry = entry
         self.ingest = ingest or {}
-        self.traverser = Traverser(store, decider, embedder, config)
+        self.traverser = Traverser(store, decider, embedder, config, names=names)
 
     def identity(self) -> dict[str, Any]:
         return {

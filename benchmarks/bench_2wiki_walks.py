@@ -1,0 +1,113 @@
+"""Entity walks on the full 2Wiki graph: ingest time, name-index time, walk p50/p90 and walk quality.
+
+Run: ``.venv/bin/python benchmarks/bench_2wiki_walks.py [--compose parts|text] [--no-names]
+[--corpus-subset N] [--n N]``. Needs ``../shared/data/2wiki`` and the shared MiniLM folder.
+
+The graph is built from all 6,119 passages by the offline pipeline (``nlp`` extractor, exact routing;
+goal <= 75 s), then every node name is embedded once (``NameVectors.warm``: the per-graph cost, timed
+apart), then the 51 questions are walked one at a time (entity-greedy preset, local decider, name
+linking): per-question latency p50/p90 (goal p50 <= 0.5 s), texts embedded per question, and the
+retrieval measures of ``graphwalk eval 2wiki-retrieval`` (solved@10, recall@2/@5). ``--no-names`` and
+``--compose text`` give the earlier behaviour (one embedded text per hub neighbour and per option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from graphwalk_core.decisions.local import LocalDecisionBackend
+from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder
+from graphwalk_core.eval.datasets.twowiki import load_twowiki_retrieval
+from graphwalk_core.eval.ingestion import PassageIngester
+from graphwalk_core.eval.retrieval import corpus_subset, score_retrieval, walk_passages
+from graphwalk_core.eval.systems.graphwalk import GraphwalkSystem, preset_config
+from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.traversal.entry import NameEntryResolver
+from graphwalk_core.traversal.name_vectors import NameVectors
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+DATA = SHARED / "data" / "2wiki"
+MODEL = SHARED / "models" / "all-minilm-l6-v2-onnx"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run(args: argparse.Namespace) -> None:
+    ds = load_twowiki_retrieval(
+        DATA / "corpus.json", DATA / "retrieval_questions_51.json", split="dev", n=args.n, seed=0
+    )
+    ds = corpus_subset(ds, args.corpus_subset)
+    store = MemoryGraphStore()
+    t0 = time.perf_counter()
+    await PassageIngester(source_id="2wiki")(store, ds.knowledge.passages)
+    ingest_s = time.perf_counter() - t0
+    nodes, edges = await store.counts()
+    emb = FastEmbedEmbedder(MINILM_MODEL, MODEL)
+    names = None
+    names_s = 0.0
+    if args.names:
+        names = NameVectors(store, emb)
+        t0 = time.perf_counter()
+        await names.warm()
+        names_s = time.perf_counter() - t0
+    decider = LocalDecisionBackend(emb, compose=args.compose)
+    resolver = await NameEntryResolver.from_store(store, embedder=emb)
+
+    walker = GraphwalkSystem(
+        args.preset, store, decider, config=preset_config(args.preset), embedder=emb,
+        linking="resolve", entry=resolver, names=names,
+    )  # fmt: skip
+    gc.freeze()  # the graph lives until exit
+    rows, embedded = [], []
+    for q in ds.questions:
+        misses = emb.cache.misses
+        t0 = time.perf_counter()
+        got, calls = await walk_passages(walker, store, q)
+        latency = time.perf_counter() - t0
+        rows.append(score_retrieval(q, args.preset, got, latency_s=latency, decision_calls=calls))
+        embedded.append(emb.cache.misses - misses)
+    n = len(rows)
+    lat = [r.latency_s for r in rows]
+    print(
+        f"2Wiki: {len(ds.knowledge.passages)} passages -> {nodes} nodes / {edges} edges; "
+        f"{n} questions; preset {args.preset}; decider {decider.model_id}; load {os.getloadavg()[0]:.1f}\n"
+    )
+    print("| ingest s (goal <= 75) | name index s | names | walk p50 s (goal <= 0.5) | walk p90 s "
+          "| texts embedded/q | calls/q | solved@10 | recall@2 | recall@5 |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        f"| {ingest_s:.1f} | {names_s:.1f} | {len(names) if names else 0} | {pct(lat, 0.5):.3f} "
+        f"| {pct(lat, 0.9):.3f} | {sum(embedded) / n:.1f} | {sum(r.decision_calls for r in rows) / n:.1f} "
+        f"| {sum(r.solved_at_10 for r in rows) / n:.3f} | {sum(r.recall_at_2 for r in rows) / n:.3f} "
+        f"| {sum(r.recall_at_5 for r in rows) / n:.3f} |"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compose", choices=["parts", "text"], default="parts")
+    parser.add_argument("--no-names", dest="names", action="store_false", help="no per-graph name vectors")
+    parser.add_argument("--preset", default="entity-greedy")
+    parser.add_argument("--corpus-subset", type=int, default=None)
+    parser.add_argument("--n", type=int, default=None, help="questions (default: all 51)")
+    args = parser.parse_args()
+    if not (DATA / "corpus.json").is_file() or not (MODEL / "tokenizer.json").is_file():
+        print(f"skipped: needs {DATA} and {MODEL}")
+        return 0
+    asyncio.run(run(args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
