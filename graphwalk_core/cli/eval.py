@@ -244,9 +244,11 @@ app.command("2wiki")(
 
 
 @app.command("hf")
+@shared_options("hub_endpoint", *RUN)
 def hf(
     system: Systems,
     out: Out,
+    shared: Shared,
     repo: Annotated[str, typer.Argument(help="REPO@SHA: a Hugging Face dataset repo at a full commit sha")],
     split: Annotated[str, typer.Option(help="the dataset's split (e.g. validation)")] = "validation",
     config: Annotated[str | None, typer.Option(help="the dataset's config name, if it has several")] = None,
@@ -262,18 +264,10 @@ def hf(
     ] = False,
     n: N = None,
     seed: Seed = 0,
-    decider: Decider = None,
-    hub_endpoint: HubEndpoint = None,
-    concurrency: Concurrency = 4,
-    set_: Sets = None,
-    embed_model_path: EmbedPath = None,
-    llm_model: LLMModel = None,
-    llm_api_base: LLMBase = None,
-    quiet: Quiet = False,
 ) -> None:
     """Any hub dataset (questions, answers, passages, supporting titles) via HF datasets and a column map."""
 
-    def run() -> Any:
+    def run() -> None:
         from graphwalk_core.eval.datasets.hf import ColumnMap, load_hub_dataset
         from graphwalk_core.eval.datasets.hub import HubRef
 
@@ -287,12 +281,9 @@ def hf(
             streaming=stream,
             n=n,
             seed=seed,
-            endpoint=hub_endpoint,
+            endpoint=shared.hub_endpoint,
         )
-        options = RunOptions(
-            out, decider, embed_model_path, llm_model, llm_api_base, concurrency, parse_sets(set_), quiet
-        )
-        return evaluate([ds], system, options)
+        _evaluate([ds], system, out, shared)
 
     _guard(run)
 
