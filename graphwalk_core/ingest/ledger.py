@@ -7,6 +7,7 @@ Ingestion times live only here (provenance carries none), so re-ingesting gives 
 from __future__ import annotations
 
 import datetime as dt
+import os
 from typing import Literal
 
 from pydantic import BaseModel
@@ -40,7 +41,11 @@ def provenance_source(source_id: str, document_id: str) -> str:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    """The ledger's clock: now, or ``SOURCE_DATE_EPOCH`` (the reproducible-builds convention) when set,
+    so two runs of one input can write byte-identical ledgers."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    when = dt.datetime.fromtimestamp(int(epoch), dt.UTC) if epoch else dt.datetime.now(dt.UTC)
+    return when.isoformat(timespec="seconds")
 
 
 async def read_ledger(store: GraphStore, source_id: str) -> dict[str, LedgerEntry]:

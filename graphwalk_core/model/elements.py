@@ -49,8 +49,18 @@ class Provenance(BaseModel):
     start: int | None = None
     end: int | None = None
 
-    def sort_key(self) -> tuple[str, str, str, int, int]:
-        return (self.source_id, self.content_hash, self.extractor, self.start or -1, self.end or -1)
+    def sort_key(self) -> tuple[str, str, str, int, int, bool, bool, float]:
+        """A total order over every field: provenance sets sort the same in every process."""
+        return (
+            self.source_id,
+            self.content_hash,
+            self.extractor,
+            self.start or -1,
+            self.end or -1,
+            self.start is None,
+            self.end is None,
+            self.confidence,
+        )
 
 
 class ConflictValue(BaseModel):

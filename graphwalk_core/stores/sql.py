@@ -31,11 +31,13 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
     tuple_,
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.schema import CreateTable
 
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId
@@ -110,6 +112,18 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+def create_schema(engine: Engine) -> None:
+    """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
+    order (and with it the database file's bytes) would vary from process to process."""
+    with engine.begin() as conn:
+        existing = set(inspect(conn).get_table_names())
+        for table in schema.sorted_tables:
+            if table.name not in existing:
+                conn.execute(CreateTable(table))
+            for index in sorted(table.indexes, key=lambda i: str(i.name)):
+                index.create(conn, checkfirst=True)
+
+
 def _sqlite_transactions(engine: Engine) -> None:
     """Let SQLAlchemy, not pysqlite, emit BEGIN, so transactions and SAVEPOINTs behave."""
 
@@ -132,7 +146,7 @@ class SQLGraphStore:
             self._engine = create_engine(url)
             if self._engine.dialect.name == "sqlite":
                 _sqlite_transactions(self._engine)
-            schema.create_all(self._engine)
+            create_schema(self._engine)
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
         except (ArgumentError, NoSuchModuleError) as exc:  # their messages may repeat the password

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ from servers.openai_server import openai_server  # noqa: F401
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.errors import BackendError
+from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.ingest.extraction.base import (
     ExtractedEntity,
     ExtractedRelation,
@@ -96,3 +99,24 @@ async def graph_tables(store: GraphStore, source_id: str | None = None) -> dict[
             (e.document_id, e.content_hash, e.extractor, e.status) for e in ledger.values()
         )
     return tables
+
+
+HOTPOTQA = default_data_dir() / "hotpotqa" / "hotpotqa_dev_ircotfmt_300.jsonl"
+
+
+def write_hotpotqa_paragraphs(root: Path, n: int = 200) -> list[Path]:
+    """The first ``n`` distinct HotpotQA dev paragraphs (by title), one ``.txt`` file each."""
+    if not HOTPOTQA.is_file():
+        pytest.skip(f"HotpotQA dev data not found at {HOTPOTQA} (see ../shared/README.md)")
+    root.mkdir(parents=True, exist_ok=True)
+    titles: dict[str, None] = {}
+    with HOTPOTQA.open(encoding="utf-8") as lines:
+        for line in lines:
+            for context in json.loads(line)["contexts"]:
+                if len(titles) < n and context["title"] not in titles:
+                    titles[context["title"]] = None
+                    path = root / f"p{len(titles):03d}.txt"
+                    path.write_text(f"{context['title']}\n\n{context['paragraph_text']}\n", encoding="utf-8")
+            if len(titles) == n:
+                break
+    return sorted(root.glob("*.txt"))
