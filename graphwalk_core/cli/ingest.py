@@ -19,13 +19,20 @@ DeciderChoice = Literal["jev", "local", "fake"]
 RoutingChoice = Literal["jev", "exact"]
 
 
-def _open_store(backends: Backends, graph: str) -> GraphStore:
-    """The graph store (created when missing): a SQL URL, a SQLite file, or a Parquet folder."""
-    from graphwalk_core.stores.open import TRIPLES_SUFFIXES
+async def _open_store(backends: Backends, graph: str) -> GraphStore:
+    """The graph store (created when missing): a SQL URL, a SQLite file, or a Parquet folder. It must
+    be writable: a read-only graph fails here, before any work."""
+    from graphwalk_core.stores.open import TRIPLES_SUFFIXES, check_writable
 
     if "://" not in graph and Path(graph).suffix.lower() in TRIPLES_SUFFIXES:
         raise InputError(f"cannot ingest into a triples file ({graph}): use a SQLite file or a folder")
-    return backends.store(graph, create=True)
+    store = backends.store(graph, create=True)
+    try:
+        await check_writable(store, graph)
+    except GraphwalkError:
+        await store.close()
+        raise
+    return store
 
 
 async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
@@ -33,7 +40,15 @@ async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
     from graphwalk_core.stores.memory import MemoryGraphStore
 
     if isinstance(store, MemoryGraphStore):
-        store.save(graph)
+        try:
+            store.save(graph)
+        except OSError as exc:
+            raise InputError(f"cannot write the graph folder {graph}: {exc.strerror or exc}") from None
+
+
+async def _discard_if_empty(store: GraphStore) -> bool:
+    """Whether ``store`` holds nothing at all (no element, no ledger): a failed first run leaves no file."""
+    return await store.counts() == (0, 0) and not await store.metadata_keys()
 
 
 def default_cache_path(graph: str) -> Path:
@@ -58,6 +73,7 @@ async def _run(
     decider_name: DeciderChoice | None,
     routing: RoutingChoice,
     chunk_chars: int,
+    window: int | None,
     cache_path: Path | None,
     quiet: bool,
 ) -> int:
@@ -68,6 +84,7 @@ async def _run(
     from graphwalk_core.backends import Backends
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
     from graphwalk_core.ingest.extraction.choose import choose_extractor
+    from graphwalk_core.ingest.pipeline import DEFAULT_WINDOW
     from graphwalk_core.ingest.pipeline import ingest as run_ingest
     from graphwalk_core.ingest.sources.specs import source_from_arg
 
@@ -84,9 +101,11 @@ async def _run(
     if routing == "jev":
         embedder = backends.embedder
         decider = backends.decider(decider_name, embedder=embedder)
-    store = _open_store(backends, graph)
+    new_file = "://" not in graph and not Path(graph).exists()
+    store = await _open_store(backends, graph)
     cache = ExtractionCache(cache_path or default_cache_path(graph)) if extractor.cacheable else None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    failed = True
     try:
         with Progress(*columns, console=console, transient=True) as bar:
             tasks: dict[str, int] = {}
@@ -106,13 +125,18 @@ async def _run(
                 routing=routing,
                 cache=cache,
                 max_chars=chunk_chars,
+                window=window or DEFAULT_WINDOW,
                 progress=progress,
             )
         await _save_if_in_memory(store, graph)
+        failed = False
     finally:
         if cache is not None:
             cache.close()
+        discard = failed and new_file and await _discard_if_empty(store)
         await store.close()
+        if discard and Path(graph).is_file():
+            Path(graph).unlink()
     table = Table(title=f"ingest {source.source_id} ({report.extractor}, routing {report.routing})")
     table.add_column("")
     table.add_column("")
@@ -141,6 +165,10 @@ def ingest(
     ] = None,
     routing: Annotated[RoutingChoice, typer.Option(help="jev (decisions) | exact (names only)")] = "jev",
     chunk_chars: Annotated[int, typer.Option(min=50, help="chunk size in characters")] = 2000,
+    window: Annotated[
+        int | None,
+        typer.Option(min=1, help="documents routed and committed together (default 256; docs/guarantees.md)"),
+    ] = None,
     cache: Annotated[Path | None, typer.Option(help="extraction cache file")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no output")] = False,
 ) -> None:
@@ -156,6 +184,7 @@ def ingest(
                 decider_name=decider,
                 routing=routing,
                 chunk_chars=chunk_chars,
+                window=window,
                 cache_path=cache,
                 quiet=quiet,
             )

@@ -11,20 +11,25 @@ from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.outputs import RoutingMode
+from graphwalk_core.ingest.ledger import provenance_source
+from graphwalk_core.ingest.outputs import Cost, RoutingMode, UpdateReport
 from graphwalk_core.ingest.report import IngestReport
-from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD
+from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, Router
 from graphwalk_core.ingest.sources.base import Source
 from graphwalk_core.ingest.stages import (
     apply_plan,
     chunk_documents,
     diff_documents,
+    document_windows,
     extract_chunks,
+    retract_deleted,
     route_extractions,
 )
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore
 
+#: Documents routed against one graph state and committed together (see :func:`ingest`).
+DEFAULT_WINDOW = 256
 #: Progress callback: (stage, done, total).
 Progress = Callable[[str, int, int], None]
 
@@ -41,47 +46,58 @@ async def ingest(
     cache: ExtractionCache | None = None,
     max_chars: int = DEFAULT_CHUNK_CHARS,
     route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
+    window: int = DEFAULT_WINDOW,
     progress: Progress | None = None,
 ) -> IngestReport:
     """Bring ``store`` up to date with ``source``: only new, changed, retried and deleted documents cost
     anything; unchanged ones make no extraction or decision call. ``extractor`` defaults to the offline
-    NLP extractor; ``routing="jev"`` needs a ``decider``."""
+    NLP extractor; ``routing="jev"`` needs a ``decider``.
+
+    Deleted documents are retracted first; the documents to process then go ``window`` at a time, in
+    id order: chunk, extract, route against the stored graph (reloaded per window), and commit the
+    window as one transaction. So memory holds one window's extractions and plans, not the corpus', and
+    a run killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
+    """
     extractor = extractor or NLPExtractor()
-    seconds: dict[str, float] = {}
+    seconds: dict[str, float] = dict.fromkeys(("diff", "extract", "route", "apply"), 0.0)
     clock = time.perf_counter()
 
     def lap(name: str) -> None:
         nonlocal clock
         now = time.perf_counter()
-        seconds[name] = round(now - clock, 3)
+        seconds[name] = round(seconds[name] + now - clock, 3)
         clock = now
 
     diff = await diff_documents(source, store, extractor=extractor)
     lap("diff")
-    chunks = chunk_documents(diff, max_chars=max_chars)
-    if progress:
-        progress("extract", 0, len(chunks.chunks))
-    extractions = await extract_chunks(chunks, extractor, cache)
-    lap("extract")
-    if progress:
-        progress("extract", len(chunks.chunks), len(chunks.chunks))
-    plan = await route_extractions(
-        extractions, store, decider, embedder, llm, routing, route_threshold=route_threshold
-    )
-    lap("route")
-    total = len(plan.documents)
-    done = 0
+    update = UpdateReport(source_id=source.source_id)
+    await retract_deleted(store, diff, update)
+    lap("apply")
+    router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
+    total, done, chunks, mentions = len(diff.documents), 0, 0, 0
+    extraction_cost, cache_hits = Cost(), 0
 
     def applied(_doc_id: str) -> None:
         nonlocal done
         done += 1
         if progress:
-            progress("apply", done, total)
+            progress("ingest", done, total)
 
     if progress:
-        progress("apply", 0, total)
-    update = await apply_plan(store, diff, plan, on_document=applied)
-    lap("apply")
+        progress("ingest", 0, total)
+    for part, pending in document_windows(diff, window):
+        chunk_set = chunk_documents(part, max_chars=max_chars)
+        extractions = await extract_chunks(chunk_set, extractor, cache)
+        chunks += len(chunk_set.chunks)
+        extraction_cost = extraction_cost.plus(extractions.cost)
+        cache_hits += extractions.cache_hits
+        lap("extract")
+        await router.reload({provenance_source(source.source_id, d) for d in pending})
+        plan = await route_extractions(extractions, store, decider, embedder, llm, routing, router=router)
+        mentions += len(plan.mentions)
+        lap("route")
+        await apply_plan(store, part, plan, on_document=applied, report=update)
+        lap("apply")
     return IngestReport(
         source_id=source.source_id,
         routing=routing,
@@ -89,13 +105,13 @@ async def ingest(
         **diff.status_counts(),
         failed=update.documents_incomplete,
         skipped=diff.skipped,
-        chunks=len(chunks.chunks),
-        mentions=len(plan.mentions),
-        escalations=plan.escalations,
-        fallbacks=plan.fallbacks,
-        extraction_cost=extractions.cost,
-        routing_cost=plan.cost,
-        cache_hits=extractions.cache_hits,
+        chunks=chunks,
+        mentions=mentions,
+        escalations=router.escalations,
+        fallbacks=router.fallbacks,
+        extraction_cost=extraction_cost,
+        routing_cost=router.cost,
+        cache_hits=cache_hits,
         update=update,
         seconds=seconds,
     )

@@ -121,6 +121,22 @@ class Router:
         self.fallbacks = 0
         self._cards: dict[str, dict[str, object]] = {}
 
+    async def reload(self, exclude_sources: set[str]) -> None:
+        """Start over from the store: an empty index (same settings) filled by :meth:`load_graph`.
+
+        The index is then a function of the stored graph alone, which is what makes a window routed
+        after a crash route exactly as it would have without one."""
+        old = self.index
+        self.index = CandidateIndex(
+            old.embedder,
+            cosine_threshold=old.cosine_threshold,
+            jaccard_threshold=old.jaccard_threshold,
+            max_candidates=old.max_candidates,
+            max_word_df=old.max_word_df,
+        )
+        self._cards = {}
+        await self.load_graph(exclude_sources)
+
     async def load_graph(self, exclude_sources: set[str]) -> None:
         """Index every stored node except those backed only by documents this run retracts."""
         async for node in self.store.iter_nodes():

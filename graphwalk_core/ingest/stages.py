@@ -7,9 +7,9 @@ apply_plan``. The pipeline (``graphwalk ingest``) and the Dagster assets both ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-from graphwalk_core.errors import BackendError
+from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS, Chunk, chunk_text
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -45,8 +45,10 @@ __all__ = [
     "apply_plan",
     "chunk_documents",
     "diff_documents",
+    "document_windows",
     "extract_chunks",
     "profile_source",
+    "retract_deleted",
     "route_extractions",
 ]
 
@@ -173,28 +175,39 @@ async def extract_chunks(
     return out
 
 
+async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateReport) -> None:
+    """Retract the documents gone from the source, one transaction each (in id order)."""
+    renames: dict[str, str] = {}
+    for doc_id in diff.deleted:
+        async with store.transaction():
+            touched = await retract_document(store, provenance_source(diff.source_id, doc_id), report)
+            await canonicalize(store, touched, renames)
+            await delete_entry(store, diff.source_id, doc_id)
+        report.ledger_deleted += 1
+
+
 async def apply_plan(
     store: GraphStore,
     diff: DocumentDiff,
     plan: RoutingPlan,
     *,
     on_document: Callable[[str], None] | None = None,
+    report: UpdateReport | None = None,
 ) -> UpdateReport:
-    """Write the plan: deleted documents are retracted first, then each processed document retracts its
-    old provenance (when it had any) and folds in its new elements. Each document, with its ledger
-    entry, is one transaction: a crash between documents loses and duplicates nothing."""
-    report = UpdateReport(source_id=diff.source_id)
+    """Write the plan: deleted documents are retracted first (one transaction each), then the plan's
+    documents, each retracting its old provenance (when it had any) and folding in its new elements.
+
+    The plan's documents and their ledger entries commit as ONE transaction: the unit of atomicity is
+    the unit of routing (a plan is routed against one graph state), so a crash leaves the graph as it
+    was before the plan and a rerun routes the same documents against the same graph again.
+    ``report`` accumulates counts over several plans (the pipeline's windows)."""
+    report = report if report is not None else UpdateReport(source_id=diff.source_id)
     source_id = diff.source_id
-    renames: dict[str, str] = {}
-    for doc_id in diff.deleted:
-        async with store.transaction():
-            touched = await retract_document(store, provenance_source(source_id, doc_id), report)
-            await canonicalize(store, touched, renames)
-            await delete_entry(store, source_id, doc_id)
-        report.ledger_deleted += 1
+    await retract_deleted(store, diff, report)
     retracting = diff.retracting
-    for doc in plan.documents:
-        async with store.transaction():
+    renames: dict[str, str] = {}
+    async with store.transaction():
+        for doc in plan.documents:
             touched = set()
             if doc.document_id in retracting:
                 touched = await retract_document(store, provenance_source(source_id, doc.document_id), report)
@@ -210,6 +223,7 @@ async def apply_plan(
                 errors=doc.errors,
             )
             await write_entry(store, source_id, entry)
+    for doc in plan.documents:
         report.ledger_written += 1
         report.documents_applied.append(doc.document_id)
         if doc.status == "incomplete":
@@ -217,3 +231,27 @@ async def apply_plan(
         if on_document is not None:
             on_document(doc.document_id)
     return report
+
+
+def document_windows(diff: DocumentDiff, size: int) -> Iterator[tuple[DocumentDiff, set[str]]]:
+    """The documents to process in windows of ``size``, in id order: (the window's diff, the ids whose
+    old provenance this or a later window retracts). Windows depend only on the documents left to
+    process, so a rerun after a crash cuts the windows a crash-free run cut after the committed ones.
+    Deleted documents are not in any window (see :func:`retract_deleted`)."""
+    if size < 1:
+        raise InputError(f"the routing window must be >= 1 document, got {size}")
+    retracting = diff.retracting - set(diff.deleted)
+    for start in range(0, len(diff.documents), size):
+        docs = diff.documents[start : start + size]
+        ids = {d.id for d in docs}
+        pending = {d.id for d in diff.documents[start:]} & retracting
+        window = diff.model_copy(
+            update={
+                "documents": docs,
+                "new": [i for i in diff.new if i in ids],
+                "changed": [i for i in diff.changed if i in ids],
+                "incomplete": [i for i in diff.incomplete if i in ids],
+                "deleted": [],
+            }
+        )
+        yield window, pending

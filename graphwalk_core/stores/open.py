@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.stores.base import GraphStore
@@ -59,3 +62,29 @@ def open_store(
     if create:
         return MemoryGraphStore()
     raise InputError(f"graph not found: {path}")
+
+
+#: Metadata key deleted (never set) to probe that a SQL graph accepts writes.
+_WRITE_PROBE = "graphwalk/write-probe"
+
+
+async def check_writable(store: GraphStore, spec: str | Path) -> None:
+    """An InputError naming the graph and the cause when ``store`` (opened from ``spec``) cannot be
+    written: a read-only SQLite file or database, or a Parquet folder in a read-only directory. Run it
+    before the work, so a run never fails only when it saves."""
+    if isinstance(store, SQLGraphStore):
+        try:
+            await store.set_metadata(_WRITE_PROBE, None)  # a delete: writes nothing, needs write access
+        except SQLAlchemyError as exc:
+            reason = str(getattr(exc, "orig", None) or type(exc).__name__).splitlines()[0]
+            raise InputError(f"cannot write the graph {spec}: {reason}") from None
+        return
+    if isinstance(store, MemoryGraphStore) and "://" not in str(spec):
+        folder = Path(spec)
+        while not folder.exists() and folder != folder.parent:  # the folder is created on save
+            folder = folder.parent
+        try:
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        except OSError as exc:
+            raise InputError(f"cannot write the graph folder {spec}: {exc.strerror or exc}") from None

@@ -92,7 +92,10 @@ class Warehouse:
         path = self.partition_dir(table, partition) / PART_FILE
         if not path.exists():
             raise InputError(f"table {table!r} has no partition {dict(partition or {})} at {path}")
-        return pq.read_table(path)
+        try:
+            return pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"cannot read {path}: {str(exc).strip()}") from None
 
     def delete(self, table: str, partition: Mapping[str, str] | None = None) -> None:
         """Remove a partition (or the whole table) and refresh the views."""

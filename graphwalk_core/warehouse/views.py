@@ -62,7 +62,12 @@ def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
             con = duckdb.connect(str(db), read_only=read_only, config=config)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
-                raise
+                reason = str(exc).splitlines()[0]
+                raise InputError(
+                    f"cannot open the warehouse database {db} ({reason}): it is truncated or not a DuckDB "
+                    "file; it holds only views over the Parquet tables, so removing it is safe (the next "
+                    "materialization rebuilds it)"
+                ) from None
             if attempt == _LOCK_RETRIES - 1:
                 raise BackendError(
                     f"{db} stayed locked by another process for {_LOCK_RETRIES * _LOCK_WAIT_S:.0f}s "
@@ -118,6 +123,20 @@ def refresh_views(root: Path) -> list[str]:
     return names
 
 
+def _unreadable_parquet(root: Path) -> str | None:
+    """The first warehouse Parquet file that does not read, with the reason (DuckDB's decoding errors
+    name no file); None when all read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for path in sorted(root.rglob("*.parquet")):
+        try:
+            pq.read_table(path)
+        except (pa.ArrowException, OSError) as exc:
+            return f"{path}: {str(exc).strip()}"
+    return None
+
+
 def query(root: Path, sql: str) -> QueryResult:
     """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``."""
     db = Path(root) / DB_NAME
@@ -134,7 +153,9 @@ def query(root: Path, sql: str) -> QueryResult:
                 f"(the console reads only the warehouse's own files): {exc}"
             ) from exc
         except duckdb.Error as exc:
-            raise InputError(f"query failed: {exc}") from exc
+            bad = _unreadable_parquet(Path(root))
+            where = f" (unreadable Parquet file {bad})" if bad else ""
+            raise InputError(f"query failed: {str(exc).strip()}{where}") from None
         columns = [d[0] for d in cur.description or []]
         return QueryResult(columns, cur.fetchall() if columns else [])
     finally:

@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import os
 import random
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
+import pytest
 import typer
 
 from graphwalk_core.cli.ingest import ingest as cli_ingest
 from graphwalk_core.stores.sql import SQLGraphStore
 
-from .conftest import graph_tables
+from .conftest import graph_tables, write_hotpotqa_paragraphs
 
 PEOPLE = ["Alice Moreau", "Bruno Keller", "Chiara Russo", "Dmitri Volkov", "Elena Sanz", "Farid Haddad"]
 PLACES = ["Lisbon", "Oslo", "Kyoto", "Quito", "Accra"]
@@ -126,3 +130,82 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
     crashed, clean = asyncio.run(tables(graph)), asyncio.run(tables(fresh))
     assert len(clean["ledger"]) == len(list(corpus.glob("*.txt")))
     assert crashed == clean
+
+
+#: Documents per routing window in the default-routing crash test (10 windows over 200 paragraphs).
+WINDOW = 20
+ROUTED_PRELOAD = (
+    *PRELOAD,
+    "graphwalk_core.decisions.factory",
+    "graphwalk_core.decisions.local",
+    "graphwalk_core.embeddings.factory",
+    "graphwalk_core.embeddings.fastembed",
+)
+
+
+def fork_routed_ingest(corpus: Path, graph: Path) -> int:
+    """``graphwalk ingest CORPUS --graph GRAPH --window 20`` with the default (decider) routing, forked."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            cli_ingest(str(corpus), graph=str(graph), source_id="hp", window=WINDOW, quiet=True)
+        except typer.Exit as exc:
+            code = exc.exit_code
+        finally:
+            os._exit(code)
+    return pid
+
+
+def sorted_tables(graph: Path) -> dict[str, list[tuple[object, ...]]]:
+    """Every table of a SQLite graph as sorted rows (nodes, edges, names, provenance, ledger); ledger
+    entries without their ingestion time."""
+    with closing(sqlite3.connect(graph)) as conn:
+        names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        tables = {name: sorted(conn.execute(f"SELECT * FROM {name}")) for name in names}
+    tables["metadata"] = sorted(
+        (key, json.dumps({**json.loads(value), "ingested_at": None}, sort_keys=True))
+        for key, value in tables["metadata"]
+    )
+    return tables
+
+
+@pytest.mark.slow
+def test_sigkilled_default_routing_ingest_resumes_to_the_uninterrupted_graph(tmp_path: Path) -> None:
+    """>= 20 SIGKILLs at random points of an ingest of 200 HotpotQA paragraphs (default routing, the
+    offline decider), each followed by a rerun: every kill chain ends with the graph, provenance and
+    ledger tables of an uninterrupted run."""
+    for module in ROUTED_PRELOAD:
+        importlib.import_module(module)
+    corpus = tmp_path / "corpus"
+    write_hotpotqa_paragraphs(corpus, 200)
+    started = time.perf_counter()
+    assert wait(fork_routed_ingest(corpus, tmp_path / "clean.sqlite")) == 0
+    duration = time.perf_counter() - started
+    clean = sorted_tables(tmp_path / "clean.sqlite")
+    assert sorted(clean) == ["edges", "metadata", "node_names", "nodes", "provenance"]
+    assert len(clean["metadata"]) == 200 and len(clean["nodes"]) > 1000 and len(clean["provenance"]) > 5000
+    rng = random.Random(20261205)
+    kills = chains = runs = 0
+    graph = tmp_path / "chain0.sqlite"
+    while kills < KILLS:
+        runs += 1
+        assert runs <= 4 * KILLS, f"only {kills} kills landed in {runs} runs"
+        pid = fork_routed_ingest(corpus, graph)
+        time.sleep(rng.uniform(0.02, 0.35) * duration)
+        reaped, status = os.waitpid(pid, os.WNOHANG)
+        if reaped == 0:
+            os.kill(pid, signal.SIGKILL)
+            code = wait(pid)
+            kills += code == -signal.SIGKILL
+            if code == -signal.SIGKILL:
+                continue  # the rerun follows
+        else:
+            code = os.waitstatus_to_exitcode(status)
+        assert code == 0
+        # the chain finished: it must equal the uninterrupted run; the next kills start a new chain
+        assert sorted_tables(graph) == clean, f"chain {chains} differs after {kills} kills"
+        chains += 1
+        graph = tmp_path / f"chain{chains}.sqlite"
+    assert wait(fork_routed_ingest(corpus, graph)) == 0  # the last chain's rerun, uninterrupted
+    assert sorted_tables(graph) == clean
