@@ -24,7 +24,7 @@ def default_model_path() -> Path | None:
     for base in (_REPO_ROOT, Path.cwd()):
         candidate = base.parent / SHARED_MODEL_DIR
         if (candidate / "tokenizer.json").is_file():
-            return candidate
+            return candidate.resolve()  # one spelling, also when ../shared is a symlink
     return None
 
 

@@ -123,6 +123,17 @@ def test_factory_path_rules(minilm_dir: Path, tmp_path: Path) -> None:
         make_embedder(GraphwalkSettings(embed_model_path=tmp_path / "missing"))
 
 
+def test_default_path_through_a_symlinked_shared_folder(
+    minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``../shared`` may be a symlink (as in a CI checkout): the default path is the resolved folder."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "shared").symlink_to(minilm_dir.parents[1], target_is_directory=True)
+    monkeypatch.setattr(factory, "_REPO_ROOT", tmp_path / "repo")
+    monkeypatch.chdir(tmp_path / "repo")
+    assert default_model_path() == minilm_dir.resolve()
+
+
 def test_another_onnx_file_of_the_folder(minilm: FastEmbedEmbedder, minilm_dir: Path) -> None:
     qint8 = "model_qint8_dynamic.onnx"
     fast = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, model_file=qint8)
