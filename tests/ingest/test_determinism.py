@@ -45,7 +45,7 @@ def test_fresh_ingests_are_byte_identical_across_hash_seeds(tmp_path: Path) -> N
     ingest = [
         sys.executable,
         "-m",
-        "graphwalk_core.ingest",
+        "graphwalk_core.cli.ingest",
         str(corpus),
         "--source-id",
         "hp",
