@@ -14,6 +14,7 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -74,13 +75,15 @@ PRELOAD = (
 )
 
 
-def fork_ingest(corpus: Path, graph: Path) -> int:
-    """Run the ``graphwalk ingest`` command function in a forked child (no interpreter start-up); its pid."""
+def fork_ingest(corpus: Path, graph: Path, **options: Any) -> int:
+    """Run the ``graphwalk ingest`` command function in a forked child (no interpreter start-up); its pid.
+    ``options``: the command's options (default: source id ``crash``, exact routing)."""
+    options = {"source_id": "crash", "routing": "exact", **options}
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 3
         try:
-            cli_ingest(str(corpus), graph=str(graph), source_id="crash", routing="exact", quiet=True)
+            cli_ingest(str(corpus), graph=str(graph), quiet=True, **options)
         except typer.Exit as exc:
             code = exc.exit_code
         finally:
@@ -145,16 +148,7 @@ ROUTED_PRELOAD = (
 
 def fork_routed_ingest(corpus: Path, graph: Path) -> int:
     """``graphwalk ingest CORPUS --graph GRAPH --window 20`` with the default (decider) routing, forked."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
-        try:
-            cli_ingest(str(corpus), graph=str(graph), source_id="hp", window=WINDOW, quiet=True)
-        except typer.Exit as exc:
-            code = exc.exit_code
-        finally:
-            os._exit(code)
-    return pid
+    return fork_ingest(corpus, graph, source_id="hp", routing="jev", window=WINDOW)
 
 
 def sorted_tables(graph: Path) -> dict[str, list[tuple[object, ...]]]:
