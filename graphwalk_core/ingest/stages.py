@@ -175,8 +175,9 @@ async def extract_chunks(
     return out
 
 
-async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateReport) -> None:
-    """Retract the documents gone from the source, one transaction each (in id order)."""
+async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateReport) -> dict[str, str]:
+    """Retract the documents gone from the source, one transaction each (in id order); returns the node
+    ids their retraction re-keyed (old -> new), for a plan routed before it."""
     renames: dict[str, str] = {}
     for doc_id in diff.deleted:
         async with store.transaction():
@@ -184,6 +185,7 @@ async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateR
             await canonicalize(store, touched, renames)
             await delete_entry(store, diff.source_id, doc_id)
         report.ledger_deleted += 1
+    return renames
 
 
 async def apply_plan(
@@ -203,9 +205,8 @@ async def apply_plan(
     ``report`` accumulates counts over several plans (the pipeline's windows)."""
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
     source_id = diff.source_id
-    await retract_deleted(store, diff, report)
+    renames = await retract_deleted(store, diff, report)
     retracting = diff.retracting
-    renames: dict[str, str] = {}
     async with store.transaction():
         for doc in plan.documents:
             touched = set()
