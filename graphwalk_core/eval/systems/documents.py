@@ -79,12 +79,15 @@ class DocumentIndex:
         log.info("embedded %d documents in %.1fs", len(docs), time.perf_counter() - start)
         return cls(docs, vectors, embedder)
 
+    def similarities(self, query: str) -> np.ndarray:
+        """Cosine of ``query`` to every document, in document order."""
+        return self.vectors @ self.embedder.embed([query])[0]
+
     def search(self, query: str, k: int) -> list[tuple[Document, float]]:
         """The ``k`` most similar documents (cosine), best first; ties by document order."""
         if not self.docs or k < 1:
             return []
-        q = self.embedder.embed([query])[0]
-        scores = self.vectors @ q
+        scores = self.similarities(query)
         k = min(k, len(self.docs))
         top = np.argpartition(-scores, k - 1)[:k]
         top = sorted(top, key=lambda i: (-float(scores[i]), int(i)))

@@ -171,6 +171,8 @@ def extract_nlp(text: str) -> Extraction:
         found: list[ExtractedEntity] = []
         description = sentence if len(sentence) <= 300 else sentence[:297] + "..."
         for title in _QUOTED.findall(sentence):
+            if not title.strip():  # a quoted run of spaces names nothing
+                continue
             found.append(ExtractedEntity(name=title, type="work", description=description))
         for span in _spans(sentence):
             found.append(ExtractedEntity(name=span, description=description))

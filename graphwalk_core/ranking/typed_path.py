@@ -1,0 +1,260 @@
+"""Bounded typed-path ranking (the reference notes' ``typed_path_evidence`` method) over passages.
+
+Base candidates come from BM25 (``lexical``), the dense scorer (``vector``) or both fused by weighted
+reciprocal rank (``hybrid``); at most ``base_candidates`` are kept and the first ``anchors`` of them
+seed the graph. An anchor at one-based base rank ``r`` starts with strength ``1 / (2 + r)``; each
+traversed edge multiplies it by ``0.5 * relation_weight * destination_affinity`` (affinity 1 for lexical
+seeds; for vector seeds ``0.5 + 0.5 * max(cos, 0)`` for a passage and 0.5 for an entity, which has no
+vector: counted as ``missing_affinity``). Each reached node keeps its strongest path (max, not sum);
+ties prefer fewer hops, a better anchor, then the lexicographically smaller steps. Passages are
+graph-ranked by strength (desc), hops, anchor rank, id, and the final score is
+``0.25 / (2 + base_rank) + 0.75 / (2 + graph_rank)`` (either term absent when the passage has no such
+rank); final ties by passage id.
+
+Expansion is breadth first, depth by depth, stronger nodes first, outgoing before incoming, relation
+kinds in order; it stops at ``max_depth`` or after ``max_relaxations`` edge relaxations and says so in
+``stop_reasons``. An empty base gives an empty result: no unrelated roots are substituted.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ranking.base import (
+    DenseScorer,
+    LexicalScorer,
+    PathStep,
+    RankedHit,
+    RankResult,
+    rank_positions,
+    top_indices,
+)
+from graphwalk_core.ranking.passage_graph import ABOUT, MENTIONS, PassageGraph
+
+SeedMode = Literal["lexical", "vector", "hybrid"]
+
+
+class TypedPathProfile(BaseModel):
+    """An immutable ranking profile; its ``name`` is recorded with every result."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    seed_mode: SeedMode
+    base_candidates: int = 100
+    anchors: int = 4
+    #: relation kind -> weight; kinds not listed take ``other_relation_weight``; 0 excludes a kind
+    relation_weights: dict[str, float] = Field(
+        default_factory=lambda: {ABOUT: 1.0, MENTIONS: 0.8, "co_occurs_with": 0.4}
+    )
+    other_relation_weight: float = 0.6
+    max_depth: int = 4
+    max_relaxations: int = 16_384
+    rrf_k: int = 60
+    rrf_weights: tuple[float, float] = (1.0, 1.0)
+    base_weight: float = 0.25
+    graph_weight: float = 0.75
+
+
+PROFILES: dict[str, TypedPathProfile] = {
+    p.name: p
+    for p in (
+        TypedPathProfile(name="typed-path/v1-lexical", seed_mode="lexical"),
+        TypedPathProfile(name="typed-path/v1-vector", seed_mode="vector"),
+        TypedPathProfile(name="typed-path/v1-hybrid", seed_mode="hybrid"),
+    )
+}
+DEFAULT_PROFILE = "typed-path/v1-hybrid"
+
+
+@dataclass(frozen=True)
+class _Path:
+    """The strongest path found to a node: parent pointer and the step that reached it."""
+
+    strength: float
+    hops: int
+    anchor_rank: int
+    anchor: int
+    parent: int | None = None
+    kind: str = ""
+    direction: str = ""
+
+    def rank_key(self) -> tuple[float, int, int]:
+        return (-self.strength, self.hops, self.anchor_rank)
+
+
+def _steps(best: dict[int, _Path], node: int) -> list[tuple[int, str, int, str]]:
+    """The steps from the anchor to ``node``, in order."""
+    out = []
+    while (path := best[node]).parent is not None:
+        out.append((path.parent, path.kind, node, path.direction))
+        node = path.parent
+    return out[::-1]
+
+
+def _better(cand: _Path, old: _Path | None, best: dict[int, _Path], node: int) -> bool:
+    """Stronger, else fewer hops, else a better anchor, else lexicographically smaller steps."""
+    if old is None:
+        return True
+    a, b = cand.rank_key(), old.rank_key()
+    if a != b:
+        return a < b
+    assert cand.parent is not None and old.parent is not None
+    mine = [(k, d) for _, k, _, d in _steps(best, cand.parent)] + [(cand.kind, cand.direction)]
+    theirs = [(k, d) for _, k, _, d in _steps(best, node)]
+    return mine < theirs
+
+
+class TypedPathRanker:
+    """Bounded strongest-path ranking over a :class:`PassageGraph` with one pinned profile."""
+
+    def __init__(
+        self,
+        graph: PassageGraph,
+        *,
+        profile: TypedPathProfile | str = DEFAULT_PROFILE,
+        lexical: LexicalScorer | None = None,
+        dense: DenseScorer | None = None,
+    ) -> None:
+        if isinstance(profile, str):
+            if profile not in PROFILES:
+                raise InputError(f"unknown typed-path profile {profile!r}; choose one of {', '.join(PROFILES)}")
+            profile = PROFILES[profile]
+        if profile.seed_mode in ("lexical", "hybrid") and lexical is None:
+            raise InputError(f"{profile.name} needs a lexical (BM25) index")
+        if profile.seed_mode in ("vector", "hybrid") and dense is None:
+            raise InputError(f"{profile.name} needs a dense scorer")
+        self.graph, self.settings, self.lexical, self.dense = graph, profile, lexical, dense
+        self.adjacency = self._adjacency()
+
+    @property
+    def profile(self) -> str:
+        return self.settings.name
+
+    def _weight(self, kind: str) -> float:
+        return self.settings.relation_weights.get(kind, self.settings.other_relation_weight)
+
+    def _adjacency(self) -> list[list[tuple[int, str, str, float]]]:
+        """Per node: (neighbor, relation kind, direction, 0.5 * weight), outgoing first, then by kind and neighbor;
+        zero-weight kinds are left out before any expansion."""
+        adj: dict[int, list[tuple[int, str, str, float]]] = defaultdict(list)
+        edges = [(p, kind, e) for p, e, kind in self.graph.links] + list(self.graph.relations)
+        for a, kind, b in edges:
+            if self._weight(kind) <= 0:
+                continue
+            factor = 0.5 * self._weight(kind)
+            adj[a].append((b, kind, "out", factor))
+            adj[b].append((a, kind, "in", factor))
+        order = {"out": 0, "in": 1}
+        return [
+            sorted(adj.get(n, []), key=lambda t: (order[t[2]], t[1], t[0])) for n in range(self.graph.n_nodes)
+        ]
+
+    def base(self, question: str) -> tuple[list[int], np.ndarray | None]:
+        """Base candidates (passage indices, best first) and the dense cosines when vector-seeded."""
+        mode, limit = self.settings.seed_mode, self.settings.base_candidates
+        cosines = self.dense.similarities(question) if mode != "lexical" and self.dense else None
+        lexical = [i for i, _ in self.lexical.top(question, limit)] if mode != "vector" and self.lexical else []
+        vector = top_indices(cosines, limit) if cosines is not None else []
+        if mode == "lexical":
+            return lexical, None
+        if mode == "vector":
+            return vector, cosines
+        k, (wl, wv) = self.settings.rrf_k, self.settings.rrf_weights
+        fused: dict[int, float] = defaultdict(float)
+        for r, i in enumerate(lexical, start=1):
+            fused[i] += wl / (k + r)
+        for r, i in enumerate(vector, start=1):
+            fused[i] += wv / (k + r)
+        order = sorted(fused, key=lambda i: (-fused[i], self.graph.passage_ids[i]))
+        return order[:limit], cosines
+
+    def rank(self, question: str, k: int) -> RankResult:
+        """The ``k`` best passages with their proving paths, coverage and stop reasons."""
+        g, s = self.graph, self.settings
+        base, cosines = self.base(question)
+        seeds = {"mode": s.seed_mode, "base": len(base), "anchors": [g.passage_ids[i] for i in base[: s.anchors]]}
+        if not base:
+            return RankResult(profile=s.name, hits=[], seeds=seeds, stop_reasons=["empty_seed"])
+        passages = g.n_passages
+        # affinity per destination: 1 (lexical), else the passage's cosine or 0.5 for a vectorless entity
+        passage_affinity = None if cosines is None else 0.5 + 0.5 * np.maximum(cosines, 0.0)
+        missing: set[int] = set()
+        best: dict[int, _Path] = {}
+        for r, a in enumerate(base[: s.anchors], start=1):
+            best[a] = _Path(1.0 / (2 + r), 0, r, a)
+        frontier = list(best)
+        relaxations, stop, budget = 0, [], s.max_relaxations
+        for depth in range(1, s.max_depth + 1):
+            changed: set[int] = set()
+            for u in sorted(frontier, key=lambda n: (best[n].rank_key(), n)):
+                here = best[u]
+                for v, kind, direction, factor in self.adjacency[u]:
+                    if relaxations >= budget:
+                        stop = ["edge_budget"]
+                        break
+                    relaxations += 1
+                    if passage_affinity is None:
+                        aff = 1.0
+                    elif v < passages:
+                        aff = float(passage_affinity[v])
+                    else:
+                        aff, _ = 0.5, missing.add(v)
+                    strength = here.strength * factor * aff
+                    old = best.get(v)
+                    if old is not None and strength < old.strength:
+                        continue
+                    cand = _Path(strength, depth, here.anchor_rank, here.anchor, u, kind, direction)
+                    if _better(cand, old, best, v):
+                        best[v] = cand
+                        changed.add(v)
+                if stop:
+                    break
+            frontier = sorted(changed)
+            if stop or not frontier:
+                break
+        else:
+            if frontier:
+                stop = ["depth_limit"]
+        reached = [n for n in best if n < g.n_passages]
+        graph_order = sorted(reached, key=lambda n: (best[n].rank_key(), g.passage_ids[n]))
+        graph_rank, base_rank = rank_positions(graph_order), rank_positions(base)
+        score = {
+            n: (s.base_weight / (2 + base_rank[n]) if n in base_rank else 0.0)
+            + (s.graph_weight / (2 + graph_rank[n]) if n in graph_rank else 0.0)
+            for n in set(graph_rank) | set(base_rank)
+        }
+        top = sorted(score, key=lambda n: (-score[n], g.passage_ids[n]))[:k]
+        hits = [self._hit(n, score[n], base_rank.get(n), graph_rank.get(n), best) for n in top]
+        coverage = {
+            "relaxations": relaxations,
+            "reached_nodes": len(best),
+            "reached_passages": len(reached),
+            "missing_affinity": len(missing),
+            "complete": not stop,
+        }
+        return RankResult(profile=s.name, hits=hits, seeds=seeds, coverage=coverage, stop_reasons=stop)
+
+    def _hit(self, node: int, score: float, base_rank: int | None, graph_rank: int | None,
+             best: dict[int, _Path]) -> RankedHit:  # fmt: skip
+        label, path = self.graph.node_label, best.get(node)
+        steps = [
+            PathStep(source=label(a), relation=kind, target=label(b), direction=d)  # type: ignore[arg-type]
+            for a, kind, b, d in (_steps(best, node) if path else ())
+        ]
+        return RankedHit(
+            passage_id=label(node),
+            score=score,
+            base_rank=base_rank,
+            graph_rank=graph_rank,
+            strength=path.strength if path else None,
+            anchor=label(path.anchor) if path else None,
+            anchor_rank=path.anchor_rank if path else None,
+            path=steps,
+        )
