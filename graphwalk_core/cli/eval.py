@@ -19,7 +19,8 @@ Systems = Annotated[
     list[str],
     typer.Option(
         "--system",
-        help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag",
+        help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag"
+        "|graph-ppr|typed-path|dense",
     ),
 ]
 Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
@@ -315,6 +316,12 @@ def custom(
 def twowiki_retrieval(
     out: Out,
     shared: Shared,
+    system: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--system", help="systems to compare (default: the --preset walk, graph-ppr, typed-path, dense)"
+        ),
+    ] = None,
     corpus: Annotated[Path | None, typer.Option(help="passage corpus (default: 2wiki/corpus.json)")] = None,
     questions: Annotated[Path | None, typer.Option(help="questions with supporting_titles")] = None,
     corpus_subset: Annotated[
@@ -324,33 +331,15 @@ def twowiki_retrieval(
     n: N = None,
     seed: Seed = 0,
 ) -> None:
-    """All-supporting-passages-retrieved rate of graphwalk (via provenance) vs dense top-k."""
+    """Recall@2/5/10 and all-supporting@10 of every retrieval system: a walk, the rankers, dense."""
 
     def run() -> None:
-        import asyncio
-
         from graphwalk_core.eval.retrieval import corpus_subset as subset
-        from graphwalk_core.eval.retrieval import run_retrieval, write_retrieval_report
+        from graphwalk_core.eval.systems.rankers import RANKERS
 
         root = shared.data_root(["2wiki-retrieval"])
         ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=questions, corpus=corpus)
-        ds = subset(ds, corpus_subset, seed)
-        backends = shared.backends([preset])
-        if backends.decider is None:
-            raise typer.BadParameter(backends.reasons.get("decider", "no decider"))
-        report = asyncio.run(
-            run_retrieval(
-                ds,
-                decider=backends.decider,
-                embedder=backends.embedder,
-                preset=preset,
-                concurrency=shared.concurrency,
-                overrides=parse_sets(shared.set_),
-                progress=None if shared.quiet else lambda msg: typer.echo(msg, err=True),
-            )
-        )
-        path = write_retrieval_report(report, out)
-        typer.echo(path.read_text(encoding="utf-8"))
+        _evaluate([subset(ds, corpus_subset, seed)], system or [preset, *RANKERS], out, shared)
 
     _guard(run)
 

@@ -124,6 +124,28 @@ def answer_scores(
     return _em(pred, gold_set), _f1(pred, gold_set, match), _hits(pred, gold_set)
 
 
+#: The retrieval budgets every text eval scores (recall@k of the gold supporting passages).
+RECALL_KS = (2, 5, 10)
+
+
+def recall_at(retrieved: Sequence[str], supporting: Sequence[str], k: int) -> float:
+    """Share of the supporting passages among the first ``k`` distinct retrieved ones (1 if none needed)."""
+    support = list(dict.fromkeys(supporting))
+    if not support:
+        return 1.0
+    top = set(list(dict.fromkeys(retrieved))[:k])
+    return sum(s in top for s in support) / len(support)
+
+
+def retrieval_scores(retrieved: Sequence[str], supporting: Sequence[str]) -> dict[str, float | bool]:
+    """``recall_at_2/5/10`` and ``all_supporting_at_10`` (every supporting passage in the first 10)."""
+    scores: dict[str, float | bool] = {
+        f"recall_at_{k}": recall_at(retrieved, supporting, k) for k in RECALL_KS
+    }
+    scores["all_supporting_at_10"] = scores["recall_at_10"] == 1.0
+    return scores
+
+
 def linking_correct(linked: Sequence[str] | None, gold_start: str | None) -> bool | None:
     """Whether the first linked start is the gold start; None when either is unknown.
 

@@ -39,6 +39,10 @@ class QuestionResult(BaseModel):
     status: Status
     error: str | None = None
     passages: list[str] = Field(default_factory=list)
+    recall_at_2: float | None = None
+    recall_at_5: float | None = None
+    recall_at_10: float | None = None
+    all_supporting_at_10: bool | None = None
     decider: str | None = None
     llm_model: str | None = None
     embedder: str | None = None
@@ -58,10 +62,20 @@ def score_answer(
     system: str,
     ids: dict[str, Any],
 ) -> QuestionResult:
-    """Score ``answer`` against the question's gold; skipped and failed answers get no scores."""
+    """Score ``answer`` against the question's gold; skipped and failed answers get no answer scores.
+
+    A question with gold supporting passages (HotpotQA, 2Wiki, a custom corpus) also gets recall@2/5/10
+    and all-supporting@10 of ``answer.passages`` (a failed answer retrieved nothing); skipped: none.
+    """
     scored = answer.status in ("ok", "aborted") and not question.extra.get("no_gold")
     gold, pred = question.gold, answer.answers
     em, f1, hits = metrics.answer_scores(pred, gold, match=dataset.match) if scored else (None, None, None)
+    supporting = question.extra.get("supporting")
+    retrieval = (
+        metrics.retrieval_scores(answer.passages, supporting)
+        if supporting and answer.status in ("ok", "aborted", "error")
+        else {}
+    )
     return QuestionResult(
         run_id=run_id,
         dataset=dataset.name,
@@ -90,6 +104,7 @@ def score_answer(
         status=answer.status,
         error=answer.error,
         passages=answer.passages,
+        **retrieval,
         decider=ids.get("decider"),
         llm_model=ids.get("llm"),
         embedder=ids.get("embedder"),

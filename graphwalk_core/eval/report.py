@@ -39,6 +39,10 @@ RESULTS_SCHEMA = pa.schema(
         ("status", pa.string()),
         ("error", pa.string()),
         ("passages", pa.list_(pa.string())),
+        ("recall_at_2", pa.float64()),
+        ("recall_at_5", pa.float64()),
+        ("recall_at_10", pa.float64()),
+        ("all_supporting_at_10", pa.bool_()),
         ("decider", pa.string()),
         ("llm_model", pa.string()),
         ("embedder", pa.string()),
@@ -75,8 +79,16 @@ SUMMARY_SCHEMA = pa.schema(
         ("input_tokens_per_q", pa.float64()),
         ("output_tokens_per_q", pa.float64()),
         ("linking_acc", pa.float64()),
+        ("recall_at_2", pa.float64()),
+        ("recall_at_5", pa.float64()),
+        ("recall_at_10", pa.float64()),
+        ("all_supporting_at_10", pa.float64()),
     ]
 )
+
+
+#: Retrieval measures: per question in results, their means in the summary (null without gold passages).
+RETRIEVAL_COLUMNS = ("recall_at_2", "recall_at_5", "recall_at_10", "all_supporting_at_10")
 
 
 def results_table(results: Iterable[QuestionResult]) -> pa.Table:
@@ -118,6 +130,8 @@ def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, see
         out[col] = metrics.mean_or_none([r[field] for r in answered])
     links = [r["linking_correct"] for r in answered if r["linking_correct"] is not None]
     out["linking_acc"] = metrics.mean_or_none([1.0 if v else 0.0 for v in links])
+    for name in RETRIEVAL_COLUMNS:
+        out[name] = metrics.mean_or_none([float(r[name]) for r in answered if r[name] is not None])
     return out
 
 
@@ -153,17 +167,17 @@ def summary_markdown(summary: pa.Table) -> str:
     lines: list[str] = []
     header = (
         "| hops | system | n | F1 [95% CI] | EM | hits@1 | p50 s | p95 s | $/1k q "
-        "| decision calls/q | LLM calls/q | linking acc. |"
+        "| decision calls/q | LLM calls/q | linking acc. | R@2 | R@5 | R@10 | all@10 |"
     )
     current = None
     for row in rows:
         if (row["dataset"], row["split"]) != current:
             current = (row["dataset"], row["split"])
-            lines += ["", f"### {row['dataset']} ({row['split']})", "", header, "|" + "---|" * 12]
+            lines += ["", f"### {row['dataset']} ({row['split']})", "", header, "|" + "---|" * 16]
         if row["n_skipped"] == row["n"]:
             lines.append(
                 f"| {row['hops'] or '—'} | {row['system']} | {row['n']} | skipped: {row['skip_reason']} "
-                "| | | | | | | | |"
+                "| | | | | | | | | | | | |"
             )
             continue
         lines.append(
@@ -171,10 +185,12 @@ def summary_markdown(summary: pa.Table) -> str:
             f"| {_ci(row, 'f1')} | {_fmt(row['em'])} | {_fmt(row['hits_at_1'])} "
             f"| {_fmt(row['latency_p50_s'], 2)} | {_fmt(row['latency_p95_s'], 2)} "
             f"| {_fmt(row['cost_per_1k_usd'], 4)} | {_fmt(row['decision_calls_per_q'], 2)} "
-            f"| {_fmt(row['llm_calls_per_q'], 2)} | {_fmt(row['linking_acc'])} |"
+            f"| {_fmt(row['llm_calls_per_q'], 2)} | {_fmt(row['linking_acc'])} "
+            + "".join(f"| {_fmt(row[name])} " for name in RETRIEVAL_COLUMNS)
+            + "|"
         )
         if row["n_error"]:
-            lines.append(f"|  | ↳ {row['n_error']} errors (scored 0) | | | | | | | | | | |")
+            lines.append(f"|  | ↳ {row['n_error']} errors (scored 0) |" + " |" * 14)
     return "\n".join(lines).lstrip("\n") + "\n"
 
 

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 
 
 class PathStep(BaseModel):
-    """One traversed relation: ``source -[relation]-> target`` walked ``out`` (forward) or ``in``."""
+    """One traversed step from ``source`` to ``target``: ``out`` walks the relation forward
+    (``source -[relation]-> target``), ``in`` against it (the relation is ``target -[relation]-> source``)."""
 
     source: str
     relation: str

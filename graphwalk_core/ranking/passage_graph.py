@@ -112,7 +112,7 @@ class PassageGraph:
             if r.source in self.entity_index and r.target in self.entity_index and r.source != r.target
         )
         self.names = NameIndex()
-        for j, entity in enumerate(self.entities):
+        for entity in self.entities:
             self.names.add(entity.id, entity.name, entity.aliases)
         for i, title in enumerate(self.titles):
             forms = title_forms(title)

@@ -24,7 +24,7 @@ from graphwalk_core.ranking.passage_graph import ABOUT, PassageGraph
 class PPRProfile(BaseModel):
     """Every parameter of a PPR ranking; ``name`` is recorded with each result."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "graph-ppr/v1"
     damping: float = 0.5

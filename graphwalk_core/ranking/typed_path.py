@@ -124,7 +124,9 @@ class TypedPathRanker:
     ) -> None:
         if isinstance(profile, str):
             if profile not in PROFILES:
-                raise InputError(f"unknown typed-path profile {profile!r}; choose one of {', '.join(PROFILES)}")
+                raise InputError(
+                    f"unknown typed-path profile {profile!r}; choose one of {', '.join(PROFILES)}"
+                )
             profile = PROFILES[profile]
         if profile.seed_mode in ("lexical", "hybrid") and lexical is None:
             raise InputError(f"{profile.name} needs a lexical (BM25) index")
@@ -141,8 +143,8 @@ class TypedPathRanker:
         return self.settings.relation_weights.get(kind, self.settings.other_relation_weight)
 
     def _adjacency(self) -> list[list[tuple[int, str, str, float]]]:
-        """Per node: (neighbor, relation kind, direction, 0.5 * weight), outgoing first, then by kind and neighbor;
-        zero-weight kinds are left out before any expansion."""
+        """Per node: (neighbor, relation kind, direction, 0.5 * weight), outgoing first, then by kind
+        and neighbor; zero-weight kinds are left out before any expansion."""
         adj: dict[int, list[tuple[int, str, str, float]]] = defaultdict(list)
         edges = [(p, kind, e) for p, e, kind in self.graph.links] + list(self.graph.relations)
         for a, kind, b in edges:
@@ -160,7 +162,9 @@ class TypedPathRanker:
         """Base candidates (passage indices, best first) and the dense cosines when vector-seeded."""
         mode, limit = self.settings.seed_mode, self.settings.base_candidates
         cosines = self.dense.similarities(question) if mode != "lexical" and self.dense else None
-        lexical = [i for i, _ in self.lexical.top(question, limit)] if mode != "vector" and self.lexical else []
+        lexical = (
+            [i for i, _ in self.lexical.top(question, limit)] if mode != "vector" and self.lexical else []
+        )
         vector = top_indices(cosines, limit) if cosines is not None else []
         if mode == "lexical":
             return lexical, None
@@ -179,7 +183,11 @@ class TypedPathRanker:
         """The ``k`` best passages with their proving paths, coverage and stop reasons."""
         g, s = self.graph, self.settings
         base, cosines = self.base(question)
-        seeds = {"mode": s.seed_mode, "base": len(base), "anchors": [g.passage_ids[i] for i in base[: s.anchors]]}
+        seeds = {
+            "mode": s.seed_mode,
+            "base": len(base),
+            "anchors": [g.passage_ids[i] for i in base[: s.anchors]],
+        }
         if not base:
             return RankResult(profile=s.name, hits=[], seeds=seeds, stop_reasons=["empty_seed"])
         passages = g.n_passages
@@ -220,7 +228,7 @@ class TypedPathRanker:
             if stop or not frontier:
                 break
         else:
-            if frontier:
+            if self._could_improve(frontier, best):
                 stop = ["depth_limit"]
         reached = [n for n in best if n < g.n_passages]
         graph_order = sorted(reached, key=lambda n: (best[n].rank_key(), g.passage_ids[n]))
@@ -240,6 +248,15 @@ class TypedPathRanker:
             "complete": not stop,
         }
         return RankResult(profile=s.name, hits=hits, seeds=seeds, coverage=coverage, stop_reasons=stop)
+
+    def _could_improve(self, frontier: list[int], best: dict[int, _Path]) -> bool:
+        """Whether one more depth could reach a new node or strengthen one (affinity at most 1)."""
+        for u in frontier:
+            for v, _, _, factor in self.adjacency[u]:
+                old = best.get(v)
+                if old is None or best[u].strength * factor > old.strength:
+                    return True
+        return False
 
     def _hit(self, node: int, score: float, base_rank: int | None, graph_rank: int | None,
              best: dict[int, _Path]) -> RankedHit:  # fmt: skip

@@ -1,19 +1,16 @@
-"""The 2wiki-retrieval benchmark: scoring, corpus subsets, and a run over a tiny corpus."""
+"""Retrieval measures, corpus subsets, the rankers and `graphwalk eval 2wiki-retrieval` on a tiny corpus."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
-from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Question
-from graphwalk_core.eval.retrieval import (
-    corpus_subset,
-    run_retrieval,
-    score_retrieval,
-    write_retrieval_report,
-)
+from graphwalk_core.eval.metrics import retrieval_scores
+from graphwalk_core.eval.retrieval import corpus_subset
+from graphwalk_core.eval.systems.rankers import RANKERS
+from graphwalk_core.eval.systems.registry import build_system_async
 
 PASSAGES = tuple(
     Passage(id=t, title=t, text=x)
@@ -43,18 +40,25 @@ def _dataset() -> Dataset:
     )
 
 
-def test_score_retrieval_exact() -> None:
-    q = _dataset().questions[0]
-    row = score_retrieval(
-        q, "x", ["Meek Mill", "Detroit", "Meek Mill", "Big Sean", "Lake Tahoe", "B Boy (song)"], latency_s=0
-    )
-    assert row.retrieved == ["Meek Mill", "Detroit", "Big Sean", "Lake Tahoe", "B Boy (song)"]
-    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (True, True, 0.5, 1.0)
-    row = score_retrieval(q, "x", ["B Boy (song)"], latency_s=0)
-    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (False, False, 0.5, 0.5)
+def test_retrieval_scores_exact() -> None:
+    support = ["B Boy (song)", "Meek Mill"]
+    got = ["Meek Mill", "Detroit", "Meek Mill", "Big Sean", "Lake Tahoe", "B Boy (song)"]
+    assert retrieval_scores(got, support) == {
+        "recall_at_2": 0.5,
+        "recall_at_5": 1.0,  # duplicates count once: "B Boy (song)" is the 5th distinct passage
+        "recall_at_10": 1.0,
+        "all_supporting_at_10": True,
+    }
     late = ["B Boy (song)", *(f"distractor {i}" for i in range(9)), "Meek Mill"]
-    row = score_retrieval(q, "x", late, latency_s=0)  # all found, but the 2nd only at rank 11
-    assert (row.solved, row.solved_at_10, row.recall_at_2, row.recall_at_5) == (True, False, 0.5, 0.5)
+    assert retrieval_scores(late, support) == {
+        "recall_at_2": 0.5,
+        "recall_at_5": 0.5,
+        "recall_at_10": 0.5,
+        "all_supporting_at_10": False,
+    }
+    assert retrieval_scores([], []) == {
+        "recall_at_2": 1.0, "recall_at_5": 1.0, "recall_at_10": 1.0, "all_supporting_at_10": True,
+    }  # fmt: skip
 
 
 def test_corpus_subset_keeps_every_supporting_passage() -> None:
@@ -66,25 +70,24 @@ def test_corpus_subset_keeps_every_supporting_passage() -> None:
     assert corpus_subset(_dataset(), None) == _dataset()
 
 
-def test_run_retrieval_on_a_tiny_corpus(tmp_path: Path) -> None:
-    report = asyncio.run(
-        run_retrieval(
-            _dataset(), decider=FakeDecisionBackend(seed=0), embedder=HashingEmbedder(), dense_k=(2, 6)
-        )
-    )
-    assert (report.n_questions, report.n_passages, report.extractor) == (1, 6, "nlp:1")
-    assert report.graph_nodes > 0 and report.graph_edges > 0
-    systems = [s["system"] for s in report.summary()]
-    assert systems == ["graphwalk entity-beam", "dense top-2", "dense top-6"]
-    graph_row = report.rows[0]
-    assert graph_row.error is None and graph_row.supporting == ["B Boy (song)", "Meek Mill"]
-    assert set(graph_row.retrieved) <= {p.id for p in PASSAGES}
-    assert "B Boy (song)" in graph_row.retrieved  # the start node "B Boy" comes from that passage
-    dense_all = report.rows[2]
-    assert (dense_all.solved, dense_all.recall_at_5, len(dense_all.retrieved)) == (True, 1.0, 6)
-    md = write_retrieval_report(report, tmp_path).read_text()
-    assert "| dense top-6 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 |" in md
-    assert (tmp_path / "retrieval.json").exists()
+def test_rankers_on_a_tiny_corpus() -> None:
+    ds = _dataset()
+    q = ds.questions[0]
+
+    async def run() -> dict[str, list[str]]:
+        out = {}
+        for name in RANKERS:
+            system = await build_system_async(name, ds, decider=None, embedder=HashingEmbedder(), llm=None)
+            out[name] = (await system.answer(q)).passages
+        return out
+
+    got = asyncio.run(run())
+    # the linked title passage first, then the passage about the entity it mentions
+    assert got["graph-ppr"] == ["B Boy (song)", "Meek Mill", "Big Sean", "Detroit", "Sierra Nevada", "Lake Tahoe"]
+    assert got["typed-path"] == [
+        "B Boy (song)", "Meek Mill", "Big Sean", "Sierra Nevada", "Detroit", "Lake Tahoe",
+    ]  # fmt: skip
+    assert len(got["dense"]) == 6 and set(got["dense"]) == {p.id for p in PASSAGES}
 
 
 def test_cli_2wiki_retrieval_on_files(tmp_path: Path) -> None:
@@ -102,15 +105,18 @@ def test_cli_2wiki_retrieval_on_files(tmp_path: Path) -> None:
     args += ["--decider", "fake", "--embed-model-path", "hashing", "--preset", "entity-greedy"]
     result = CliRunner().invoke(app, [*args, "--out", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
-    assert result.output.startswith("2wiki-retrieval: 1 questions over 6 passages; graph ")
-    assert "| dense top-10 | 1.000 | 1.000 | 1.000 | 1.000 | 6.0 |" in result.output
-    report = json.loads((out / "retrieval.json").read_text(encoding="utf-8"))
-    assert [r["system"] for r in report["rows"]] == [
-        "graphwalk entity-greedy",
-        "dense top-2",
-        "dense top-5",
-        "dense top-10",
-    ]
+    for name in ("entity-greedy", "graph-ppr", "typed-path", "dense"):  # every retrieval system by default
+        assert f"| — | {name} | 1 | — |" in result.output
+    assert "| — | graph-ppr | 1 | — | — | — |" in result.output
+    assert "| 1.000 | 1.000 | 1.000 | 1.000 |" in result.output.split("graph-ppr")[1].splitlines()[0]
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(out / "results.parquet").to_pylist()
+    ppr = next(r for r in rows if r["system"] == "graph-ppr")
+    assert ppr["passages"][:2] == ["B Boy (song)", "Meek Mill"]
+    assert (ppr["recall_at_2"], ppr["recall_at_5"], ppr["recall_at_10"], ppr["all_supporting_at_10"]) == (
+        1.0, 1.0, 1.0, True,
+    )  # fmt: skip
     bad = CliRunner().invoke(app, [*args[:4], "--questions", str(corpus), "--out", str(out)])
     assert (bad.exit_code, bad.output) == (
         2,

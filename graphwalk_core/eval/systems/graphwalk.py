@@ -138,7 +138,21 @@ class GraphwalkSystem:
             return SystemAnswer(status="error", error=str(exc), latency_s=time.perf_counter() - start)
         if result is None:
             return SystemAnswer(linked_start=linked, latency_s=time.perf_counter() - start)
-        return walk_answer(result, linked=linked, latency_s=time.perf_counter() - start)
+        answer = walk_answer(result, linked=linked, latency_s=time.perf_counter() - start)
+        passages = await reached_passages(self.store, result)
+        return answer.model_copy(update={"passages": passages, "latency_s": time.perf_counter() - start})
+
+
+async def reached_passages(store: GraphStore, result: WalkResult) -> list[str]:
+    """Passages a walk reached: its witness-path edge sources, then the start and answer nodes' sources."""
+    ranked = passages_of(result)
+    node_ids = list(dict.fromkeys([*result.start, *(n for a in result.answers for n in a.node_ids)]))
+    nodes = await store.get_nodes(node_ids)
+    for node_id in node_ids:
+        node = nodes.get(node_id)
+        if node is not None:
+            ranked += [passage_of(p.source_id) for p in node.provenance]
+    return list(dict.fromkeys(ranked))
 
 
 def walk_answer(result: WalkResult, *, linked: list[str] | None, latency_s: float) -> SystemAnswer:

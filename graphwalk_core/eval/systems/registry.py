@@ -15,6 +15,7 @@ from graphwalk_core.eval.systems.graph_reader import GraphReaderSystem
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.eval.systems.graphwalk import PRESETS, GraphwalkSystem, metaqa_glosses, preset_config
 from graphwalk_core.eval.systems.iter_rag import IterRAGSystem
+from graphwalk_core.eval.systems.rankers import RANKER_OPTIONS, RANKERS, build_ranker
 from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore
@@ -23,7 +24,7 @@ from graphwalk_core.traversal.entry import NameEntryResolver
 if TYPE_CHECKING:
     from graphwalk_core.eval.ingestion import PassageIngester  # ingestion stack: imported when used
 
-SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag")
+SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag", *RANKERS)
 NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
 NEEDS_DECIDER = (*PRESETS, "graph-reader")
 
@@ -64,7 +65,9 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
     ``linking`` (gold|resolve|resolve-best), ``k``, ``read_from`` (facts|passages), ``walker``
     (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
-    ``max_lookups``, ``max_docs`` (iter-rag).
+    ``max_lookups``, ``max_docs`` (iter-rag); for the rankers ``k`` (passages returned, default 10),
+    ``profile`` (typed-path: ``typed-path/v1-hybrid|-lexical|-vector``) and any ``PPRProfile`` field
+    (graph-ppr: ``damping``, ``dense_k``, ``dense_weight``, ``title_weight``, ``relation_weight``).
     """
     decider, embedder, llm = args.get("decider"), args.get("embedder"), args.get("llm")
     overrides, skip_reason = args.get("overrides"), args.get("skip_reason")
@@ -76,9 +79,24 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
         return SkippedSystem(name, reasons.get("llm", "no LLM configured (set GRAPHWALK_LLM_MODEL)"))
     if name in NEEDS_DECIDER and decider is None:
         return SkippedSystem(name, reasons.get("decider", "no decider configured"))
-    if name in ("vector-rag", "iter-rag") and embedder is None:
+    if name in ("vector-rag", "iter-rag", "dense") and embedder is None:
         return SkippedSystem(name, "no embedder configured")
     knowledge = dataset.knowledge
+    if name in RANKERS:
+        if not knowledge.passages:
+            return SkippedSystem(name, f"{dataset.name} has no passages to rank")
+        store, ingester = (
+            (None, None)
+            if name == "dense"
+            else await dataset_graph(
+                dataset, decider=decider, embedder=embedder, routing=options.pop("routing", "exact")
+            )
+        )
+        ids = {
+            "extractor": ingester.extractor.version if ingester is not None else None,
+            "ingest": ingester.identity() if ingester is not None else None,
+        }
+        return await build_ranker(name, knowledge, store, embedder, options=options, ids=ids)
     store: GraphStore | None = None
     extractor: dict[str, Any] = {}
     if name in NEEDS_DECIDER or not knowledge.passages:
@@ -104,7 +122,7 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     linking = options.pop("linking", "gold" if has_gold_start else "resolve")
     preset = options.pop("walker", "relation-greedy" if name == "graph-reader" else name)
     read_from = options.pop("read_from", "passages" if knowledge.passages else "facts")
-    for key in ("k", "max_calls", "max_lookups", "max_docs"):
+    for key in ("k", "max_calls", "max_lookups", "max_docs", *RANKER_OPTIONS):
         options.pop(key, None)
     config = preset_config(preset, glosses=metaqa_glosses(knowledge.source), **options)
     if linking not in ("gold", "resolve", "resolve-best"):

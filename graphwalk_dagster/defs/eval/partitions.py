@@ -4,7 +4,7 @@ import dagster as dg
 
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 
-DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "custom")
+DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "2wiki-retrieval", "custom")
 SYSTEMS = SYSTEM_NAMES
 
 eval_partitions = dg.MultiPartitionsDefinition(

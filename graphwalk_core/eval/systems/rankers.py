@@ -1,0 +1,111 @@
+"""Passage rankers as eval systems: ``graph-ppr``, ``typed-path`` and ``dense`` return ranked passages.
+
+They answer nothing (no reader): a question's ``passages`` are the ranked top ``k`` (10 by default,
+the budget every retrieval measure uses) and its trace records the ranking profile, the seeds, the
+coverage and stop reasons, and each hit's score and proving path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.eval.datasets.base import Knowledge, Question
+from graphwalk_core.eval.systems.base import SystemAnswer
+from graphwalk_core.eval.systems.documents import DocumentIndex, document_index
+from graphwalk_core.eval.systems.graphs import passage_of
+from graphwalk_core.ranking.base import PassageRanker
+from graphwalk_core.ranking.dense import DenseRanker
+from graphwalk_core.ranking.lexical import BM25_IDENTITY, BM25Index
+from graphwalk_core.ranking.passage_graph import PassageGraph
+from graphwalk_core.ranking.ppr import PPRProfile, PPRRanker
+from graphwalk_core.ranking.typed_path import DEFAULT_PROFILE, PROFILES, TypedPathRanker
+from graphwalk_core.stores.base import GraphStore
+
+RANKERS = ("graph-ppr", "typed-path", "dense")
+#: ``--set`` keys the rankers read (``graph-ppr``: PPRProfile fields; ``typed-path``: its profile name).
+RANKER_OPTIONS = ("profile", *(f for f in PPRProfile.model_fields if f != "name"))
+#: Passages every ranker returns (the largest retrieval budget measured).
+DEFAULT_K = 10
+
+_GRAPHS: dict[tuple[int, str], tuple[GraphStore, PassageGraph]] = {}
+_BM25: dict[str, BM25Index] = {}
+
+
+class RankerSystem:
+    """One passage ranker answering with its top ``k`` passages."""
+
+    def __init__(self, name: str, ranker: PassageRanker, *, k: int = DEFAULT_K, ids: dict[str, Any]) -> None:
+        self._name, self.ranker, self.k, self.ids = name, ranker, k, ids
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def identity(self) -> dict[str, Any]:
+        return {"system": self._name, "profile": self.ranker.profile, "k": self.k, **self.ids}
+
+    async def answer(self, question: Question) -> SystemAnswer:
+        start = time.perf_counter()
+        result = self.ranker.rank(question.text, self.k)
+        return SystemAnswer(
+            latency_s=time.perf_counter() - start,
+            passages=result.passage_ids,
+            trace=result.model_dump(mode="json", exclude_none=True),
+        )
+
+
+async def passage_graph(store: GraphStore, knowledge: Knowledge) -> PassageGraph:
+    """The ranking graph of ``store`` over ``knowledge``'s passages, built once per store."""
+    key = (id(store), knowledge.key())
+    if key not in _GRAPHS:
+        ids, titles = [p.id for p in knowledge.passages], [p.title for p in knowledge.passages]
+        graph = await PassageGraph.from_store(store, ids, titles, passage_of=passage_of)
+        _GRAPHS[key] = (store, graph)
+    return _GRAPHS[key][1]
+
+
+async def bm25_index(knowledge: Knowledge) -> BM25Index:
+    """BM25 over ``title text`` of every passage, built once per knowledge."""
+    key = knowledge.key()
+    if key not in _BM25:
+        texts = [f"{p.title} {p.text}" for p in knowledge.passages]
+        _BM25[key] = await asyncio.to_thread(BM25Index, texts)
+    return _BM25[key]
+
+
+async def build_ranker(
+    name: str,
+    knowledge: Knowledge,
+    store: GraphStore | None,
+    embedder: Embedder | None,
+    *,
+    options: dict[str, Any],
+    ids: dict[str, Any],
+) -> RankerSystem:
+    """``graph-ppr`` (``options``: PPRProfile fields), ``typed-path`` (``profile``) or ``dense``."""
+    k = int(options.pop("k", DEFAULT_K))
+    dense: DocumentIndex | None = (
+        await document_index(knowledge, embedder, kind="passages") if embedder is not None else None
+    )
+    ids = {**ids, "embedder": embedder.model_id if embedder is not None else None}
+    passage_ids = [p.id for p in knowledge.passages]
+    if name == "dense":
+        assert dense is not None
+        return RankerSystem(name, DenseRanker(passage_ids, dense), k=k, ids=ids)
+    assert store is not None
+    graph = await passage_graph(store, knowledge)
+    if name == "graph-ppr":
+        profile = PPRProfile(**{key: v for key, v in options.items() if key in RANKER_OPTIONS[1:]})
+        ranker: PassageRanker = await asyncio.to_thread(PPRRanker, graph, dense, profile)
+        return RankerSystem(name, ranker, k=k, ids={**ids, "ppr": profile.model_dump()})
+    profile_name = str(options.pop("profile", DEFAULT_PROFILE))
+    lexical = (
+        await bm25_index(knowledge)
+        if PROFILES.get(profile_name, PROFILES[DEFAULT_PROFILE]).seed_mode != "vector"
+        else None
+    )
+    ranker = TypedPathRanker(graph, profile=profile_name, lexical=lexical, dense=dense)
+    return RankerSystem(name, ranker, k=k, ids={**ids, "bm25": BM25_IDENTITY if lexical else None})

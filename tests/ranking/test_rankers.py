@@ -1,0 +1,126 @@
+"""The passage graph's linking, graph-ppr and the typed-path ranker on a four-passage graph."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.ranking.base import PathStep
+from graphwalk_core.ranking.passage_graph import Entity, PassageGraph, Relation, title_forms
+from graphwalk_core.ranking.ppr import PPRRanker
+from graphwalk_core.ranking.typed_path import TypedPathProfile, TypedPathRanker
+
+IDS = ["Blood Street", "Leo Fong", "Kung Fu Zombie", "Director (magazine)"]
+ENTITIES = [
+    Entity("e-bs", "Blood Street", (), ("Blood Street",)),
+    Entity("e-lf", "Leo Fong", (), ("Blood Street", "Leo Fong")),
+    Entity("e-us", "American", (), ("Leo Fong", "Kung Fu Zombie")),
+    Entity("e-dir", "Director", (), ("Director (magazine)",)),
+]
+QUESTION = "What nationality is the director of film Blood Street?"
+
+
+def _graph() -> PassageGraph:
+    return PassageGraph(IDS, IDS, ENTITIES, [Relation("e-bs", "co_occurs_with", "e-lf")])
+
+
+class Lexical:
+    """A fixed lexical base: these passages, best first."""
+
+    def __init__(self, hits: list[tuple[int, float]]) -> None:
+        self.hits = hits
+
+    def top(self, text: str, k: int) -> list[tuple[int, float]]:
+        return self.hits[:k]
+
+
+def _profile(**fields: object) -> TypedPathProfile:
+    return TypedPathProfile(name="test/lexical", seed_mode="lexical", **fields)  # type: ignore[arg-type]
+
+
+def test_title_forms_and_links() -> None:
+    assert title_forms("Director (magazine)") == ("Director (magazine)", "Director")
+    assert title_forms("Leo Fong") == ("Leo Fong",)
+    g = _graph()
+    # a passage is "about" the entity named like its title (bare name too), else it "mentions" it
+    # entity nodes follow the passages in id order: e-bs 4, e-dir 5, e-lf 6, e-us 7
+    assert g.links == [(0, 4, "about"), (0, 6, "mentions"), (1, 6, "about"), (1, 7, "mentions"),
+                       (2, 7, "mentions"), (3, 5, "about")]  # fmt: skip
+    assert g.relations == [(4, "co_occurs_with", 6)]
+
+
+def test_linking_needs_a_capitalized_content_word() -> None:
+    (mention,) = _graph().link(QUESTION)  # "director" in lower case is a word, not the entity "Director"
+    assert (mention.text, mention.passages, mention.entities) == ("blood street", (0,), (4,))
+    (mention,) = _graph().link("Which Director won?")
+    assert (mention.text, mention.passages, mention.entities) == ("director", (3,), (5,))
+    assert _graph().link("what of the") == []
+
+
+def test_ppr_ranks_the_bridge_passage_second_and_needs_a_seed() -> None:
+    ranker = PPRRanker(_graph())
+    result = ranker.rank(QUESTION, 3)
+    assert result.profile == "graph-ppr/v1"
+    assert result.passage_ids == ["Blood Street", "Leo Fong", "Kung Fu Zombie"]
+    assert result.seeds == {"mentions": ["blood street"], "dense": []}
+    assert result.stop_reasons == [] and result.coverage["residual"] <= 1e-8
+    assert result.hits[0].score > result.hits[1].score > result.hits[2].score > 0
+    empty = ranker.rank("what is it?", 3)
+    assert (empty.hits, empty.stop_reasons) == ([], ["empty_seed"])
+
+
+def test_ppr_dense_seeds_alone_when_nothing_links() -> None:
+    class Dense:
+        def similarities(self, text: str) -> np.ndarray:
+            return np.array([0.1, 0.2, 0.9, 0.0])
+
+    result = PPRRanker(_graph(), Dense()).rank("what is it?", 2)
+    assert result.passage_ids[0] == "Kung Fu Zombie"
+    assert result.seeds["dense"][:2] == ["Kung Fu Zombie", "Leo Fong"]
+
+
+def test_typed_path_strongest_path_scores_and_proof() -> None:
+    ranker = TypedPathRanker(_graph(), profile=_profile(), lexical=Lexical([(0, 2.0)]))
+    result = ranker.rank(QUESTION, 5)
+    assert result.profile == "test/lexical"
+    assert result.passage_ids == ["Blood Street", "Leo Fong", "Kung Fu Zombie"]
+    top, bridge, far = result.hits
+    assert (top.score, top.base_rank, top.graph_rank, top.path) == (pytest.approx(1 / 3), 1, 1, [])
+    # 1/3 (anchor rank 1) * (0.5 * 0.8 mentions) * (0.5 * 1.0 about): the co-occurrence detour is weaker
+    # (1/3 * 0.5 * 0.4 via the edge) and max, not sum, keeps the strongest path only
+    assert bridge.strength == pytest.approx(1 / 3 * 0.4 * 0.5)
+    assert (bridge.score, bridge.base_rank, bridge.graph_rank) == (pytest.approx(0.75 / 4), None, 2)
+    assert bridge.path == [
+        PathStep(source="Blood Street", relation="mentions", target="e-lf", direction="out"),
+        PathStep(source="e-lf", relation="about", target="Leo Fong", direction="in"),
+    ]
+    assert (bridge.anchor, bridge.anchor_rank) == ("Blood Street", 1)
+    assert far.score == pytest.approx(0.75 / 5) and len(far.path) == 4
+    assert result.stop_reasons == [] and result.coverage["complete"] is True
+
+
+def test_typed_path_bounds_say_why_they_stopped() -> None:
+    g = _graph()
+    cut = TypedPathRanker(g, profile=_profile(max_relaxations=2), lexical=Lexical([(0, 2.0)])).rank(
+        QUESTION, 5
+    )
+    assert (cut.stop_reasons, cut.coverage["relaxations"], cut.coverage["complete"]) == (
+        ["edge_budget"],
+        2,
+        False,
+    )
+    shallow = TypedPathRanker(g, profile=_profile(max_depth=1), lexical=Lexical([(0, 2.0)])).rank(QUESTION, 5)
+    assert shallow.stop_reasons == ["depth_limit"] and shallow.passage_ids == ["Blood Street"]
+
+
+def test_typed_path_empty_seed_gives_an_empty_result() -> None:
+    result = TypedPathRanker(_graph(), profile=_profile(), lexical=Lexical([])).rank(QUESTION, 5)
+    assert (result.hits, result.stop_reasons) == ([], ["empty_seed"])
+
+
+def test_typed_path_profiles_are_pinned() -> None:
+    with pytest.raises(InputError, match="unknown typed-path profile 'latest'"):
+        TypedPathRanker(_graph(), profile="latest", lexical=Lexical([]))
+    with pytest.raises(InputError, match="needs a dense scorer"):
+        TypedPathRanker(_graph(), profile="typed-path/v1-hybrid", lexical=Lexical([]))
