@@ -83,7 +83,14 @@ def test_rankers_on_a_tiny_corpus() -> None:
 
     got = asyncio.run(run())
     # the linked title passage first, then the passage about the entity it mentions
-    assert got["graph-ppr"] == ["B Boy (song)", "Meek Mill", "Big Sean", "Detroit", "Sierra Nevada", "Lake Tahoe"]
+    assert got["graph-ppr"] == [
+        "B Boy (song)",
+        "Meek Mill",
+        "Big Sean",
+        "Detroit",
+        "Sierra Nevada",
+        "Lake Tahoe",
+    ]
     assert got["typed-path"] == [
         "B Boy (song)", "Meek Mill", "Big Sean", "Sierra Nevada", "Detroit", "Lake Tahoe",
     ]  # fmt: skip
