@@ -77,7 +77,15 @@ def test_partitions(loaded: dg.Definitions) -> None:
     assert isinstance(evals, dg.MultiPartitionsDefinition)
     dims = {d.name: d.partitions_def.get_partition_keys() for d in evals.partitions_defs}
     assert dims == {
-        "dataset": ["metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "custom"],
+        "dataset": [
+            "metaqa-1hop",
+            "metaqa-2hop",
+            "metaqa-3hop",
+            "hotpotqa",
+            "2wiki",
+            "2wiki-retrieval",
+            "custom",
+        ],
         "system": [
             "relation-greedy",
             "relation-beam",
@@ -86,6 +94,9 @@ def test_partitions(loaded: dg.Definitions) -> None:
             "graph-reader",
             "vector-rag",
             "iter-rag",
+            "graph-ppr",
+            "typed-path",
+            "dense",
         ],
     }
     assert graph.get(dg.AssetKey("knowledge_graph")).partitions_def is None

@@ -111,6 +111,26 @@ def test_custom_csv_and_jsonl(tmp_path: Path) -> None:
     assert [(q.id, q.gold, q.hops) for q in ds.questions] == [("x", ["B"], 1)]
 
 
+def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps([{"title": "Alpha", "text": "Alpha is B."}, {"title": "Beta", "text": "x"}]))
+    jl = tmp_path / "q.jsonl"
+    jl.write_text(
+        '{"id": "a", "question": "who", "answers": ["B"], "supporting": ["Alpha", "Beta"]}\n'
+        '{"id": "b", "question": "what", "answers": "B", "supporting": "Beta"}\n'
+        '{"id": "c", "question": "why", "answers": "B"}\n'
+    )
+    ds = load_dataset("custom", path=jl, corpus=corpus)
+    assert [q.extra.get("supporting") for q in ds.questions] == [["Alpha", "Beta"], ["Beta"], None]
+    jl.write_text('{"id": "a", "question": "who", "answers": "B", "supporting": ["Gamma"]}\n')
+    with pytest.raises(InputError, match=r"q\.jsonl: question a: supporting titles not in .*: \['Gamma'\]"):
+        load_dataset("custom", path=jl, corpus=corpus)
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    with pytest.raises(InputError, match="question a: 'supporting' passages need --corpus"):
+        load_dataset("custom", path=jl, kb=kb)
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

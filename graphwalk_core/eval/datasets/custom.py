@@ -1,4 +1,5 @@
-"""Custom questions from CSV or JSONL: ``question``, ``answers``, optional ``start``, ``id``, ``hops``."""
+"""Custom questions from CSV or JSONL: ``question``, ``answers``, optional ``start``, ``id``, ``hops``,
+``supporting`` (titles of the corpus passages that support the answer; scored as retrieval recall)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from graphwalk_core.eval.datasets.base import (
 from graphwalk_core.eval.datasets.twowiki import load_corpus
 
 
-def _answers(value: Any, where: str) -> list[str]:
+def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
         return value
     if isinstance(value, str):
         return [a.strip() for a in value.split("|") if a.strip()]
-    raise InputError(f"{where}: 'answers' must be a list of strings or a '|'-separated string")
+    raise InputError(f"{where}: '{column}' must be a list of strings or a '|'-separated string")
 
 
 def _question(row: dict[str, Any], index: int, where: str) -> Question:
@@ -38,6 +39,9 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
     except ValueError as exc:
         raise InputError(f"{where}: 'hops' must be an integer, got {hops!r}") from exc
     start = row.get("start") or None
+    extra: dict[str, Any] = {"start": start} if start else {}
+    if row.get("supporting") not in (None, "", []):
+        extra["supporting"] = _answers(row["supporting"], where, "supporting")
     return Question(
         id=str(row.get("id") or f"q{index:05d}"),
         text=text,
@@ -45,7 +49,7 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
         hops=hops_value,
         qtype=row.get("qtype") or None,
         topic=start,
-        extra={"start": start} if start else {},
+        extra=extra,
     )
 
 
@@ -75,9 +79,13 @@ def read_custom_questions(path: Path) -> list[Question]:
 def load_custom(
     path: Path, *, split: str, n: int | None, seed: int, kb: Path | None, corpus: Path | None
 ) -> Dataset:
-    """Custom questions over a triples file (``kb``) or a ``[{title, text}]`` corpus."""
+    """Custom questions over a triples file (``kb``) or a ``[{title, text}]`` corpus.
+
+    A question's ``supporting`` titles must name corpus passages (they are passage ids).
+    """
     if (kb is None) == (corpus is None):
         raise InputError("a custom dataset needs exactly one of --kb FILE (triples) or --corpus FILE")
+    questions = read_custom_questions(path)
     if kb is not None:
         knowledge = Knowledge(
             graph="triples", kb_path=require_file(kb, "knowledge graph file"), source="custom"
@@ -85,10 +93,17 @@ def load_custom(
     else:
         assert corpus is not None
         knowledge = Knowledge(graph="passages", passages=tuple(load_corpus(corpus)), source="custom")
+    ids = {p.id for p in knowledge.passages}
+    for q in questions:
+        missing = [t for t in q.extra.get("supporting", []) if t not in ids]
+        if missing and kb is not None:
+            raise InputError(f"{path}: question {q.id}: 'supporting' passages need --corpus, not --kb")
+        if missing:
+            raise InputError(f"{path}: question {q.id}: supporting titles not in {corpus}: {missing}")
     return Dataset(
         name="custom",
         split=split,
-        questions=seeded_subset(read_custom_questions(path), n, seed),
+        questions=seeded_subset(questions, n, seed),
         knowledge=knowledge,
         match="exact",
         info={"file": str(path)},
