@@ -129,3 +129,17 @@ def test_cli_2wiki_retrieval_on_files(tmp_path: Path) -> None:
         2,
         f"error: {corpus}: record 0 needs 'question' and 'supporting_titles'\n",
     )
+
+
+def test_rankers_ingest_the_passages_of_a_triples_dataset() -> None:
+    ds = _dataset()
+    kb = Knowledge(graph="triples", triples=(("B Boy", "performer", "Meek Mill"),), passages=PASSAGES)
+    ds = ds.model_copy(update={"knowledge": kb})
+
+    async def run() -> tuple[list[str], dict]:
+        system = await build_system_async("graph-ppr", ds, decider=None, embedder=HashingEmbedder(), llm=None)
+        return (await system.answer(ds.questions[0])).passages, system.identity()
+
+    passages, identity = asyncio.run(run())
+    assert passages[:2] == ["B Boy (song)", "Meek Mill"]
+    assert (identity["profile"], identity["extractor"]) == ("graph-ppr/v1", "nlp:1")

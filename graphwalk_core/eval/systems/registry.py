@@ -85,13 +85,15 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     if name in RANKERS:
         if not knowledge.passages:
             return SkippedSystem(name, f"{dataset.name} has no passages to rank")
-        store, ingester = (
-            (None, None)
-            if name == "dense"
-            else await dataset_graph(
-                dataset, decider=decider, embedder=embedder, routing=options.pop("routing", "exact")
+        store, ingester = None, None
+        if name != "dense":  # the rankers rank ingested passages (a triples KB has no passage provenance)
+            text = knowledge.model_copy(update={"graph": "passages", "kb_path": None, "triples": ()})
+            store, ingester = await dataset_graph(
+                dataset.model_copy(update={"knowledge": text}),
+                decider=decider,
+                embedder=embedder,
+                routing=options.pop("routing", "exact"),
             )
-        )
         ids = {
             "extractor": ingester.extractor.version if ingester is not None else None,
             "ingest": ingester.identity() if ingester is not None else None,
