@@ -38,14 +38,10 @@ class RankerSystem:
     """One passage ranker answering with its top ``k`` passages."""
 
     def __init__(self, name: str, ranker: PassageRanker, *, k: int = DEFAULT_K, ids: dict[str, Any]) -> None:
-        self._name, self.ranker, self.k, self.ids = name, ranker, k, ids
-
-    @property
-    def name(self) -> str:
-        return self._name
+        self.name, self.ranker, self.k, self.ids = name, ranker, k, ids
 
     def identity(self) -> dict[str, Any]:
-        return {"system": self._name, "profile": self.ranker.profile, "k": self.k, **self.ids}
+        return {"system": self.name, "profile": self.ranker.profile, "k": self.k, **self.ids}
 
     async def answer(self, question: Question) -> SystemAnswer:
         start = time.perf_counter()
