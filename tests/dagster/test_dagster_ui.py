@@ -67,8 +67,11 @@ def test_ui_lists_every_asset_and_partition(server: Server) -> None:
     for asset in UNPARTITIONED:
         assert listed[asset] == []
     for asset in ("eval_questions", "eval_results"):
-        assert len(listed[asset]) == 42
+        assert len(listed[asset]) == 70  # 7 datasets x 10 systems
         assert {"custom|relation-greedy", "metaqa-3hop|iter-rag", "2wiki|graph-reader"} <= set(listed[asset])
+        assert {"2wiki-retrieval|graph-ppr", "hotpotqa|typed-path", "2wiki-retrieval|dense"} <= set(
+            listed[asset]
+        )
 
 
 def test_backfill_of_two_eval_partitions(server: Server) -> None:
