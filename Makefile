@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: setup demo test bench lint lock ui
+.PHONY: setup postgres-server demo test bench lint lock ui
 
 setup: $(VENV)/.installed
 
@@ -20,7 +20,15 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/graphwalk demo
 
-test: setup
+# The tests start their own PostgreSQL server (tests/servers/postgres_server.py) from Debian's
+# `postgresql` package: installed here when no pg_ctl is found (apt-get, as root, non-interactive).
+postgres-server:
+	@if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+		if [ "$$(id -u)" != 0 ]; then echo "make test needs PostgreSQL: apt-get install postgresql (as root)"; exit 1; fi; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+	fi
+
+test: setup postgres-server
 	$(PY) -m pytest -q
 
 bench: setup

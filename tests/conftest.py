@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers.postgres_server import PostgresServer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -33,3 +35,29 @@ def metaqa_dir() -> Path:
 @pytest.fixture
 def minilm_dir() -> Path:
     return shared_path("models", "all-minilm-l6-v2-onnx")
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """One PostgreSQL server on 127.0.0.1 for the whole session (started on first use)."""
+    server = PostgresServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The SQLAlchemy URL of a fresh, empty PostgreSQL database."""
+    return postgres_server.url(postgres_server.create_database())
+
+
+#: The SQL backends every SQL-store test runs on.
+SQL_BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh graph database URL: a SQLite file, then a PostgreSQL database on the test server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'graph.sqlite'}"
+    return request.getfixturevalue("postgres_url")

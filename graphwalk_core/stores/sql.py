@@ -46,44 +46,47 @@ from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.memory import check_direction, name_key
 
 _CHUNK = 500
+#: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
+#: edges come back in the same order whatever the database's locale.
+Key = String().with_variant(String(collation="C"), "postgresql")
 schema = MetaData()
 nodes_table = Table(
     "nodes",
     schema,
-    Column("id", String, primary_key=True),
-    Column("type", String, nullable=False, index=True),
+    Column("id", Key, primary_key=True),
+    Column("type", Key, nullable=False, index=True),
     Column("name", String, nullable=False),
     Column("data", Text, nullable=False),
 )
 node_names_table = Table(
     "node_names",
     schema,
-    Column("name_key", String, primary_key=True),
-    Column("node_id", String, primary_key=True),
+    Column("name_key", Key, primary_key=True),
+    Column("node_id", Key, primary_key=True),
     Index("ix_node_names_node_id", "node_id"),
 )
 edges_table = Table(
     "edges",
     schema,
-    Column("id", String, primary_key=True),
-    Column("source", String, nullable=False, index=True),
-    Column("target", String, nullable=False, index=True),
-    Column("type", String, nullable=False, index=True),
+    Column("id", Key, primary_key=True),
+    Column("source", Key, nullable=False, index=True),
+    Column("target", Key, nullable=False, index=True),
+    Column("type", Key, nullable=False, index=True),
     Column("data", Text, nullable=False),
     Index("ix_edges_order", "source", "type", "target"),
 )
 provenance_table = Table(
     "provenance",
     schema,
-    Column("source_id", String, primary_key=True),
-    Column("element_kind", String, primary_key=True),
-    Column("element_id", String, primary_key=True),
+    Column("source_id", Key, primary_key=True),
+    Column("element_kind", Key, primary_key=True),
+    Column("element_id", Key, primary_key=True),
     Index("ix_provenance_element", "element_kind", "element_id"),
 )
 metadata_table = Table(
     "metadata",
     schema,
-    Column("key", String, primary_key=True),
+    Column("key", Key, primary_key=True),
     Column("value", Text, nullable=False),
 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.ledger import read_ledger
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
 
 
 class ScriptedExtractor:
@@ -120,3 +123,26 @@ def write_hotpotqa_paragraphs(root: Path, n: int = 200) -> list[Path]:
             if len(titles) == n:
                 break
     return sorted(root.glob("*.txt"))
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+async def new_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Callable[[], GraphStore]]:
+    """Makes fresh, empty stores of one kind: memory, a SQLite file, a PostgreSQL database."""
+    made: list[GraphStore] = []
+
+    def make() -> GraphStore:
+        if request.param == "memory":
+            store: GraphStore = MemoryGraphStore()
+        elif request.param == "sqlite":
+            store = SQLGraphStore(f"sqlite:///{tmp_path / f'graph{len(made)}.sqlite'}")
+        else:
+            server = request.getfixturevalue("postgres_server")
+            store = SQLGraphStore(server.url(server.create_database()))
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.close()

@@ -47,14 +47,14 @@ def mutate(root: Path, rng: random.Random, step: int) -> None:
     (root / f"doc{100 + step:03d}.txt").write_text(sentence(rng), encoding="utf-8")
 
 
-def command(corpus: Path, graph: Path) -> list[str]:
+def command(corpus: Path, graph: str) -> list[str]:
     return [
         sys.executable,
         "-m",
         "graphwalk_core.cli.ingest",
         str(corpus),
         "--graph",
-        str(graph),
+        graph,
         "--source-id",
         "crash",
         "--routing",
@@ -75,7 +75,7 @@ PRELOAD = (
 )
 
 
-def fork_ingest(corpus: Path, graph: Path, **options: Any) -> int:
+def fork_ingest(corpus: Path, graph: str | Path, **options: Any) -> int:
     """Run the ``graphwalk ingest`` command function in a forked child (no interpreter start-up); its pid.
     ``options``: the command's options (default: source id ``crash``, exact routing)."""
     options = {"source_id": "crash", "routing": "exact", **options}
@@ -96,30 +96,39 @@ def wait(pid: int) -> int:
     return os.waitstatus_to_exitcode(status)
 
 
-async def tables(graph: Path) -> dict:
-    store = SQLGraphStore(f"sqlite:///{graph}")
+async def tables(graph: str) -> dict:
+    store = SQLGraphStore(graph)
     try:
         return await graph_tables(store, "crash")
     finally:
         await store.close()
 
 
-def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_sigkill_at_random_points_loses_and_duplicates_nothing(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    def graph(name: str) -> str:
+        if backend == "sqlite":
+            return f"sqlite:///{tmp_path / name}.sqlite"
+        server = request.getfixturevalue("postgres_server")
+        return server.url(server.create_database(name))
+
     for module in PRELOAD:
         importlib.import_module(module)
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     rng = random.Random(20261130)
     mutate(corpus, rng, 0)
-    graph = tmp_path / "crashed.sqlite"
+    crashed = graph("crashed")
     started = time.perf_counter()
-    assert wait(fork_ingest(corpus, tmp_path / "probe.sqlite")) == 0
+    assert wait(fork_ingest(corpus, graph("probe"))) == 0
     duration = time.perf_counter() - started
     kills = step = 0
     while kills < KILLS:
         step += 1
         assert step <= 3 * KILLS, f"only {kills} kills landed in {step} runs"
-        pid = fork_ingest(corpus, graph)
+        pid = fork_ingest(corpus, crashed)
         time.sleep(rng.uniform(0.0, 0.8 * duration))
         if os.waitpid(pid, os.WNOHANG) == (0, 0):
             os.kill(pid, signal.SIGKILL)
@@ -127,12 +136,12 @@ def test_sigkill_at_random_points_loses_and_duplicates_nothing(tmp_path: Path) -
             kills += wait(pid) == -signal.SIGKILL
         mutate(corpus, rng, step)
     # finish with the real command line in a fresh interpreter, then compare with a clean run
-    subprocess.run(command(corpus, graph), check=True, timeout=300)
-    fresh = tmp_path / "fresh.sqlite"
+    subprocess.run(command(corpus, crashed), check=True, timeout=300)
+    fresh = graph("fresh")
     assert wait(fork_ingest(corpus, fresh)) == 0
-    crashed, clean = asyncio.run(tables(graph)), asyncio.run(tables(fresh))
+    after_kills, clean = asyncio.run(tables(crashed)), asyncio.run(tables(fresh))
     assert len(clean["ledger"]) == len(list(corpus.glob("*.txt")))
-    assert crashed == clean
+    assert after_kills == clean
 
 
 #: Documents per routing window in the default-routing crash test (10 windows over 200 paragraphs).

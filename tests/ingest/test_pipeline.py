@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
@@ -13,6 +14,7 @@ from graphwalk_core.ingest.resolution import base_node_id
 from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.llm.fake import FakeLLM
+from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import ScriptedExtractor, graph_tables, same_name_script
@@ -35,7 +37,7 @@ def write(root: Path, files: dict[str, str | None]) -> None:
 
 
 async def run(
-    root: Path, store: MemoryGraphStore, extractor: ScriptedExtractor, decider: FakeDecisionBackend, **kw
+    root: Path, store: GraphStore, extractor: ScriptedExtractor, decider: FakeDecisionBackend, **kw
 ):
     return await ingest(
         FileSource(root, source_id="docs"),
@@ -48,11 +50,13 @@ async def run(
     )
 
 
-async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
+async def test_differential_incremental_equals_fresh(
+    tmp_path: Path, new_store: Callable[[], GraphStore]
+) -> None:
     corpus = tmp_path / "corpus"
     write(corpus, CORPUS_A)
     store, extractor, decider = (
-        MemoryGraphStore(),
+        new_store(),
         ScriptedExtractor(),
         FakeDecisionBackend(script=same_name_script),
     )
@@ -71,7 +75,7 @@ async def test_differential_incremental_equals_fresh(tmp_path: Path) -> None:
     second = await run(corpus, store, extractor, decider)
     assert (second.new, second.changed, second.unchanged, second.deleted) == (1, 1, 1, 1)
     assert extractor.calls == 5
-    fresh_store = MemoryGraphStore()
+    fresh_store = new_store()
     await run(corpus, fresh_store, ScriptedExtractor(), FakeDecisionBackend(script=same_name_script))
     incremental, fresh = await graph_tables(store, "docs"), await graph_tables(fresh_store, "docs")
     assert incremental == fresh
@@ -104,13 +108,15 @@ async def test_rerun_unchanged_costs_nothing(tmp_path: Path) -> None:
     assert await read_ledger(store, "docs") == ledger_before  # not even rewritten
 
 
-async def test_failed_chunk_marks_document_incomplete_and_retries(tmp_path: Path) -> None:
+async def test_failed_chunk_marks_document_incomplete_and_retries(
+    tmp_path: Path, new_store: Callable[[], GraphStore]
+) -> None:
     write(
         tmp_path,
         {"a.txt": "E Alpha|thing|note=" + "x" * 25 + "\n\nE Beta|thing\nFAIL", "b.txt": "E Gamma|thing"},
     )
     store, extractor, decider = (
-        MemoryGraphStore(),
+        new_store(),
         ScriptedExtractor(),
         FakeDecisionBackend(script=same_name_script),
     )
@@ -123,7 +129,7 @@ async def test_failed_chunk_marks_document_incomplete_and_retries(tmp_path: Path
     extractor.fail = False
     retry = await run(tmp_path, store, extractor, decider, max_chars=50)
     assert (retry.incomplete, retry.unchanged, retry.failed) == (1, 1, [])
-    fresh, working = MemoryGraphStore(), ScriptedExtractor()
+    fresh, working = new_store(), ScriptedExtractor()
     working.fail = False
     await run(tmp_path, fresh, working, FakeDecisionBackend(script=same_name_script), max_chars=50)
     assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
@@ -142,7 +148,9 @@ def alias_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, floa
     return answer
 
 
-async def test_retraction_rederives_name_summary_and_conflicts(tmp_path: Path) -> None:
+async def test_retraction_rederives_name_summary_and_conflicts(
+    tmp_path: Path, new_store: Callable[[], GraphStore]
+) -> None:
     write(
         tmp_path,
         {
@@ -151,7 +159,7 @@ async def test_retraction_rederives_name_summary_and_conflicts(tmp_path: Path) -
             "c.txt": "E Chris Nolan|person",
         },
     )
-    store = MemoryGraphStore()
+    store = new_store()
     decider = FakeDecisionBackend(script=lambda q, s: {"c1": 1.0})
     await run(tmp_path, store, ScriptedExtractor(), decider)
     [node] = [n async for n in store.iter_nodes()]
@@ -269,7 +277,9 @@ def symmetric_alias_script(question: ChoiceQuestion, state: JSONContent) -> dict
     return {"NEW": 1.0}
 
 
-async def test_ids_follow_the_earliest_name_after_alias_merges(tmp_path: Path) -> None:
+async def test_ids_follow_the_earliest_name_after_alias_merges(
+    tmp_path: Path, new_store: Callable[[], GraphStore]
+) -> None:
     write(
         tmp_path,
         {
@@ -278,7 +288,7 @@ async def test_ids_follow_the_earliest_name_after_alias_merges(tmp_path: Path) -
             "d.txt": "E Nolan|person",
         },
     )
-    store = MemoryGraphStore()
+    store = new_store()
     await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
     assert [n.id for n in await store.find_nodes(name="Nolan")] == [base_node_id("Chris Nolan")]
     write(tmp_path, {"a.txt": "E Nolan|person|born=1970", "b.txt": None})
@@ -287,6 +297,6 @@ async def test_ids_follow_the_earliest_name_after_alias_merges(tmp_path: Path) -
     assert (node.id, node.name, node.aliases) == (base_node_id("Nolan"), "Nolan", ("Chris Nolan",))
     [edge] = [e async for e in store.iter_edges()]
     assert (edge.type, edge.target) == ("directed_by", base_node_id("Nolan"))
-    fresh = MemoryGraphStore()
+    fresh = new_store()
     await run(tmp_path, fresh, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
     assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")

@@ -25,11 +25,14 @@ S1 = Provenance(source_id="doc/1", content_hash="h1")
 S2 = Provenance(source_id="doc/2", content_hash="h2")
 
 
-@pytest.fixture(params=["memory", "sql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GraphStore]:
-    made: GraphStore = (
-        MemoryGraphStore() if request.param == "memory" else SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
-    )
+    if request.param == "memory":
+        made: GraphStore = MemoryGraphStore()
+    elif request.param == "sqlite":
+        made = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+    else:
+        made = SQLGraphStore(request.getfixturevalue("postgres_url"))
     yield made
     await made.close()
 

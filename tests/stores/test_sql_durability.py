@@ -1,4 +1,5 @@
-"""SQL store: atomic transactions that survive SIGKILL, clear errors for bad URLs."""
+"""SQL store on SQLite and PostgreSQL: atomic transactions that survive SIGKILL, byte-wise key order,
+clear errors for bad URLs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psycopg
 import pytest
+from servers.postgres_server import PostgresServer
 
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, Node, Provenance, edge_id
@@ -36,9 +39,17 @@ KILLED_WRITER = textwrap.dedent(
 )
 
 
-async def test_sigkill_mid_transaction_keeps_previous_state(tmp_path: Path) -> None:
-    db = tmp_path / "g.db"
-    url = f"sqlite:///{db}"
+def open_writers(url: str) -> int:
+    """PostgreSQL connections to ``url``'s database idle inside an open transaction."""
+    database = url.rsplit("/", 1)[1]
+    with psycopg.connect(url.replace("+psycopg", "").rsplit("/", 1)[0] + "/postgres") as conn:
+        query = "select count(*) from pg_stat_activity where datname = %s and state = 'idle in transaction'"
+        return conn.execute(query, (database,)).fetchone()[0]  # type: ignore[index]
+
+
+async def test_sigkill_mid_transaction_keeps_previous_state(sql_url: str, tmp_path: Path) -> None:
+    url = sql_url
+    db = tmp_path / "graph.sqlite"
     store = SQLGraphStore(url)
     before = Node(id="a", name="A", provenance=(Provenance(source_id="s"),))
     await store.upsert_node(before)
@@ -50,8 +61,11 @@ async def test_sigkill_mid_transaction_keeps_previous_state(tmp_path: Path) -> N
     try:
         assert writer.stdout is not None
         assert writer.stdout.readline().strip() == "inside"
-        assert db.stat().st_size > 2_000_000  # uncommitted pages really reached the file
-        assert Path(f"{db}-journal").exists()
+        if url.startswith("sqlite"):
+            assert db.stat().st_size > 2_000_000  # uncommitted pages really reached the file
+            assert Path(f"{db}-journal").exists()
+        else:
+            assert open_writers(url) == 1  # the rows are on the server, uncommitted
     finally:
         writer.send_signal(signal.SIGKILL)
         writer.wait()
@@ -64,8 +78,8 @@ async def test_sigkill_mid_transaction_keeps_previous_state(tmp_path: Path) -> N
     await reopened.close()
 
 
-async def test_upsert_many_and_rollback_leave_nothing(tmp_path: Path) -> None:
-    store = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
+async def test_upsert_many_and_rollback_leave_nothing(sql_url: str) -> None:
+    store = SQLGraphStore(sql_url)
     assert await store.upsert_many([Node(id="a", name="A"), Node(id="a", name="A2")]) == (1, 0)
     assert (await store.get_node("a")) == Node(id="a", name="A2")
     with pytest.raises(InputError, match="unknown node"):
@@ -78,11 +92,11 @@ async def test_upsert_many_and_rollback_leave_nothing(tmp_path: Path) -> None:
 
 def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
-        SQLGraphStore("postgresql+psycopg2://bob:s3cret@127.0.0.1:1/graph")
+        SQLGraphStore("postgresql+pg8000://bob:s3cret@127.0.0.1:1/graph")
     message = str(caught.value)
     assert message == (
-        "no database driver for graph store URL postgresql+psycopg2://bob:***@127.0.0.1:1/graph: "
-        "No module named 'psycopg2'"
+        "no database driver for graph store URL postgresql+pg8000://bob:***@127.0.0.1:1/graph: "
+        "No module named 'pg8000'"
     )
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     expected = r"^invalid graph store URL nosuchdb://bob:\*\*\*@h/x: NoSuchModuleError$"
@@ -94,6 +108,39 @@ def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
         f"cannot open graph store sqlite:///{tmp_path}/no/such/dir/g.db: unable to open database file"
     )
     assert "s3cret" not in repr(SQLGraphStore(f"sqlite:///{tmp_path / 'ok.db'}"))
+
+
+def test_unreachable_postgresql_names_the_url_without_password(postgres_server: PostgresServer) -> None:
+    wrong = postgres_server.url("graph").replace("postgres@", "bob:s3cret@")
+    with pytest.raises(BackendError) as caught:
+        SQLGraphStore(wrong)
+    message = str(caught.value)
+    shown = wrong.replace("s3cret", "***")
+    assert message.startswith(f"cannot open graph store {shown}: connection failed: ")
+    assert 'role "bob" does not exist' in message and "s3cret" not in message
+
+
+async def test_postgresql_orders_keys_bytewise_whatever_the_locale(postgres_server: PostgresServer) -> None:
+    """A database whose locale sorts "a" before "B" still lists ids and edges as SQLite does."""
+    with psycopg.connect(postgres_server.url(driver="postgresql"), autocommit=True) as conn:
+        conn.execute(
+            "CREATE DATABASE icu_en TEMPLATE template0 "
+            "LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
+        )
+        assert conn.execute("select 'a' < 'B' collate \"en-US-x-icu\"").fetchone() == (True,)
+    store = SQLGraphStore(postgres_server.url("icu_en"))
+    nodes = [Node(id=i, name=i) for i in ("a", "B", "_c")]
+    edges = [Edge(source=s, target=t, type="r") for s in ("a", "B") for t in ("a", "B")]
+    await store.upsert_many(nodes, edges)
+    assert [n.id async for n in store.iter_nodes(batch_size=2)] == ["B", "_c", "a"]
+    assert [(e.source, e.target) async for e in store.iter_edges(batch_size=3)] == [
+        ("B", "B"),
+        ("B", "a"),
+        ("a", "B"),
+        ("a", "a"),
+    ]
+    assert await store.metadata_keys() == []
+    await store.close()
 
 
 async def test_schema_is_queryable_sql(tmp_path: Path) -> None:
