@@ -6,7 +6,7 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 export HF_HUB_OFFLINE := 1
 export DAGSTER_DISABLE_TELEMETRY := 1
 
-.PHONY: setup postgres-server demo test bench lint lock ui
+.PHONY: setup postgres-server demo demo-postgres test bench lint lock ui ui-postgres
 
 setup: $(VENV)/.installed
 
@@ -48,3 +48,17 @@ lock:
 ui: setup
 	mkdir -p .dagster && cp -n dagster.yaml .dagster/ || true
 	DAGSTER_HOME=$(CURDIR)/.dagster $(VENV)/bin/dagster dev -w workspace.yaml
+
+# The same on a PostgreSQL Dagster instance (dagster.postgres.yaml): set GRAPHWALK_DAGSTER_PG_URL
+# (postgresql+psycopg2://...) and, for the graph too, GRAPHWALK_GRAPH_URL (see docs/deploy.md).
+PG_HOME := $(CURDIR)/.dagster-postgres
+
+$(PG_HOME)/dagster.yaml: dagster.postgres.yaml
+	@test -n "$$GRAPHWALK_DAGSTER_PG_URL" || { echo "set GRAPHWALK_DAGSTER_PG_URL (docs/deploy.md)"; exit 1; }
+	mkdir -p $(PG_HOME) && cp dagster.postgres.yaml $@
+
+demo-postgres: setup $(PG_HOME)/dagster.yaml
+	$(VENV)/bin/graphwalk demo --dagster-home $(PG_HOME)
+
+ui-postgres: setup $(PG_HOME)/dagster.yaml
+	DAGSTER_HOME=$(PG_HOME) $(VENV)/bin/dagster dev -w workspace.yaml

@@ -64,6 +64,11 @@ class GraphwalkSettings(BaseSettings):
     )
 
     warehouse: Path = Field(default=Path("warehouse"), description="root folder of Parquet + DuckDB")
+    graph_url: SecretStr | None = Field(
+        default=None,
+        description="the Dagster graph store's SQLAlchemy URL, e.g. postgresql+psycopg://user:pw@host/db; "
+        "default: SQLite graph.sqlite in the warehouse",
+    )
 
     def resolved_decider(self) -> DeciderName:
         """The decider to use: the explicit choice, else jev with a key, else local."""

@@ -22,7 +22,7 @@ from graphwalk_core.ingest.outputs import WriteCounts
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source, rewired
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, get_edges, upsert_many
 
 
 def base_node_id(name: str) -> str:
@@ -157,25 +157,26 @@ async def retract_document(store: GraphStore, source_id: str, counts: WriteCount
 
     Elements left without provenance are deleted; the others lose that source's attribute values,
     names and summaries, which :func:`retract_source` re-derives (a lone conflict value is promoted).
+    The survivors are written in one batch; a deleted node takes its remaining edges with it.
     """
     nodes, edges = await store.elements_from_source(source_id)
-    survivors: set[str] = set()
-    kinds: tuple[tuple[str, Sequence[Any], Any, Any], ...] = (
-        ("edges", edges, store.delete_edge, store.upsert_edge),
-        ("nodes", nodes, store.delete_node, store.upsert_node),
-    )
-    for kind, elements, delete, upsert in kinds:  # edges first: a node may lose its last edge
+    kept: dict[str, list[Any]] = {"edges": [], "nodes": []}
+    dead_nodes: list[str] = []
+    for kind, elements in (("edges", edges), ("nodes", nodes)):  # edges first: a node may lose its last
         for element in sorted(elements, key=lambda e: e.id):
-            kept = retract_source(element, source_id)
-            outcome = "deleted" if kept is None else "retracted"
+            survivor = retract_source(element, source_id)
+            outcome = "deleted" if survivor is None else "retracted"
             setattr(counts, f"{kind}_{outcome}", getattr(counts, f"{kind}_{outcome}") + 1)
-            if kept is None:
-                await delete(element.id)
-                continue
-            await upsert(kept)
-            if kind == "nodes":
-                survivors.add(kept.id)
-    return survivors
+            if survivor is not None:
+                kept[kind].append(survivor)
+            elif kind == "edges":
+                await store.delete_edge(element.id)
+            else:
+                dead_nodes.append(element.id)
+    await upsert_many(store, kept["nodes"], kept["edges"])
+    for node_id in dead_nodes:
+        await store.delete_node(node_id)
+    return {n.id for n in kept["nodes"]}
 
 
 async def write_elements(
@@ -183,51 +184,63 @@ async def write_elements(
 ) -> set[str]:
     """Fold incoming nodes, then edges, into the store with ``merge_node_data`` / ``merge_edge_data``.
 
-    A document's repeated elements are folded together first, so each element is read and written once.
+    A document's repeated elements are folded together first; the stored ones are read in one batch
+    and everything is written in one batch per kind (set-based on stores offering ``BulkWrites``).
     """
     folded: dict[str, Node] = {}
     for node in nodes:
         folded[node.id] = merge_node_data(folded[node.id], node) if node.id in folded else node
     stored = await store.get_nodes(list(folded))
+    out_nodes: list[Node] = []
     for node_id, node in folded.items():
         existing = stored.get(node_id)
         if existing is None:
             # folded with itself: the canonical form merges and retractions produce (e.g. type backing)
-            await store.upsert_node(merge_node_data(node, node))
+            out_nodes.append(merge_node_data(node, node))
             counts.nodes_added += 1
             continue
         merged = merge_node_data(existing, node)
         counts.conflicts += max(0, len(merged.conflicts) - len(existing.conflicts))
         counts.nodes_merged += 1
-        await store.upsert_node(merged)
+        out_nodes.append(merged)
+    await upsert_many(store, out_nodes)
     folded_edges: dict[str, Edge] = {}
     for edge in edges:
         folded_edges[edge.id] = (
             merge_edge_data(folded_edges[edge.id], edge) if edge.id in folded_edges else edge
         )
-    for edge in folded_edges.values():
-        existing_edge = await store.get_edge(edge.id)
+    stored_edges = await get_edges(store, list(folded_edges))
+    out_edges: list[Edge] = []
+    for edge_id, edge in folded_edges.items():
+        existing_edge = stored_edges.get(edge_id)
         if existing_edge is None:
-            await store.upsert_edge(edge)
+            out_edges.append(edge)
             counts.edges_added += 1
             continue
         merged_edge = merge_edge_data(existing_edge, edge)
         counts.conflicts += max(0, len(merged_edge.conflicts) - len(existing_edge.conflicts))
         counts.edges_merged += 1
-        await store.upsert_edge(merged_edge)
+        out_edges.append(merged_edge)
+    await upsert_many(store, (), out_edges)
     return set(folded)
 
 
 async def canonicalize(store: GraphStore, node_ids: set[str], renames: dict[str, str]) -> None:
-    """Re-key the touched nodes whose canonical id differs (when that id is free); record renames."""
-    for node_id in sorted(node_ids):
-        node = await store.get_node(node_id)
-        if node is None:
-            continue
-        new_id = canonical_node_id(node)
-        if new_id is None or await store.get_node(new_id) is not None:
+    """Re-key the touched nodes whose canonical id differs (when that id is free); record renames.
+
+    The touched nodes and the ids they want are read in one batch each; a re-key frees its old id and
+    takes its new one for the nodes after it (in id order).
+    """
+    touched = await store.get_nodes(sorted(node_ids))
+    wanted = {node_id: canonical_node_id(node) for node_id, node in touched.items()}
+    taken = set(await store.get_nodes(sorted({w for w in wanted.values() if w is not None})))
+    for node_id, node in touched.items():
+        new_id = wanted[node_id]
+        if new_id is None or new_id in taken:
             continue
         await rekey_node(store, node, new_id)
+        taken.add(new_id)
+        taken.discard(node_id)
         renames[node_id] = new_id
         for old, target in renames.items():
             if target == node_id:

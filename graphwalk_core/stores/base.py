@@ -166,6 +166,43 @@ class ParquetExport(Protocol):
         ...
 
 
+@runtime_checkable
+class BulkWrites(Protocol):
+    """Capability: many elements read and written in set-based statements (durable stores)."""
+
+    async def get_edges(self, ids: Sequence[EdgeId]) -> dict[EdgeId, Edge]:
+        """The edges that exist among ``ids``."""
+        ...
+
+    async def upsert_many(self, nodes: Iterable[Node] = (), edges: Iterable[Edge] = ()) -> tuple[int, int]:
+        """Insert or replace ``nodes``, then ``edges`` (endpoints must exist); how many of each."""
+        ...
+
+
+async def get_edges(store: GraphStore, ids: Sequence[EdgeId]) -> dict[EdgeId, Edge]:
+    """The edges that exist among ``ids``, in first-appearance order."""
+    if offers(store, BulkWrites):
+        found = await store.get_edges(ids)
+        return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+    out: dict[EdgeId, Edge] = {}
+    for i in dict.fromkeys(ids):
+        edge = await store.get_edge(i)
+        if edge is not None:
+            out[i] = edge
+    return out
+
+
+async def upsert_many(store: GraphStore, nodes: Sequence[Node] = (), edges: Sequence[Edge] = ()) -> None:
+    """Insert or replace ``nodes``, then ``edges``, as ``upsert_node`` / ``upsert_edge`` one by one would."""
+    if offers(store, BulkWrites):
+        await store.upsert_many(nodes, edges)
+        return
+    for node in nodes:
+        await store.upsert_node(node)
+    for edge in edges:
+        await store.upsert_edge(edge)
+
+
 async def node_names(store: GraphStore, ids: Sequence[NodeId]) -> dict[NodeId, str]:
     """The names of the nodes that exist among ``ids``."""
     if offers(store, NodeNames):

@@ -3,15 +3,26 @@
 Elements are stored whole as JSON (``data``) next to queryable columns; ``node_names`` indexes
 names and aliases case-insensitively and ``provenance`` holds one row per (source id, element) for
 every source an element cites anywhere (the full provenance records live in ``data``).
-Calls run synchronously inside the async methods (SQLite is local and fast). ``transaction()``
-wraps every write inside in one SQL transaction; nested blocks are savepoints. While a transaction
-is open, every call on this store object uses it (one logical writer per store object). SQLite's
-rollback journal makes a killed process leave the last committed state.
+Calls run synchronously inside the async methods. ``transaction()`` wraps every write inside in one
+SQL transaction; nested blocks are savepoints. While a transaction is open, every call on this store
+object uses it (one logical writer per store object). Writes are set-based: a batch of elements is
+one multi-row upsert (``INSERT … ON CONFLICT``) per table plus one delete per index table.
+
+Writers serialize per graph, readers never wait: on SQLite a write transaction starts with
+``BEGIN IMMEDIATE`` and waits up to ``SQLITE_BUSY_TIMEOUT_S`` for another process's writer; on
+PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two
+processes never merge into the same element from stale reads (no lost update) and never deadlock.
+
+Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` and PostgreSQL sessions with
+``synchronous_commit=off``. A killed process leaves exactly the last committed state; a power loss or
+an operating-system crash may also roll back the last commits, atomically (each document's ledger
+entry goes with its elements, so a rerun redoes exactly those documents).
 """
 
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
@@ -35,6 +46,7 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.schema import CreateTable
@@ -46,6 +58,12 @@ from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.memory import check_direction, name_key
 
 _CHUNK = 500
+#: Seconds a SQLite writer waits for another process's write transaction before failing.
+SQLITE_BUSY_TIMEOUT_S = 600
+#: The PostgreSQL advisory lock key of graph writers (one graph per database).
+WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
+#: Execution option marking write transactions (see the module docstring).
+_WRITER = "graphwalk_writer"
 #: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
 #: edges come back in the same order whatever the database's locale.
 Key = String().with_variant(String(collation="C"), "postgresql")
@@ -98,11 +116,51 @@ def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
+class _ParsedElements:
+    """The models of recently written or read large ``data`` texts, so a hub node merged again and again
+    (its provenance grows with every mention) is not parsed back from the JSON this process just wrote.
+    Keyed by the text itself, so it is never stale; elements are frozen, so sharing them is safe."""
+
+    MIN_CHARS = 2_000
+
+    def __init__(self, size: int = 256) -> None:
+        self._size = size
+        self._items: OrderedDict[str, Node | Edge] = OrderedDict()
+
+    def remember(self, data: str, element: Node | Edge) -> None:
+        if len(data) >= self.MIN_CHARS:
+            self._items[data] = element
+            self._items.move_to_end(data)
+            if len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+    def node(self, data: str) -> Node:
+        found = self._items.get(data)
+        if isinstance(found, Node):
+            return found
+        node = Node.model_validate_json(data)
+        self.remember(data, node)
+        return node
+
+    def edge(self, data: str) -> Edge:
+        found = self._items.get(data)
+        if isinstance(found, Edge):
+            return found
+        edge = Edge.model_validate_json(data)
+        self.remember(data, edge)
+        return edge
+
+
+_parsed = _ParsedElements()
+
+
 def _row(element: Node | Edge) -> dict[str, str]:
     if isinstance(element, Node):
         data = element.model_dump_json()
+        _parsed.remember(data, element)
         return {"id": element.id, "type": element.type, "name": element.name, "data": data}
     data = element.model_dump_json(exclude={"id"})
+    _parsed.remember(data, element)
     ends = {"source": element.source, "target": element.target}
     return {"id": element.id, **ends, "type": element.type, "data": data}
 
@@ -128,15 +186,49 @@ def create_schema(engine: Engine) -> None:
 
 
 def _sqlite_transactions(engine: Engine) -> None:
-    """Let SQLAlchemy, not pysqlite, emit BEGIN, so transactions and SAVEPOINTs behave."""
+    """SQLAlchemy, not pysqlite, emits BEGIN (so SAVEPOINTs behave): IMMEDIATE for writers; WAL mode."""
 
     @event.listens_for(engine, "connect")
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
+
+
+def _postgresql_writer_lock(engine: Engine) -> None:
+    """Write transactions start by taking the graph's advisory lock (released at commit or rollback)."""
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        if conn.get_execution_options().get(_WRITER):
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+
+
+def _connect_args(url: str) -> dict[str, Any]:
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        return {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    if backend == "postgresql" and make_url(url).get_driver_name() == "psycopg":
+        return {"options": "-c synchronous_commit=off"}
+    return {}
+
+
+def _upsert(engine: Engine, table: Table) -> Any | None:
+    """``INSERT … ON CONFLICT (id) DO UPDATE`` for ``table`` on SQLite and PostgreSQL, else None."""
+    dialects = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
+    make = dialects.get(engine.dialect.name)
+    if make is None:
+        return None
+    statement = make(table)
+    primary = [c for c in table.c if c.primary_key]
+    updated = {c.name: statement.excluded[c.name] for c in table.c if not c.primary_key}
+    return statement.on_conflict_do_update(index_elements=primary, set_=updated)
 
 
 class SQLGraphStore:
@@ -146,10 +238,13 @@ class SQLGraphStore:
         self.url = url
         shown = redact_url(url)
         try:
-            self._engine = create_engine(url)
+            self._engine = create_engine(url, connect_args=_connect_args(url))
             if self._engine.dialect.name == "sqlite":
                 _sqlite_transactions(self._engine)
-            create_schema(self._engine)
+            elif self._engine.dialect.name == "postgresql":
+                _postgresql_writer_lock(self._engine)
+            self._writer = self._engine.execution_options(**{_WRITER: True})
+            create_schema(self._writer)  # as a writer: processes may open a new graph at once
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
         except (ArgumentError, NoSuchModuleError) as exc:  # their messages may repeat the password
@@ -158,6 +253,7 @@ class SQLGraphStore:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
+        self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
 
     def __repr__(self) -> str:
         return f"SQLGraphStore({redact_url(self.url)!r})"
@@ -165,12 +261,12 @@ class SQLGraphStore:
     # ------------------------------------------------------------------ connections and transactions
 
     @contextmanager
-    def _connection(self) -> Iterator[Connection]:
-        """The open transaction's connection, else a fresh one committed on exit."""
+    def _connection(self, *, write: bool = False) -> Iterator[Connection]:
+        """The open transaction's connection, else a fresh one committed on exit (a writer's for writes)."""
         if self._conn is not None:
             yield self._conn
         else:
-            with self._engine.begin() as conn:
+            with (self._writer if write else self._engine).begin() as conn:
                 yield conn
 
     @asynccontextmanager
@@ -180,7 +276,7 @@ class SQLGraphStore:
             with self._conn.begin_nested():
                 yield self
             return
-        with self._engine.begin() as conn:
+        with self._writer.begin() as conn:
             self._conn = conn
             try:
                 yield self
@@ -205,9 +301,8 @@ class SQLGraphStore:
                 if kind == "edge":
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
-                conn.execute(delete(table).where(table.c.id.in_(ids)))
+                self._replace(conn, table, ids, [_row(e) for e in unique.values()])
                 self._unindex(conn, kind, ids)
-                conn.execute(insert(table), [_row(e) for e in unique.values()])
                 sources = [
                     {"source_id": source, "element_kind": kind, "element_id": i}
                     for i, e in unique.items()
@@ -224,6 +319,15 @@ class SQLGraphStore:
                     conn.execute(insert(node_names_table), names)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
+
+    def _replace(self, conn: Connection, table: Table, ids: list[str], rows: list[dict[str, str]]) -> None:
+        """Insert or replace ``rows`` (keyed by ``ids``): one upsert, or a delete and an insert."""
+        upsert = self._upserts[table.name]
+        if upsert is not None:
+            conn.execute(upsert, rows)
+        else:
+            conn.execute(delete(table).where(table.c[table.primary_key.columns[0].name].in_(ids)))
+            conn.execute(insert(table), rows)
 
     def _check_endpoints(self, conn: Connection, edges: Iterable[Edge]) -> None:
         ends = {n for e in edges for n in (e.source, e.target)}
@@ -246,14 +350,14 @@ class SQLGraphStore:
             chunk = unique[i : i + _CHUNK]
             rows = conn.execute(select(nodes_table.c.data).where(nodes_table.c.id.in_(chunk)))
             for (data,) in rows:
-                node = Node.model_validate_json(data)
+                node = _parsed.node(data)
                 found[node.id] = node
         return found
 
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
         order = (edges_table.c.source, edges_table.c.type, edges_table.c.target)
         rows = conn.execute(select(edges_table.c.data).where(*conditions).order_by(*order))
-        return [Edge.model_validate_json(data) for (data,) in rows]
+        return [_parsed.edge(data) for (data,) in rows]
 
     def _incident(
         self, conn: Connection, node_id: NodeId, direction: Direction, edge_types: Collection[str] | None
@@ -272,29 +376,29 @@ class SQLGraphStore:
 
     async def upsert_node(self, node: Node) -> None:
         """Insert or replace the node with this id."""
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             self._write(conn, [node], [])
 
     async def upsert_edge(self, edge: Edge) -> None:
         """Insert or replace the edge with this id; both endpoints must exist."""
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             self._write(conn, [], [edge])
 
     async def upsert_many(self, nodes: Iterable[Node] = (), edges: Iterable[Edge] = ()) -> tuple[int, int]:
         """Insert or replace many nodes, then edges, in one transaction; returns how many of each."""
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             return self._write(conn, nodes, edges)
 
     async def delete_node(self, node_id: NodeId) -> None:
         """Delete the node and its incident edges."""
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             incident = (edges_table.c.source == node_id) | (edges_table.c.target == node_id)
             self._remove_edges(conn, list(conn.scalars(select(edges_table.c.id).where(incident))))
             conn.execute(delete(nodes_table).where(nodes_table.c.id == node_id))
             self._unindex(conn, "node", [node_id])
 
     async def delete_edge(self, edge_id: EdgeId) -> None:
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             self._remove_edges(conn, [edge_id])
 
     async def merge_nodes(self, keep: NodeId, absorb: NodeId) -> Node:
@@ -324,13 +428,14 @@ class SQLGraphStore:
 
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
-        with self._connection() as conn:
-            conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
-            if value is not None:
-                conn.execute(insert(metadata_table).values(key=key, value=value))
+        with self._connection(write=True) as conn:
+            if value is None:
+                conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
+            else:
+                self._replace(conn, metadata_table, [key], [{"key": key, "value": value}])
 
     async def clear(self) -> None:
-        with self._connection() as conn:
+        with self._connection(write=True) as conn:
             for table in reversed(schema.sorted_tables):
                 conn.execute(delete(table))
 
@@ -348,6 +453,16 @@ class SQLGraphStore:
         with self._connection() as conn:
             found = self._nodes_by_id(conn, ids)
         return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+
+    async def get_edges(self, ids: Sequence[EdgeId]) -> dict[EdgeId, Edge]:
+        """The edges that exist among ``ids``, read in batches."""
+        found: dict[EdgeId, Edge] = {}
+        unique = list(dict.fromkeys(ids))
+        with self._connection() as conn:
+            for chunk in batched(unique, _CHUNK):
+                for edge in self._edges_where(conn, edges_table.c.id.in_(chunk)):
+                    found[edge.id] = edge
+        return {i: found[i] for i in unique if i in found}
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
         with self._connection() as conn:
@@ -405,7 +520,7 @@ class SQLGraphStore:
         if type is not None:
             query = query.where(nodes_table.c.type == type)
         with self._connection() as conn:
-            return [Node.model_validate_json(data) for (data,) in conn.execute(query)]
+            return [_parsed.node(data) for (data,) in conn.execute(query)]
 
     async def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
         """Every node, ordered by id, read in batches."""
@@ -418,7 +533,7 @@ class SQLGraphStore:
                 rows = conn.execute(query).all()
             for node_id, data in rows:
                 last = node_id
-                yield Node.model_validate_json(data)
+                yield _parsed.node(data)
             if len(rows) < batch_size:
                 return
 
@@ -434,7 +549,7 @@ class SQLGraphStore:
                 rows = conn.execute(query.limit(batch_size)).all()
             for source, kind, target, data in rows:
                 last = (source, kind, target)
-                yield Edge.model_validate_json(data)
+                yield _parsed.edge(data)
             if len(rows) < batch_size:
                 return
 
@@ -448,7 +563,7 @@ class SQLGraphStore:
                 .where(nodes_table.c.id.in_(cited.where(s.element_kind == "node")))
                 .order_by(nodes_table.c.id)
             )
-            nodes = [Node.model_validate_json(d) for (d,) in node_rows]
+            nodes = [_parsed.node(d) for (d,) in node_rows]
             edges = self._edges_where(conn, edges_table.c.id.in_(cited.where(s.element_kind == "edge")))
         return nodes, edges
 

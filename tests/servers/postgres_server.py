@@ -52,7 +52,8 @@ def _as_server_user(pg_ctl: str, folder: Path) -> str:
 class PostgresServer:
     """One PostgreSQL server in a temporary folder: ``start()``, ``create_database()``, ``stop()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fast: bool = True) -> None:
+        """``fast``: skip fsync (tests); else PostgreSQL's durable defaults (benchmarks)."""
         self.folder = Path(tempfile.mkdtemp(prefix="graphwalk-pg-"))
         pg_ctl = find_pg_ctl()
         if os.geteuid() == 0:
@@ -69,7 +70,7 @@ class PostgresServer:
             startparams="-w",
             dbname="graphwalk",
             user=SERVER_USER,
-            postgres_options=FAST_OPTIONS,
+            postgres_options=FAST_OPTIONS if fast else "-c max_connections=200",
         )
         self._databases = 0
 

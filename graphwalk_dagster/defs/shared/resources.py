@@ -84,13 +84,19 @@ class SourcesResource(dg.ConfigurableResource):
 
 
 class GraphStoreResource(dg.ConfigurableResource):
-    """The graph store: a SQL URL, by default a SQLite file ``graph.sqlite`` in the warehouse."""
+    """The graph store: a SQL URL, else GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the
+    warehouse. A URL with a password belongs in GRAPHWALK_GRAPH_URL (never shown in run config)."""
 
-    url: str | None = Field(default=None, description="SQLAlchemy URL; default: sqlite in the warehouse")
+    url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: GRAPHWALK_GRAPH_URL, else sqlite in the warehouse"
+    )
     warehouse: WarehouseResource
 
     def resolved_url(self) -> str:
-        return self.url or f"sqlite:///{self.warehouse.path() / 'graph.sqlite'}"
+        configured = self.url or get_settings().graph_url
+        if isinstance(configured, SecretStr):
+            configured = configured.get_secret_value()
+        return configured or f"sqlite:///{self.warehouse.path() / 'graph.sqlite'}"
 
     @asynccontextmanager
     async def open(self) -> AsyncIterator[Any]:

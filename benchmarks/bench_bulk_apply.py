@@ -1,0 +1,132 @@
+# ruff: noqa: E402  (thread limits must be set before numpy loads)
+"""Apply-phase throughput of the durable stores: the 2Wiki passages' routed plan written to SQLite and
+to PostgreSQL.
+
+Run: ``.venv/bin/python benchmarks/bench_bulk_apply.py [--sizes 1000 3000 6119] [--stores sqlite ...]``.
+Needs ``../shared/data/2wiki/corpus.json``; PostgreSQL is a throwaway server started on 127.0.0.1 from
+Debian's binaries with its durable defaults (``tests/servers/postgres_server.py``), or
+``--postgres-url`` (an empty database).
+Each size: the first N passages as one ``.txt`` file each, diffed, chunked, extracted (offline NLP)
+and routed (local decider, the shared MiniLM embedder: the offline defaults) once against an empty
+store; then the same plan is applied to a fresh database of each store and only ``apply_plan`` is
+timed. Rows: nodes and edges added plus merges. Goal at 6,119 passages: apply <= 20 s on SQLite,
+<= 40 s on PostgreSQL, linear in the corpus size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from graphwalk_core.decisions.factory import make_decider
+from graphwalk_core.embeddings.factory import make_embedder
+from graphwalk_core.ingest.extraction.nlp import NLPExtractor
+from graphwalk_core.ingest.models import DocumentDiff, RoutingPlan
+from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.ingest.stages import (
+    apply_plan,
+    chunk_documents,
+    diff_documents,
+    extract_chunks,
+    route_extractions,
+)
+from graphwalk_core.settings import get_settings
+from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
+sys.path.insert(0, str(REPO / "tests"))
+WIDTHS = (8, 10, 7, 8, 8, 8, 7, 7)
+
+
+def write_passages(folder: Path, limit: int) -> None:
+    """The first ``limit`` passages, one ``.txt`` file each: the title line, a blank line, the text."""
+    passages = json.loads(CORPUS.read_text(encoding="utf-8"))[:limit]
+    folder.mkdir(parents=True)
+    for i, passage in enumerate(passages):
+        (folder / f"p{i:05d}.txt").write_text(f"{passage['title']}\n\n{passage['text']}\n", encoding="utf-8")
+
+
+async def plan_for(folder: Path) -> tuple[DocumentDiff, RoutingPlan, float]:
+    """The diff and routed plan of a first ingest of ``folder`` (offline defaults); seconds it took."""
+    started = time.perf_counter()
+    empty = MemoryGraphStore()
+    extractor = NLPExtractor()
+    diff = await diff_documents(FileSource(folder, source_id="2wiki"), empty, extractor=extractor)
+    extractions = await extract_chunks(chunk_documents(diff), extractor)
+    embedder = make_embedder(get_settings())
+    decider = make_decider(get_settings(), embedder=embedder)
+    plan = await route_extractions(extractions, empty, decider, embedder, None)
+    return diff, plan, time.perf_counter() - started
+
+
+async def timed_apply(url: str, diff: DocumentDiff, plan: RoutingPlan) -> tuple[float, int, tuple[int, int]]:
+    """Seconds to apply ``plan`` to the empty store at ``url``, rows written, final (nodes, edges)."""
+    store = SQLGraphStore(url)
+    try:
+        started = time.perf_counter()
+        report = await apply_plan(store, diff, plan)
+        seconds = time.perf_counter() - started
+        rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
+        return seconds, rows, await store.counts()
+    finally:
+        await store.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 6119])
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument("--postgres-url", help="an empty PostgreSQL database (default: a throwaway server)")
+    args = parser.parse_args()
+    if not CORPUS.is_file():
+        print(f"skipped: {CORPUS} is absent (see ../shared/README.md)")
+        return 0
+    server = None
+    if "postgresql" in args.stores and not args.postgres_url:
+        from servers.postgres_server import PostgresServer
+
+        server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
+    print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
+    columns = ("passages", "store", "plan s", "apply s", "rows", "rows/s", "nodes", "edges")
+    print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in args.sizes:
+                folder = Path(tmp) / f"corpus{size}"
+                write_passages(folder, size)
+                diff, plan, plan_seconds = asyncio.run(plan_for(folder))
+                for kind in args.stores:
+                    if kind == "sqlite":
+                        url = f"sqlite:///{Path(tmp) / f'graph{size}.sqlite'}"
+                    elif args.postgres_url:
+                        url = args.postgres_url
+                    else:
+                        assert server is not None
+                        url = server.url(server.create_database(f"bench{size}"))
+                    seconds, rows, (nodes, edges) = asyncio.run(timed_apply(url, diff, plan))
+                    print(
+                        f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {rows:>8} "
+                        f"{rows / seconds:>8.0f} {nodes:>7} {edges:>7}",
+                        flush=True,
+                    )
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
