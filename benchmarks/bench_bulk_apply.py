@@ -31,7 +31,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from graphwalk_core.decisions.factory import make_decider
 from graphwalk_core.embeddings.factory import make_embedder
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.models import DocumentDiff, RoutingPlan
+from graphwalk_core.ingest.outputs import DocumentDiff, RoutingPlan
 from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.ingest.stages import (
     apply_plan,

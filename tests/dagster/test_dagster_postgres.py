@@ -12,9 +12,9 @@ import pytest
 from dagster_fixtures import CUSTOM_QUESTIONS, REPO, copy_data
 from servers.postgres_server import PostgresServer
 
-from graphwalk_core.demo import DemoPlan
 from graphwalk_core.settings import get_settings
 from graphwalk_dagster.demo import ingest_sources, offline_resources, run_demo
+from graphwalk_dagster.demo_report import DemoPlan
 
 GRAPH_TABLES = ("nodes", "edges", "provenance", "conflicts")
 
