@@ -6,7 +6,10 @@ every source an element cites anywhere (the full provenance records live in ``da
 Calls run synchronously inside the async methods. ``transaction()`` wraps every write inside in one
 SQL transaction; nested blocks are savepoints. While a transaction is open, every call on this store
 object uses it (one logical writer per store object). Writes are set-based: a batch of elements is
-one multi-row upsert (``INSERT … ON CONFLICT``) per table plus one delete per index table.
+one multi-row upsert (``INSERT … ON CONFLICT``) per table plus one delete per index table. Inside a
+transaction, upserts are held in memory (by-id reads see them) and written together when the
+transaction commits, a savepoint starts or ends, or any other read or a delete needs the tables: a
+window of documents that merges into one hub node writes that node once, not once per document.
 
 Writers serialize per graph, readers never wait: on SQLite a write transaction starts with
 ``BEGIN IMMEDIATE`` and waits up to ``SQLITE_BUSY_TIMEOUT_S`` for another process's writer; on
@@ -253,6 +256,9 @@ class SQLGraphStore:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
+        #: upserts held until the open transaction needs them in the tables (see the module docstring)
+        self._pending_nodes: dict[NodeId, Node] = {}
+        self._pending_edges: dict[EdgeId, Edge] = {}
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
 
     def __repr__(self) -> str:
@@ -261,25 +267,48 @@ class SQLGraphStore:
     # ------------------------------------------------------------------ connections and transactions
 
     @contextmanager
-    def _connection(self, *, write: bool = False) -> Iterator[Connection]:
-        """The open transaction's connection, else a fresh one committed on exit (a writer's for writes)."""
+    def _connection(self, *, write: bool = False, pending: bool = False) -> Iterator[Connection]:
+        """The open transaction's connection (its held upserts written first, unless the caller handles
+        ``pending`` itself), else a fresh one committed on exit (a writer's for writes)."""
         if self._conn is not None:
+            if not pending:
+                self._flush()
             yield self._conn
         else:
             with (self._writer if write else self._engine).begin() as conn:
                 yield conn
 
+    def _flush(self) -> None:
+        """Write the held upserts: every node, then every edge, set-based."""
+        if self._conn is not None and (self._pending_nodes or self._pending_edges):
+            nodes, edges = self._pending_nodes, self._pending_edges
+            self._pending_nodes, self._pending_edges = {}, {}
+            self._write(self._conn, nodes.values(), edges.values())
+
+    def _discard(self) -> None:
+        self._pending_nodes, self._pending_edges = {}, {}
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SQLGraphStore]:
         """Every write inside commits together or not at all (nested blocks are savepoints)."""
         if self._conn is not None:
-            with self._conn.begin_nested():
-                yield self
+            self._flush()  # what is held now belongs to the enclosing block, not to the savepoint
+            try:
+                with self._conn.begin_nested():
+                    yield self
+                    self._flush()
+            except BaseException:
+                self._discard()
+                raise
             return
         with self._writer.begin() as conn:
             self._conn = conn
             try:
                 yield self
+                self._flush()
+            except BaseException:
+                self._discard()
+                raise
             finally:
                 self._conn = None
 
@@ -331,7 +360,10 @@ class SQLGraphStore:
 
     def _check_endpoints(self, conn: Connection, edges: Iterable[Edge]) -> None:
         ends = {n for e in edges for n in (e.source, e.target)}
-        known = set(conn.scalars(select(nodes_table.c.id).where(nodes_table.c.id.in_(list(ends)))))
+        known = ends & self._pending_nodes.keys()
+        unknown = sorted(ends - known)
+        if unknown:
+            known |= set(conn.scalars(select(nodes_table.c.id).where(nodes_table.c.id.in_(unknown))))
         for e in edges:
             missing = [n for n in (e.source, e.target) if n not in known]
             if missing:
@@ -376,18 +408,26 @@ class SQLGraphStore:
 
     async def upsert_node(self, node: Node) -> None:
         """Insert or replace the node with this id."""
-        with self._connection(write=True) as conn:
-            self._write(conn, [node], [])
+        await self.upsert_many([node])
 
     async def upsert_edge(self, edge: Edge) -> None:
         """Insert or replace the edge with this id; both endpoints must exist."""
-        with self._connection(write=True) as conn:
-            self._write(conn, [], [edge])
+        await self.upsert_many((), [edge])
 
     async def upsert_many(self, nodes: Iterable[Node] = (), edges: Iterable[Edge] = ()) -> tuple[int, int]:
-        """Insert or replace many nodes, then edges, in one transaction; returns how many of each."""
-        with self._connection(write=True) as conn:
-            return self._write(conn, nodes, edges)
+        """Insert or replace many nodes, then edges, in one transaction; returns how many of each.
+
+        Inside a transaction they are held until it needs them written (see the module docstring);
+        an edge's endpoints are checked at once either way."""
+        if self._conn is None:
+            with self._connection(write=True) as conn:
+                return self._write(conn, nodes, edges)
+        held_nodes = {n.id: n for n in nodes}
+        held_edges = {e.id: e for e in edges}
+        self._pending_nodes.update(held_nodes)
+        self._check_endpoints(self._conn, held_edges.values())
+        self._pending_edges.update(held_edges)
+        return len(held_nodes), len(held_edges)
 
     async def delete_node(self, node_id: NodeId) -> None:
         """Delete the node and its incident edges."""
@@ -428,7 +468,7 @@ class SQLGraphStore:
 
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
-        with self._connection(write=True) as conn:
+        with self._connection(write=True, pending=True) as conn:  # metadata is apart from the elements
             if value is None:
                 conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
             else:
@@ -445,29 +485,32 @@ class SQLGraphStore:
     # ------------------------------------------------------------------ GraphStore: reads
 
     async def get_node(self, node_id: NodeId) -> Node | None:
-        with self._connection() as conn:
-            return self._nodes_by_id(conn, [node_id]).get(node_id)
+        return (await self.get_nodes([node_id])).get(node_id)
 
     async def get_nodes(self, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
-        """The nodes that exist among ``ids``."""
-        with self._connection() as conn:
-            found = self._nodes_by_id(conn, ids)
-        return {i: found[i] for i in dict.fromkeys(ids) if i in found}
+        """The nodes that exist among ``ids`` (held upserts first, the rest read in batches)."""
+        unique = list(dict.fromkeys(ids))
+        found = {i: self._pending_nodes[i] for i in unique if i in self._pending_nodes}
+        rest = [i for i in unique if i not in found]
+        if rest:
+            with self._connection(pending=True) as conn:
+                found.update(self._nodes_by_id(conn, rest))
+        return {i: found[i] for i in unique if i in found}
 
     async def get_edges(self, ids: Sequence[EdgeId]) -> dict[EdgeId, Edge]:
-        """The edges that exist among ``ids``, read in batches."""
-        found: dict[EdgeId, Edge] = {}
+        """The edges that exist among ``ids`` (held upserts first, the rest read in batches)."""
         unique = list(dict.fromkeys(ids))
-        with self._connection() as conn:
-            for chunk in batched(unique, _CHUNK):
-                for edge in self._edges_where(conn, edges_table.c.id.in_(chunk)):
-                    found[edge.id] = edge
+        found = {i: self._pending_edges[i] for i in unique if i in self._pending_edges}
+        rest = [i for i in unique if i not in found]
+        if rest:
+            with self._connection(pending=True) as conn:
+                for chunk in batched(rest, _CHUNK):
+                    for edge in self._edges_where(conn, edges_table.c.id.in_(chunk)):
+                        found[edge.id] = edge
         return {i: found[i] for i in unique if i in found}
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
-        with self._connection() as conn:
-            found = self._edges_where(conn, edges_table.c.id == edge_id)
-        return found[0] if found else None
+        return (await self.get_edges([edge_id])).get(edge_id)
 
     async def adjacent(
         self, node_id: NodeId, *, direction: Direction = "both", edge_types: Collection[str] | None = None
@@ -585,10 +628,10 @@ class SQLGraphStore:
             return sorted(conn.scalars(select(nodes_table.c.type).distinct()))
 
     async def get_metadata(self, key: str) -> str | None:
-        with self._connection() as conn:
+        with self._connection(pending=True) as conn:
             return conn.scalar(select(metadata_table.c.value).where(metadata_table.c.key == key))
 
     async def metadata_keys(self, prefix: str = "") -> list[str]:
-        with self._connection() as conn:
+        with self._connection(pending=True) as conn:
             keys = conn.scalars(select(metadata_table.c.key).where(metadata_table.c.key >= prefix))
             return sorted(k for k in keys if k.startswith(prefix))

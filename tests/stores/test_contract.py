@@ -16,9 +16,11 @@ from graphwalk_core.stores.base import (
     GroupedAdjacency,
     NodeNames,
     edge_between,
+    get_edges,
     neighbor_groups,
     node_names,
     offers,
+    upsert_many,
 )
 
 S1 = Provenance(source_id="doc/1", content_hash="h1")
@@ -350,6 +352,45 @@ async def test_transaction_commits_and_nests(store: GraphStore) -> None:
                 raise ValueError("inner")
         await store.upsert_node(node("c"))
     assert [n.id async for n in store.iter_nodes()] == ["a", "c"]
+
+
+async def test_reads_inside_a_transaction_see_its_writes(store: GraphStore) -> None:
+    """The SQL store holds upserts until a read or a delete needs them in the tables: same answers."""
+    await movies(store)
+    new_edge = edge("New", "r", "Memento")
+    async with store.transaction():
+        changed = node("Memento", type="film", summary="held")
+        await upsert_many(store, [changed, node("New")], [new_edge])
+        assert await store.get_node("Memento") == changed
+        assert list(await store.get_nodes(["New", "nobody", "Memento"])) == ["New", "Memento"]
+        assert await get_edges(store, [new_edge.id, edge_id("x", "y", "z")]) == {new_edge.id: new_edge}
+        assert await store.adjacent("New") == [Adjacent("r", "Memento", "out")]
+        assert await store.counts() == (5, 4)
+        await store.upsert_node(node("Later"))
+        assert [n.id for n in await store.find_nodes(name="later")] == ["Later"]
+        with pytest.raises(ValueError, match="inner"):
+            async with store.transaction():
+                await store.upsert_node(node("Inner"))
+                assert await store.get_node("Inner") == node("Inner")
+                raise ValueError("inner")
+        assert await store.get_node("Inner") is None
+        await store.upsert_node(node("Gone"))
+        await store.delete_node("New")
+        await store.delete_node("Gone")
+        assert await store.get_edge(new_edge.id) is None
+    assert await store.counts() == (5, 3)
+    assert await store.get_node("Memento") == changed
+
+
+async def test_bulk_reads_and_writes(store: GraphStore) -> None:
+    await movies(store)
+    first, second = edge("Memento", "r", "Inception"), edge("Inception", "r", "Memento")
+    await upsert_many(store, [node("x"), node("x", summary="twice")], [first, second, first])
+    assert await store.get_node("x") == node("x", summary="twice")
+    ids = [second.id, edge_id("a", "b", "c"), first.id, second.id]
+    assert list((await get_edges(store, ids)).items()) == [(second.id, second), (first.id, first)]
+    with pytest.raises(InputError, match=r"unknown node\(s\) \['ghost'\]"):
+        await upsert_many(store, [], [edge("x", "r", "ghost")])
 
 
 async def test_clear(store: GraphStore) -> None:

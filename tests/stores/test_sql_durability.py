@@ -30,6 +30,7 @@ KILLED_WRITER = textwrap.dedent(
             await store.upsert_node(Node(id="a", name="changed"))
             nodes = [Node(id=f"n{i}", name=f"n{i}", summary="x" * 1000) for i in range(6000)]
             await store.upsert_many(nodes)
+            assert await store.counts() == (6001, 0)  # a read writes the held upserts into the tables
             await store.set_metadata("ledger", "new")
             print("inside", flush=True)
             time.sleep(60)
