@@ -19,7 +19,7 @@ kinds in order; it stops at ``max_depth`` or after ``max_relaxations`` edge rela
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
@@ -73,42 +73,42 @@ PROFILES: dict[str, TypedPathProfile] = {
 DEFAULT_PROFILE = "typed-path/v1-hybrid"
 
 
-@dataclass(frozen=True)
-class _Path:
-    """The strongest path found to a node: parent pointer and the step that reached it."""
+class _Search:
+    """The strongest path found to every node so far, as arrays indexed by node (parent pointers)."""
 
-    strength: float
-    hops: int
-    anchor_rank: int
-    anchor: int
-    parent: int | None = None
-    kind: str = ""
-    direction: str = ""
+    def __init__(self, n_nodes: int, steps: list[list[tuple[int, str, str]]]) -> None:
+        self.strength = np.full(n_nodes, -1.0)
+        self.hops = np.zeros(n_nodes, dtype=np.int64)
+        self.anchor_rank = np.zeros(n_nodes, dtype=np.int64)
+        self.anchor = np.full(n_nodes, -1, dtype=np.int64)
+        self.parent = np.full(n_nodes, -1, dtype=np.int64)
+        self.edge = np.full(n_nodes, -1, dtype=np.int64)  # index into the parent's adjacency
+        self._adjacency = steps
 
-    def rank_key(self) -> tuple[float, int, int]:
-        return (-self.strength, self.hops, self.anchor_rank)
+    def reached(self) -> np.ndarray:
+        return np.flatnonzero(self.strength >= 0)
 
+    def order(self, nodes: Sequence[int] | np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
+        """``nodes`` by strength (desc), hops, anchor rank, then ``tiebreak`` (ascending)."""
+        nodes = np.asarray(nodes, dtype=np.int64)
+        keys = (tiebreak, self.anchor_rank[nodes], self.hops[nodes], -self.strength[nodes])
+        return nodes[np.lexsort(keys)]
 
-def _steps(best: dict[int, _Path], node: int) -> list[tuple[int, str, int, str]]:
-    """The steps from the anchor to ``node``, in order."""
-    out = []
-    while (path := best[node]).parent is not None:
-        out.append((path.parent, path.kind, node, path.direction))
-        node = path.parent
-    return out[::-1]
+    def steps(self, node: int) -> list[tuple[int, str, int, str]]:
+        """(from, relation kind, to, direction) from the anchor to ``node``, in order."""
+        out = []
+        while (parent := int(self.parent[node])) >= 0:
+            _, kind, direction = self._adjacency[parent][int(self.edge[node])]
+            out.append((parent, kind, node, direction))
+            node = parent
+        return out[::-1]
 
-
-def _better(cand: _Path, old: _Path | None, best: dict[int, _Path], node: int) -> bool:
-    """Stronger, else fewer hops, else a better anchor, else lexicographically smaller steps."""
-    if old is None:
-        return True
-    a, b = cand.rank_key(), old.rank_key()
-    if a != b:
-        return a < b
-    assert cand.parent is not None and old.parent is not None
-    mine = [(k, d) for _, k, _, d in _steps(best, cand.parent)] + [(cand.kind, cand.direction)]
-    theirs = [(k, d) for _, k, _, d in _steps(best, node)]
-    return mine < theirs
+    def tie_wins(self, node: int, parent: int, edge: int) -> bool:
+        """On equal strength, hops and anchor rank: whether the path via ``parent`` has smaller steps."""
+        _, kind, direction = self._adjacency[parent][edge]
+        mine = [(k, d) for _, k, _, d in self.steps(parent)] + [(kind, direction)]
+        theirs = [(k, d) for _, k, _, d in self.steps(node)]
+        return mine < theirs
 
 
 class TypedPathRanker:
@@ -134,6 +134,13 @@ class TypedPathRanker:
             raise InputError(f"{profile.name} needs a dense scorer")
         self.graph, self.settings, self.lexical, self.dense = graph, profile, lexical, dense
         self.adjacency = self._adjacency()
+        self._steps = [[(v, kind, d) for v, kind, d, _ in row] for row in self.adjacency]
+        self._neighbors = [np.array([t[0] for t in row], dtype=np.int64) for row in self.adjacency]
+        self._factors = [np.array([t[3] for t in row], dtype=np.float64) for row in self.adjacency]
+        ids = graph.passage_ids
+        #: each passage's position in id order (graph-rank ties go to the smaller id)
+        self._id_rank = np.zeros(graph.n_passages, dtype=np.int64)
+        self._id_rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
 
     @property
     def profile(self) -> str:
@@ -193,45 +200,57 @@ class TypedPathRanker:
         passages = g.n_passages
         # affinity per destination: 1 (lexical), else the passage's cosine or 0.5 for a vectorless entity
         passage_affinity = None if cosines is None else 0.5 + 0.5 * np.maximum(cosines, 0.0)
-        missing: set[int] = set()
-        best: dict[int, _Path] = {}
+        missing = np.zeros(g.n_nodes, dtype=bool)
+        search = _Search(g.n_nodes, self._steps)
         for r, a in enumerate(base[: s.anchors], start=1):
-            best[a] = _Path(1.0 / (2 + r), 0, r, a)
-        frontier = list(best)
+            search.strength[a], search.anchor_rank[a], search.anchor[a] = 1.0 / (2 + r), r, a
+        frontier = [int(a) for a in base[: s.anchors]]
         relaxations, stop, budget = 0, [], s.max_relaxations
         for depth in range(1, s.max_depth + 1):
             changed: set[int] = set()
-            for u in sorted(frontier, key=lambda n: (best[n].rank_key(), n)):
-                here = best[u]
-                for v, kind, direction, factor in self.adjacency[u]:
-                    if relaxations >= budget:
-                        stop = ["edge_budget"]
-                        break
-                    relaxations += 1
-                    if passage_affinity is None:
-                        aff = 1.0
-                    elif v < passages:
-                        aff = float(passage_affinity[v])
-                    else:
-                        aff, _ = 0.5, missing.add(v)
-                    strength = here.strength * factor * aff
-                    old = best.get(v)
-                    if old is not None and strength < old.strength:
-                        continue
-                    cand = _Path(strength, depth, here.anchor_rank, here.anchor, u, kind, direction)
-                    if _better(cand, old, best, v):
-                        best[v] = cand
-                        changed.add(v)
+            for u in search.order(frontier, np.asarray(frontier, dtype=np.int64)).tolist():
+                neighbors, factors = self._neighbors[u], self._factors[u]
+                if relaxations + len(neighbors) > budget:
+                    neighbors, factors = neighbors[: budget - relaxations], factors[: budget - relaxations]
+                    stop = ["edge_budget"]
+                relaxations += len(neighbors)
+                if passage_affinity is None:
+                    affinity = 1.0
+                else:
+                    is_passage = neighbors < passages
+                    affinity = np.where(is_passage, passage_affinity[np.where(is_passage, neighbors, 0)], 0.5)
+                    missing[neighbors[~is_passage]] = True
+                cand = float(search.strength[u]) * factors * affinity
+                # per neighbor, its strongest candidate (the first in adjacency order on equal strength)
+                order = np.lexsort((np.arange(len(cand)), -cand))
+                nodes, first = np.unique(neighbors[order], return_index=True)
+                idx = order[first]
+                old = search.strength[nodes]
+                better = cand[idx] > old
+                for j in np.flatnonzero(cand[idx] == old).tolist():  # equal strength: rare, in Python
+                    v, e = int(nodes[j]), int(idx[j])
+                    mine = (depth, int(search.anchor_rank[u]))
+                    theirs = (int(search.hops[v]), int(search.anchor_rank[v]))
+                    better[j] = mine < theirs or (mine == theirs and search.tie_wins(v, u, e))
+                win, edges = nodes[better], idx[better]
+                search.strength[win] = cand[edges]
+                search.hops[win] = depth
+                search.anchor_rank[win] = search.anchor_rank[u]
+                search.anchor[win] = search.anchor[u]
+                search.parent[win] = u
+                search.edge[win] = edges
+                changed.update(win.tolist())
                 if stop:
                     break
             frontier = sorted(changed)
             if stop or not frontier:
                 break
         else:
-            if self._could_improve(frontier, best):
+            if self._could_improve(frontier, search):
                 stop = ["depth_limit"]
-        reached = [n for n in best if n < g.n_passages]
-        graph_order = sorted(reached, key=lambda n: (best[n].rank_key(), g.passage_ids[n]))
+        reached = search.reached()
+        reached = reached[reached < g.n_passages]
+        graph_order = search.order(reached, self._id_rank[reached]).tolist()
         graph_rank, base_rank = rank_positions(graph_order), rank_positions(base)
         score = {
             n: (s.base_weight / (2 + base_rank[n]) if n in base_rank else 0.0)
@@ -239,39 +258,38 @@ class TypedPathRanker:
             for n in set(graph_rank) | set(base_rank)
         }
         top = sorted(score, key=lambda n: (-score[n], g.passage_ids[n]))[:k]
-        hits = [self._hit(n, score[n], base_rank.get(n), graph_rank.get(n), best) for n in top]
+        hits = [self._hit(n, score[n], base_rank.get(n), graph_rank.get(n), search) for n in top]
         coverage = {
             "relaxations": relaxations,
-            "reached_nodes": len(best),
+            "reached_nodes": len(search.reached()),
             "reached_passages": len(reached),
-            "missing_affinity": len(missing),
+            "missing_affinity": int(missing.sum()),
             "complete": not stop,
         }
         return RankResult(profile=s.name, hits=hits, seeds=seeds, coverage=coverage, stop_reasons=stop)
 
-    def _could_improve(self, frontier: list[int], best: dict[int, _Path]) -> bool:
+    def _could_improve(self, frontier: list[int], search: _Search) -> bool:
         """Whether one more depth could reach a new node or strengthen one (affinity at most 1)."""
         for u in frontier:
-            for v, _, _, factor in self.adjacency[u]:
-                old = best.get(v)
-                if old is None or best[u].strength * factor > old.strength:
-                    return True
+            cand = float(search.strength[u]) * self._factors[u]
+            if np.any(cand > search.strength[self._neighbors[u]]):
+                return True
         return False
 
     def _hit(self, node: int, score: float, base_rank: int | None, graph_rank: int | None,
-             best: dict[int, _Path]) -> RankedHit:  # fmt: skip
-        label, path = self.graph.node_label, best.get(node)
+             search: _Search) -> RankedHit:  # fmt: skip
+        label, reached = self.graph.node_label, search.strength[node] >= 0
         steps = [
             PathStep(source=label(a), relation=kind, target=label(b), direction=d)  # type: ignore[arg-type]
-            for a, kind, b, d in (_steps(best, node) if path else ())
+            for a, kind, b, d in (search.steps(node) if reached else ())
         ]
         return RankedHit(
             passage_id=label(node),
             score=score,
             base_rank=base_rank,
             graph_rank=graph_rank,
-            strength=path.strength if path else None,
-            anchor=label(path.anchor) if path else None,
-            anchor_rank=path.anchor_rank if path else None,
+            strength=float(search.strength[node]) if reached else None,
+            anchor=label(int(search.anchor[node])) if reached else None,
+            anchor_rank=int(search.anchor_rank[node]) if reached else None,
             path=steps,
         )
