@@ -7,8 +7,11 @@ The graph is built from all 6,119 passages by the offline pipeline (``nlp`` extr
 goal <= 75 s), then every node name is embedded once (``NameVectors.warm``: the per-graph cost, timed
 apart), then the 51 questions are walked one at a time (entity-greedy preset, local decider, name
 linking): per-question latency p50/p90 (goal p50 <= 0.5 s), texts embedded per question, and the
-retrieval measures of ``graphwalk eval 2wiki-retrieval`` (solved@10, recall@2/@5). ``--no-names`` and
-``--compose text`` give the earlier behaviour (one embedded text per hub neighbour and per option).
+retrieval measures of ``graphwalk eval 2wiki-retrieval`` (solved@10, recall@2/@5). ``--no-names``
+skips the warm-up (names are then embedded as walks meet them, on the walks' clock); ``--compose text``
+embeds every ``context; option`` text whole (one new text per option per step, as before ``parts``);
+``--summaries`` embeds every distinct node summary once too (a second per-graph index) and lets the
+decider's parts include them.
 """
 
 from __future__ import annotations
@@ -62,7 +65,15 @@ async def run(args: argparse.Namespace) -> None:
         t0 = time.perf_counter()
         await names.warm()
         names_s = time.perf_counter() - t0
-    decider = LocalDecisionBackend(emb, compose=args.compose)
+    summaries_s = 0.0
+    if args.summaries:  # every distinct node summary embedded once too; the decider then keeps them
+        texts = list(dict.fromkeys([n.summary async for n in store.iter_nodes() if n.summary]))
+        t0 = time.perf_counter()
+        emb.embed(texts)
+        summaries_s = time.perf_counter() - t0
+    decider = LocalDecisionBackend(
+        emb, compose=args.compose, unique_keys=() if args.summaries else ("summary",)
+    )
     resolver = await NameEntryResolver.from_store(store, embedder=emb)
 
     walker = GraphwalkSystem(
@@ -85,11 +96,11 @@ async def run(args: argparse.Namespace) -> None:
         f"2Wiki: {len(ds.knowledge.passages)} passages -> {nodes} nodes / {edges} edges; "
         f"{n} questions; preset {args.preset}; decider {decider.model_id}; load {os.getloadavg()[0]:.1f}\n"
     )
-    print("| ingest s (goal <= 75) | name index s | names | walk p50 s (goal <= 0.5) | walk p90 s "
+    print("| ingest s (goal <= 75) | name index s | summary index s | walk p50 s (goal <= 0.5) | walk p90 s "
           "| texts embedded/q | calls/q | solved@10 | recall@2 | recall@5 |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|")
     print(
-        f"| {ingest_s:.1f} | {names_s:.1f} | {len(names) if names else 0} | {pct(lat, 0.5):.3f} "
+        f"| {ingest_s:.1f} | {names_s:.1f} | {summaries_s:.1f} | {pct(lat, 0.5):.3f} "
         f"| {pct(lat, 0.9):.3f} | {sum(embedded) / n:.1f} | {sum(r['decision_calls'] for r in rows) / n:.1f} "
         f"| {sum(r['all_supporting_at_10'] for r in rows) / n:.3f} "
         f"| {sum(r['recall_at_2'] for r in rows) / n:.3f} | {sum(r['recall_at_5'] for r in rows) / n:.3f} |"
@@ -99,7 +110,10 @@ async def run(args: argparse.Namespace) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compose", choices=["parts", "text"], default="parts")
-    parser.add_argument("--no-names", dest="names", action="store_false", help="no per-graph name vectors")
+    parser.add_argument(
+        "--no-names", dest="names", action="store_false", help="no warm-up: names embedded as walks meet them"
+    )
+    parser.add_argument("--summaries", action="store_true", help="embed node summaries once, keep them")
     parser.add_argument("--preset", default="entity-greedy")
     parser.add_argument("--corpus-subset", type=int, default=None)
     parser.add_argument("--n", type=int, default=None, help="questions (default: all 51)")
