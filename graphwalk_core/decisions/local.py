@@ -225,7 +225,18 @@ class LocalDecisionBackend:
         """The embedder and every calibration knob, so results of differently tuned runs never mix."""
         return (
             f"local:{self.embedder.model_id}:t={self.temperature:g}:{self.stop_rule}{self.stop_bias:+g}"
-            f":{self.option_style}:w={self.type_weight:g}" + (":parts" if self.compose == "parts" else "")
+            f":{self.option_style}:w={self.type_weight:g}" + self._compose_id
+        )
+
+    @property
+    def _compose_id(self) -> str:
+        """``:parts`` (with the unique keys when not the default ones), nothing for ``text``."""
+        if self.compose != "parts":
+            return ""
+        return (
+            ":parts"
+            if self.unique_keys == DEFAULT_UNIQUE_KEYS
+            else f":parts:u={','.join(sorted(self.unique_keys))}"
         )
 
     @classmethod

@@ -3,7 +3,7 @@
 A :class:`NameVectors` holds one float32 row per node of a graph (its name's embedding), filled on
 demand (``vectors``) or all at once (``warm``), and ranks a node set against a query vector with one
 matrix product and ``np.argpartition``. Brute force is exact and fast at this scale (the full 2Wiki
-graph: 41k names x 384 dims = 63 MB, a 5,000-neighbour hub ranked in about a millisecond); an
+graph: 41k names x 384 dims = 63 MB; a 5,000-neighbour hub ranked in ~50 ms on a loaded 2-core box); an
 approximate-nearest-neighbour library (hnswlib, FAISS) would pay only when one query is ranked against
 millions of names at once, e.g. embedding-based entry linking over a graph of many millions of nodes.
 """

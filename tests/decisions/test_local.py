@@ -135,6 +135,8 @@ async def test_parts_composition_exact_values_and_reuses_pieces() -> None:
     q2.options["o1"]["summary"] = "Nolan directed Inception."  # type: ignore[index]
     await local.decide(DecisionRequest(state={"query": QUERY}, questions=[q2]))
     assert emb.batches[1:] == [["Inception; Inception; movie"]]
+    kept = LocalDecisionBackend(emb, temperature=0.1, stop_bias=0.0, compose="parts", unique_keys=())
+    assert kept.model_id == "local:table:t=0.1:gain+0:natural:w=0.5:parts:u="
     with pytest.raises(ConfigError, match="unknown compose 'words'"):
         LocalDecisionBackend(emb, compose="words")  # type: ignore[arg-type]
 
