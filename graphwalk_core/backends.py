@@ -70,12 +70,12 @@ class Backends:
     def decider(self, name: str | None = None, *, embedder: Embedder | None = None) -> DecisionBackend:
         """The decider ``name`` (default: the settings' choice); ConfigError when it is not configured.
 
-        The local decider uses ``embedder``, else :attr:`embedder`.
+        The local and trained deciders use ``embedder``, else :attr:`embedder`.
         """
         from graphwalk_core.decisions.factory import make_decider
 
         chosen = name or self.settings.resolved_decider()
-        if chosen == "local" and embedder is None:
+        if chosen in ("local", "trained") and embedder is None:
             embedder = self.embedder
         return make_decider(self.settings, embedder=embedder, name=name)
 

@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-DeciderName = Literal["jev", "local", "fake"]
+DeciderName = Literal["jev", "local", "trained", "fake"]
 JevProvider = Literal["typesafe", "openrouter"]
 
 #: Pinned Jev model ids per provider; ``*-latest`` is refused.
@@ -26,7 +26,11 @@ class GraphwalkSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GRAPHWALK_", env_file=".env", extra="ignore")
 
     decider: DeciderName | None = Field(
-        default=None, description="jev | local | fake; default: jev when a Jev key is set, else local"
+        default=None,
+        description="jev | local | trained | fake; default: jev when a Jev key is set, else local",
+    )
+    decider_model: Path | None = Field(
+        default=None, description="the trained decider's model folder (`graphwalk train decider --out`)"
     )
     jev_provider: JevProvider = "typesafe"
     jev_api_key: SecretStr | None = None

@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 import typer
 
 from graphwalk_core.cli import eval as eval_cli
-from graphwalk_core.cli import graph, ingest, query, sql
+from graphwalk_core.cli import graph, ingest, query, sql, train
 
 COMMANDS_GROUP = "graphwalk.commands"
 
@@ -20,6 +20,7 @@ app.add_typer(graph.app, name="graph", help="Import, export and inspect graphs."
 app.command("query")(query.query)
 app.command("ingest")(ingest.ingest)
 app.add_typer(eval_cli.app, name="eval", help="Run evaluations and write Parquet results.")
+app.add_typer(train.app, name="train", help="Train a decider from labeled questions and traces.")
 app.command("sql")(sql.sql)
 for _command in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.name):
     app.command(_command.name)(_command.load())

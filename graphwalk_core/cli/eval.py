@@ -30,7 +30,17 @@ Seed = Annotated[int, typer.Option(help="subset seed")]
 #: The options the eval commands share, declared once: name -> (annotation, default).
 OPTIONS: dict[str, tuple[Any, Any]] = {
     "split": (Annotated[str, typer.Option(help="dev | test (tune on dev only)")], "dev"),
-    "decider": (Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")], None),
+    "decider": (
+        Annotated[str | None, typer.Option(help="jev | local | trained | fake (default: settings)")],
+        None,
+    ),
+    "decider_model": (
+        Annotated[
+            Path | None,
+            typer.Option(help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL)"),
+        ],
+        None,
+    ),
     "data_dir": (
         Annotated[
             Path | None, typer.Option(help="data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)")
@@ -86,7 +96,16 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 #: Option groups: where the data comes from, and the backends and run settings.
 DATA = ("split", "data_dir", "hub", "hub_endpoint")
-RUN = ("decider", "concurrency", "set_", "embed_model_path", "llm_model", "llm_api_base", "quiet")
+RUN = (
+    "decider",
+    "decider_model",
+    "concurrency",
+    "set_",
+    "embed_model_path",
+    "llm_model",
+    "llm_api_base",
+    "quiet",
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +114,7 @@ class Shared:
 
     split: str = "dev"
     decider: str | None = None
+    decider_model: Path | None = None
     data_dir: Path | None = None
     hub: str | None = None
     hub_endpoint: str | None = None
@@ -115,7 +135,10 @@ class Shared:
         from graphwalk_core.backends import Backends, settings_with
 
         settings = settings_with(
-            embed_model_path=self.embed_model_path, llm_model=self.llm_model, llm_api_base=self.llm_api_base
+            embed_model_path=self.embed_model_path,
+            llm_model=self.llm_model,
+            llm_api_base=self.llm_api_base,
+            decider_model=self.decider_model,
         )
         return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(
             systems, self.decider
@@ -199,6 +222,10 @@ def metaqa(
     n: N = None,
     seed: Seed = 0,
     kb: Annotated[Path | None, typer.Option(help="the KB file (default: metaqa/kb.txt)")] = None,
+    templates_from: Annotated[
+        Path | None,
+        typer.Option(help="keep only questions of the templates this trained decider was trained without"),
+    ] = None,
 ) -> None:
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
     names = [f"metaqa-{h}hop" for h in hops or [1]]
@@ -206,6 +233,11 @@ def metaqa(
     def run() -> None:
         root = shared.data_root(names)
         datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
+        if templates_from is not None:
+            from graphwalk_core.training.templates import held_out_of, only_templates
+
+            held = held_out_of(templates_from)
+            datasets = [only_templates(ds, held) for ds in datasets]
         _evaluate(datasets, system, out, shared)
 
     _guard(run)
@@ -311,7 +343,15 @@ def custom(
 
 @app.command("2wiki-retrieval")
 @shared_options(
-    "data_dir", "hub", "hub_endpoint", "decider", "concurrency", "set_", "embed_model_path", "quiet"
+    "data_dir",
+    "hub",
+    "hub_endpoint",
+    "decider",
+    "decider_model",
+    "concurrency",
+    "set_",
+    "embed_model_path",
+    "quiet",
 )
 def twowiki_retrieval(
     out: Out,

@@ -24,13 +24,18 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
 
 
 async def _run(
-    graph: str, question: str, start: list[NodeId], config: TraversalConfig, decider_name: str | None
+    graph: str,
+    question: str,
+    start: list[NodeId],
+    config: TraversalConfig,
+    decider_name: str | None,
+    decider_model: Path | None = None,
 ) -> WalkResult:
-    from graphwalk_core.backends import Backends
+    from graphwalk_core.backends import Backends, settings_with
     from graphwalk_core.traversal.ask import answer
     from graphwalk_core.traversal.engine import Traverser
 
-    backends = Backends()
+    backends = Backends(settings_with(decider_model=decider_model))
     store = backends.store(graph)
     try:
         embedder = backends.embedder
@@ -76,7 +81,13 @@ def query(
     strategy: Annotated[str, typer.Option(help="greedy | beam | sample")] = "greedy",
     beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
     hop_mode: Annotated[str, typer.Option("--hop-mode", help="entity | relation")] = "entity",
-    decider: Annotated[str | None, typer.Option(help="jev | local | fake (default: settings)")] = None,
+    decider: Annotated[
+        str | None, typer.Option(help="jev | local | trained | fake (default: settings)")
+    ] = None,
+    decider_model: Annotated[
+        Path | None,
+        typer.Option("--decider-model", help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL)"),
+    ] = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="write the trace as JSON here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
 ) -> None:
@@ -90,7 +101,7 @@ def query(
         )
         if decider is not None:
             _choice(decider, get_args(DeciderName), "--decider")
-        result = asyncio.run(_run(graph, question, list(start or []), config, decider))
+        result = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {err}")
         raise typer.Exit(code=2) from err

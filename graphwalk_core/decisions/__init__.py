@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from graphwalk_core.decisions.factory import DECIDER_NAMES, make_decider
     from graphwalk_core.decisions.jev import JevBackend, check_pinned_model
     from graphwalk_core.decisions.local import LocalDecisionBackend, flatten_text
+    from graphwalk_core.decisions.trained import TrainedDecisionBackend
 
 _LAZY = {
     "DECIDER_NAMES": "factory",
@@ -36,6 +37,7 @@ _LAZY = {
     "check_pinned_model": "jev",
     "LocalDecisionBackend": "local",
     "flatten_text": "local",
+    "TrainedDecisionBackend": "trained",
 }
 
 __all__ = [
@@ -51,6 +53,7 @@ __all__ = [
     "JSONContent",
     "JevBackend",
     "LocalDecisionBackend",
+    "TrainedDecisionBackend",
     "Usage",
     "check_pinned_model",
     "choice_confidence",

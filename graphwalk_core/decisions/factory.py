@@ -11,7 +11,7 @@ from graphwalk_core.embeddings.factory import make_embedder
 from graphwalk_core.errors import ConfigError
 from graphwalk_core.settings import GraphwalkSettings
 
-DECIDER_NAMES = ("jev", "local", "fake")
+DECIDER_NAMES = ("jev", "local", "trained", "fake")
 
 
 def make_decider(
@@ -20,7 +20,8 @@ def make_decider(
     """The decider named ``name``, else ``settings.resolved_decider()`` (jev with a key, else local).
 
     ``jev`` needs ``GRAPHWALK_JEV_API_KEY``; ``local`` uses ``embedder`` or the settings' embedder
-    (:func:`graphwalk_core.embeddings.make_embedder`) and ``GRAPHWALK_LOCAL_*``; ``fake`` is seeded 0.
+    (:func:`graphwalk_core.embeddings.make_embedder`) and ``GRAPHWALK_LOCAL_*``; ``trained`` loads
+    ``GRAPHWALK_DECIDER_MODEL`` and needs the embedder it was trained with; ``fake`` is seeded 0.
     """
     chosen = name or settings.resolved_decider()
     if chosen == "jev":
@@ -30,6 +31,16 @@ def make_decider(
     if chosen == "local":
         return LocalDecisionBackend.from_settings(
             embedder if embedder is not None else make_embedder(settings), settings
+        )
+    if chosen == "trained":
+        if settings.decider_model is None:
+            raise ConfigError(
+                "the trained decider needs a model folder: set GRAPHWALK_DECIDER_MODEL or --decider-model"
+            )
+        from graphwalk_core.decisions.trained import TrainedDecisionBackend
+
+        return TrainedDecisionBackend.load(
+            settings.decider_model, embedder if embedder is not None else make_embedder(settings)
         )
     if chosen == "fake":
         return FakeDecisionBackend(seed=0)

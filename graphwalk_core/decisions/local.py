@@ -37,7 +37,6 @@ embedder; every distinct text is embedded at most once per call and cached by co
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Collection, Iterable
 from typing import Any, Literal, TypeAlias
@@ -57,6 +56,7 @@ from graphwalk_core.decisions.base import (
     normalize_distribution,
     top_label,
 )
+from graphwalk_core.decisions.views import PATH_STEP_TEXT, relation_phrase
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
@@ -78,9 +78,9 @@ Plan: TypeAlias = list[tuple[Target | None, float, str | None]]
 DEFAULT_TYPE_KEY = pk.EXPECTED_ANSWER_TYPE
 
 #: Keys whose values are boilerplate or noise for similarity (dropped when flattening): the task text,
-#: edge direction and counts, the edge string (it repeats relation and node) and example lists (target
-#: names dilute a relation's meaning).
-DEFAULT_SKIP_KEYS = frozenset({pk.TASK, pk.DIRECTION, pk.COUNT, pk.EDGE, pk.LEADS_TO, pk.EXAMPLES})
+#: the start names (the query names them already), edge direction and counts, the edge string (it
+#: repeats relation and node) and example lists (target names dilute a relation's meaning).
+DEFAULT_SKIP_KEYS = frozenset({pk.TASK, pk.START, pk.DIRECTION, pk.COUNT, pk.EDGE, pk.LEADS_TO, pk.EXAMPLES})
 DEFAULT_CONTEXT_KEYS = (pk.PATH, pk.CURRENT)
 #: Option fields left out under ``compose="parts"``: free text unique to one node.
 DEFAULT_UNIQUE_KEYS = frozenset({pk.SUMMARY})
@@ -114,26 +114,13 @@ def flatten_parts(value: Any, skip_keys: Collection[str] = ()) -> list[str]:
     return parts
 
 
-#: A relation-mode path step as the engine writes it: ``directed_by (out)``.
-PATH_STEP = re.compile(r"^(?P<relation>\S+) \((?P<direction>out|in)\)$")
-
-
 def last_step(instructions: Any) -> tuple[str, str] | None:
     """(relation, direction) of the walk's last hop from the instructions' ``path``, if it reads as one."""
     path = instructions.get(pk.PATH) if isinstance(instructions, dict) else None
     if not isinstance(path, list) or not path:
         return None
-    match = PATH_STEP.match(str(path[-1]))
+    match = PATH_STEP_TEXT.match(str(path[-1]))
     return (match["relation"], match["direction"]) if match else None
-
-
-def relation_phrase(relation: str, direction: str, previous: tuple[str, str] | None) -> str:
-    """A relation move as words; one that walks the previous hop back reads "other ones with the
-    same <relation>" (it reaches the previous set's siblings, not the relation's value)."""
-    words = relation.replace("_", " ").strip()
-    if previous is not None and previous[0] == relation and previous[1] != direction:
-        return f"other ones with the same {words}"
-    return words
 
 
 def current_names(instructions: Any) -> str:

@@ -5,8 +5,10 @@ Deciders sit below the traversal package, so the keys live here where both can i
 
 from __future__ import annotations
 
-#: Instructions: the task text, the path so far, where the walk stands, the expected answer type.
+#: Instructions: the task text, the start node names, the path so far, where the walk stands, the
+#: expected answer type.
 TASK = "task"
+START = "start"
 PATH = "path"
 CURRENT = "current"
 EXPECTED_ANSWER_TYPE = "expected_answer_type"

@@ -40,6 +40,11 @@ class Answer(BaseModel):
     relation_path: list[str] = Field(default_factory=list, description="relation:direction per hop")
     witness: list[Hop] = Field(default_factory=list, description="path to the first node")
     witnesses: dict[NodeId, list[Hop]] = Field(default_factory=dict, description="relation mode: per node")
+    witness_paths: list[int] = Field(
+        default_factory=list,
+        description="relation mode: distinct start-to-node paths along the relation path, per node "
+        "(nodes are ranked by it, most first; empty when the set was too large to count)",
+    )
 
 
 class WalkResult(BaseModel):
@@ -94,6 +99,29 @@ async def _witness_refs(
     return refs[::-1]
 
 
+#: Above this many nodes in a relation-mode answer set its nodes keep their reached order (not counted).
+MAX_RANKED = 5_000
+
+
+async def witness_path_counts(
+    store: GraphStore, grouped: GroupReader | None, beam: Beam
+) -> dict[NodeId, int] | None:
+    """Relation mode: per node of the final set, how many distinct start-to-node paths follow the walk's
+    relation path (None when a set is larger than MAX_RANKED)."""
+    frontiers = [*beam.trail, beam.frontier]
+    if any(len(f) > MAX_RANKED for f in frontiers):
+        return None
+    counts: dict[NodeId, int] = dict.fromkeys(frontiers[0], 1)
+    for hop, after in zip(beam.hops, frontiers[1:], strict=True):
+        back: Literal["out", "in"] = "in" if hop.direction == "out" else "out"
+        nxt: dict[NodeId, int] = {}
+        for node in after:
+            neighbors = await _back_neighbors(store, grouped, node, hop.relation, back)
+            nxt[node] = sum(counts.get(p, 0) for p in neighbors)
+        counts = nxt
+    return counts
+
+
 async def _hops(store: GraphStore, refs: Sequence[HopRef]) -> list[Hop]:
     hops = []
     for ref in refs:
@@ -117,7 +145,11 @@ async def build_answers(
     max_witnesses: int,
     grouped: GroupReader | None = None,
 ) -> list[Answer]:
-    """Group walks by the node set they reached; rank by votes (sampling) or by the best walk."""
+    """Group walks by the node set they reached; rank by votes (sampling) or by the best walk.
+
+    In relation mode the nodes of an answer set are ranked by their witness paths (most first, ties
+    in reached order): the answer's score ranks sets, the path count ranks nodes within one.
+    """
     groups: dict[frozenset[NodeId], list[Beam]] = {}
     for beam in rank_walks(beams, alpha, floor):
         if beam.frontier:
@@ -129,6 +161,11 @@ async def build_answers(
     answers = []
     for group in ordered:
         best = group[0]
+        counts: dict[NodeId, int] | None = None
+        if relation_mode and best.hops:
+            counts = await witness_path_counts(store, grouped, best)
+            if counts is not None:
+                best.frontier = sorted(best.frontier, key=lambda n: -counts[n])  # type: ignore[index]
         if relation_mode:
             members = [set(frontier) for frontier in best.trail]
             shown = best.frontier[:max_witnesses]
@@ -150,6 +187,7 @@ async def build_answers(
                 relation_path=[f"{h.relation}:{h.direction}" for h in best.hops],
                 witness=witness,
                 witnesses=witnesses,
+                witness_paths=[counts[n] for n in best.frontier] if counts is not None else [],
             )
         )
     return answers

@@ -204,6 +204,7 @@ class _Walk:
         self._pool: list[Beam] = []
         self._names: dict[NodeId, str] = {}
         self._types: dict[NodeId, str] = {}
+        self._start_names: list[str] = []
         self._call_of: dict[str, str] = {}
         self._confidence: dict[str, float] = {}
 
@@ -225,6 +226,8 @@ class _Walk:
         status: Literal["ok", "aborted", "error"] = "ok"
         reason: str | None = None
         error: str | None = None
+        starts = await self._remember(self.start[:10])
+        self._start_names = [starts[s].name if s in starts else s for s in self.start[:10]]
         try:
             pool = await self._search(pool)
         except _Abort as exc:
@@ -340,6 +343,7 @@ class _Walk:
                 len(beam.frontier),
                 current_type=current_type,
                 answer_hint=self.answer_hint,
+                start=self._start_names,
             ),
             options=options,
         )

@@ -97,12 +97,13 @@ def instructions(
     *,
     current_type: str | None = None,
     answer_hint: str | None = None,
+    start: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """One walk's own context: the task, the path so far and where it stands."""
-    out: dict[str, Any] = {
-        pk.TASK: _ENTITY_TASK if hop_mode == "entity" else _RELATION_TASK,
-        pk.PATH: list(path),
-    }
+    """One walk's own context: the task, where it started, the path so far and where it stands."""
+    out: dict[str, Any] = {pk.TASK: _ENTITY_TASK if hop_mode == "entity" else _RELATION_TASK}
+    if start:
+        out[pk.START] = list(start)
+    out[pk.PATH] = list(path)
     if hop_mode == "entity":
         here: dict[str, Any] = {pk.NODE: current[0]}
         if current_type is not None:

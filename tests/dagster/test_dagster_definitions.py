@@ -23,6 +23,8 @@ ASSETS = {
     "eval_questions",
     "eval_results",
     "eval_summary",
+    "decision_examples",
+    "trained_decider",
 }
 
 
@@ -44,6 +46,7 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("knowledge_graph", "ledger_has_documents"),
         ("eval_results", "eval_results_valid"),
         ("eval_results", "eval_results_answered"),
+        ("trained_decider", "validation_floor"),
     }
     repo = loaded.get_repository_def()
     running = dg.DefaultSensorStatus.RUNNING
@@ -97,6 +100,10 @@ def test_partitions(loaded: dg.Definitions) -> None:
             "graph-ppr",
             "typed-path",
             "dense",
+            "relation-greedy-trained",
+            "relation-beam-trained",
+            "entity-greedy-trained",
+            "entity-beam-trained",
         ],
     }
     assert graph.get(dg.AssetKey("knowledge_graph")).partitions_def is None

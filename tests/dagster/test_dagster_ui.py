@@ -20,7 +20,7 @@ from dagster_fixtures import REPO, copy_data
 from graphwalk_dagster import ui_check
 
 INGEST = ["chunks", "extractions", "graph_updates", "routing_decisions", "source_documents", "source_profile"]
-UNPARTITIONED = ["eval_summary", "knowledge_graph"]
+UNPARTITIONED = ["decision_examples", "eval_summary", "knowledge_graph", "trained_decider"]
 
 
 @dataclass
@@ -67,7 +67,7 @@ def test_ui_lists_every_asset_and_partition(server: Server) -> None:
     for asset in UNPARTITIONED:
         assert listed[asset] == []
     for asset in ("eval_questions", "eval_results"):
-        assert len(listed[asset]) == 70  # 7 datasets x 10 systems
+        assert len(listed[asset]) == 98  # 7 datasets x (10 systems + 4 trained walk presets)
         assert {"custom|relation-greedy", "metaqa-3hop|iter-rag", "2wiki|graph-reader"} <= set(listed[asset])
         assert {"2wiki-retrieval|graph-ppr", "hotpotqa|typed-path", "2wiki-retrieval|dense"} <= set(
             listed[asset]

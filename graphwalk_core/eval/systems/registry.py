@@ -55,6 +55,8 @@ class SystemArgs(TypedDict, total=False):
     llm: LLMBackend | None
     overrides: dict[str, Any] | None
     skip_reason: dict[str, str] | None
+    #: the system's name in results (default: its preset), e.g. ``relation-greedy-trained``
+    label: str | None
 
 
 async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemArgs]) -> QASystem:
@@ -70,15 +72,15 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     (graph-ppr: ``damping``, ``dense_k``, ``dense_weight``, ``title_weight``, ``relation_weight``).
     """
     decider, embedder, llm = args.get("decider"), args.get("embedder"), args.get("llm")
-    overrides, skip_reason = args.get("overrides"), args.get("skip_reason")
+    overrides, skip_reason, label = args.get("overrides"), args.get("skip_reason"), args.get("label")
     if name not in SYSTEM_NAMES:
         raise InputError(f"unknown system {name!r}; choose one of {', '.join(SYSTEM_NAMES)}")
     options = dict(overrides or {})
     reasons = skip_reason or {}
     if name in NEEDS_LLM and llm is None:
-        return SkippedSystem(name, reasons.get("llm", "no LLM configured (set GRAPHWALK_LLM_MODEL)"))
+        return SkippedSystem(label or name, reasons.get("llm", "no LLM configured (set GRAPHWALK_LLM_MODEL)"))
     if name in NEEDS_DECIDER and decider is None:
-        return SkippedSystem(name, reasons.get("decider", "no decider configured"))
+        return SkippedSystem(label or name, reasons.get("decider", "no decider configured"))
     if name in ("vector-rag", "iter-rag", "dense") and embedder is None:
         return SkippedSystem(name, "no embedder configured")
     knowledge = dataset.knowledge
@@ -136,7 +138,7 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
         else await NameEntryResolver.from_store(store, embedder=embedder, best_only=best_only)
     )
     walker = GraphwalkSystem(
-        preset if name != "graph-reader" else f"graph-reader/{preset}",
+        label or (preset if name != "graph-reader" else f"graph-reader/{preset}"),
         store,
         decider,
         config=config,

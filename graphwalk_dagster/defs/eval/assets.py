@@ -1,16 +1,20 @@
 """Evaluation assets: questions and results per dataset × system, and the summary over all of them."""
 
+from pathlib import Path
+
 import dagster as dg
 from pydantic import Field
 
+from graphwalk_core.backends import Backends
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
+from graphwalk_core.training.store import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
-from graphwalk_dagster.defs.eval.partitions import eval_partitions
+from graphwalk_dagster.defs.eval.partitions import TRAINED, eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
     EmbedderResource,
@@ -67,6 +71,23 @@ def eval_questions(
     return dataset
 
 
+def _backends(
+    system: str,
+    decider: DeciderResource,
+    llm: LLMResource,
+    embedder: EmbedderResource,
+    warehouse: WarehouseResource,
+) -> Backends:
+    """The partition's backends; ``<preset>-trained`` walks with the warehouse's newest trained decider
+    (or the decider resource's ``model_path``); without one the system is skipped with the reason."""
+    found = backends(decider, llm, embedder)
+    if not system.endswith(TRAINED):
+        return found
+    model = decider.model_path or latest_model(warehouse.warehouse())
+    update = {"decider": "trained", "decider_model": Path(model) if model else None}
+    return Backends(found.settings.model_copy(update=update))
+
+
 @dg.asset(
     partitions_def=eval_partitions,
     group_name="eval",
@@ -88,14 +109,16 @@ def eval_results(
     ``skip_reason``) and how many answers were ``reused`` from an earlier run over the same graph.
     """
     dims = _dims(context)
-    found = backends(decider, llm, embedder).for_systems([dims["system"]])
+    name = dims["system"].removesuffix(TRAINED)
+    found = _backends(dims["system"], decider, llm, embedder, warehouse).for_systems([name])
     system = build_system(
-        dims["system"],
+        name,
         eval_questions,
         decider=found.decider,
         embedder=found.embedder,
         llm=found.llm,
         skip_reason=found.reasons,
+        label=dims["system"],
     )
     run = run_eval(
         eval_questions, system, out_dir=warehouse.path() / "eval_runs", concurrency=config.concurrency

@@ -2,10 +2,13 @@
 
 import dagster as dg
 
+from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 
 DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "2wiki-retrieval", "custom")
-SYSTEMS = SYSTEM_NAMES
+#: The suffix of a system partition that walks with the warehouse's trained decider (relation-greedy-trained).
+TRAINED = "-trained"
+SYSTEMS = (*SYSTEM_NAMES, *(f"{preset}{TRAINED}" for preset in PRESETS))
 
 eval_partitions = dg.MultiPartitionsDefinition(
     {

@@ -112,9 +112,14 @@ class GraphStoreResource(dg.ConfigurableResource):
 
 
 class DeciderResource(dg.ConfigurableResource):
-    """The decision backend: ``jev`` (needs a key) or ``local``; default as GRAPHWALK_DECIDER."""
+    """The decision backend: ``jev`` (needs a key), ``local`` or ``trained``; default as GRAPHWALK_DECIDER."""
 
-    backend: str | None = Field(default=None, description="jev | local | fake; default: jev with a key")
+    backend: str | None = Field(
+        default=None, description="jev | local | trained | fake; default: jev with a key"
+    )
+    model_path: str | None = Field(
+        default=None, description="trained decider folder (default: GRAPHWALK_DECIDER_MODEL)"
+    )
     jev_provider: str | None = None
     jev_api_key: SecretEnv | None = Field(
         default=None, description="the Jev key's environment variable: dg.EnvVar(...) / {env: NAME}"
@@ -127,6 +132,7 @@ class DeciderResource(dg.ConfigurableResource):
     def overrides(self) -> dict[str, Any]:
         return {
             "decider": self.backend,
+            "decider_model": Path(self.model_path) if self.model_path else None,
             "jev_provider": self.jev_provider,
             "jev_api_key": _secret(self.jev_api_key),
             "jev_base_url": self.jev_base_url,

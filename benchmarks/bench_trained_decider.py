@@ -1,0 +1,149 @@
+"""The trained decider's speed: per decision step (model included) and 1,000 MetaQA questions end to end.
+
+Goals: p50 ≤ 1 ms per decision step (question embedded once per walk, option texts cached) and
+1,000 questions (334/333/333 dev, relation-greedy) in ≤ 15 s end to end: load the questions, build the
+KB graph, load the embedder and model, walk, score, checkpoint and write the report.
+Usage: ``bench_trained_decider.py [MODEL_DIR]`` (without one, a model is first trained on 300 dev
+questions per hop count, outside the timing). Prints a table with the load average.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from graphwalk_core.decisions import DecisionRequest, DecisionResponse
+from graphwalk_core.decisions.trained import TrainedDecisionBackend
+from graphwalk_core.eval.datasets import load_dataset
+from graphwalk_core.eval.datasets.base import default_data_dir
+from graphwalk_core.eval.report import results_table, write_report
+from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.systems.registry import build_system
+
+N_QUESTIONS = 1000
+TARGET_STEP_MS = 1.0
+TARGET_S = 15.0
+
+
+class Timed:
+    """The trained decider, timing each call (one question per call in relation-greedy)."""
+
+    def __init__(self, inner: TrainedDecisionBackend) -> None:
+        self.inner = inner
+        self.seconds: list[float] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def max_options(self) -> int:
+        return self.inner.max_options
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        t0 = time.perf_counter()
+        response = await self.inner.decide(request)
+        self.seconds.append((time.perf_counter() - t0) / len(request.questions))
+        return response
+
+
+def verdict(met: bool) -> str:
+    return "met" if met else "NOT met"
+
+
+def quick_model(folder: Path) -> Path:
+    from graphwalk_core.cli.train import _embedder
+    from graphwalk_core.training.build import labeled_sources
+    from graphwalk_core.training.examples import weak_examples
+    from graphwalk_core.training.fit import fit_decider
+
+    store, questions = asyncio.run(
+        labeled_sources(dataset="metaqa", questions=None, graph=None, split="dev", n=300)
+    )
+    examples, _ = asyncio.run(weak_examples(store, questions))
+    fit_decider(examples, _embedder(None), out=folder)
+    return folder
+
+
+def main() -> int:
+    if not (default_data_dir() / "metaqa" / "kb.txt").is_file():
+        print(f"skipped: {default_data_dir()}/metaqa is absent")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        model = Path(sys.argv[1]) if len(sys.argv) > 1 else quick_model(Path(tmp) / "quick")
+        return run(model)
+
+
+def run(model: Path) -> int:
+    from graphwalk_core.cli.train import _embedder
+
+    load_before = os.getloadavg()
+    laps: dict[str, float] = {}
+    start = clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        laps[name] = now - clock
+        clock = now
+
+    per_hop = N_QUESTIONS // 3
+    datasets = [load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)]
+    lap("load questions")
+    embedder = _embedder(None)
+    decider = Timed(TrainedDecisionBackend.load(model, embedder))
+    lap("load embedder + model")
+    systems = [
+        build_system("relation-greedy", ds, decider=decider, embedder=embedder, llm=None) for ds in datasets
+    ]  # type: ignore[arg-type]
+    gc.freeze()
+    lap("build graph + system")
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [
+            run_eval(ds, s, out_dir=Path(tmp), concurrency=4) for ds, s in zip(datasets, systems, strict=True)
+        ]
+        lap("walk + score + checkpoint")
+        write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
+        lap("report")
+    total = time.perf_counter() - start
+    results = [r for run in runs for r in run.results]
+    steps = np.array(decider.seconds) * 1000
+    f1 = [np.mean([r.f1 for r in run.results if r.f1 is not None]) for run in runs]
+    table = Table(
+        title=f"bench_trained_decider: {len(results)} MetaQA dev questions, relation-greedy, {model.name}"
+    )
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    for name, seconds in laps.items():
+        table.add_row(f"{name} s", f"{seconds:.2f}")
+    table.add_row(
+        "total s", f"{total:.2f} (target ≤ {TARGET_S:.0f} → {'met' if total <= TARGET_S else 'NOT met'})"
+    )
+    p50, p95 = np.percentile(steps, 50), np.percentile(steps, 95)
+    table.add_row("decision steps", str(len(steps)))
+    table.add_row(
+        "ms per step p50 / p95",
+        f"{p50:.3f} / {p95:.3f} (target p50 ≤ {TARGET_STEP_MS:g} → {verdict(p50 <= TARGET_STEP_MS)})",
+    )
+    table.add_row(
+        "embedder cache hits / misses", f"{decider.inner.cache.hits} / {decider.inner.cache.misses}"
+    )
+    table.add_row("F1 1/2/3-hop (dev subset)", " / ".join(f"{v:.3f}" for v in f1))
+    table.add_row("load average before / after (1 min)", f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}")
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""A decider trained on decision examples: a small MLP over the offline embedder's vectors.
+
+The model folder (written by :mod:`graphwalk_core.training.fit`) holds ``weights.npz`` (the feature
+scaler and the network's layers) and ``manifest.json`` (format, embedder id, training data hash,
+example counts, validation metrics, library versions). Inference is two matrix products in numpy; the
+question, path and option texts are embedded once and cached by content, so a walk embeds its question
+once and known option texts never again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphwalk_core.decisions.base import (
+    ChoiceResult,
+    DecisionError,
+    DecisionRequest,
+    DecisionResponse,
+    Usage,
+    choice_confidence,
+    normalize_distribution,
+    top_label,
+)
+from graphwalk_core.decisions.features import SCALARS, distinct_texts, n_features, view_features
+from graphwalk_core.decisions.views import view_of
+from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.cache import VectorCache
+from graphwalk_core.errors import ConfigError
+
+#: The model folder's format; a folder of another format is refused.
+MODEL_FORMAT = "graphwalk-trained-decider/1"
+MANIFEST = "manifest.json"
+WEIGHTS = "weights.npz"
+
+
+@dataclass(frozen=True)
+class DeciderModel:
+    """Scaler + MLP layers (ReLU hidden, one logit out) and the manifest describing them."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: tuple[np.ndarray, ...]
+    biases: tuple[np.ndarray, ...]
+    manifest: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"{self.manifest.get('name', 'decider')}@{str(self.manifest['data_hash'])[:12]}"
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over the weights and the manifest: changes whenever the model does."""
+        digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode())
+        for array in (self.mean, self.scale, *self.weights, *self.biases):
+            digest.update(np.ascontiguousarray(array).tobytes())
+        return digest.hexdigest()
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """One score per row of features."""
+        return self.scaled_logits((x - self.mean) / self.scale)
+
+    def scaled_logits(self, h: np.ndarray) -> np.ndarray:
+        """One score per row of already standardized features."""
+        for w, b in zip(self.weights[:-1], self.biases[:-1], strict=True):
+            h = np.maximum(h @ w + b, 0.0)
+        return (h @ self.weights[-1] + self.biases[-1])[:, 0]
+
+    def save(self, folder: Path) -> Path:
+        """Write ``weights.npz`` and ``manifest.json`` into ``folder`` (created); returns the folder."""
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays = {"mean": self.mean, "scale": self.scale}
+        arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
+        arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
+        np.savez(folder / WEIGHTS, **arrays)
+        text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
+        (folder / MANIFEST).write_text(text, encoding="utf-8")
+        return folder
+
+    @classmethod
+    def load(cls, folder: Path) -> DeciderModel:
+        """Read a model folder; a missing or foreign folder is a ConfigError naming the file."""
+        manifest_path, weights_path = folder / MANIFEST, folder / WEIGHTS
+        if not manifest_path.is_file() or not weights_path.is_file():
+            raise ConfigError(f"{folder}: not a trained decider (needs {MANIFEST} and {WEIGHTS})")
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
+        if manifest.get("format") != MODEL_FORMAT:
+            raise ConfigError(
+                f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r}"
+            )
+        try:
+            with np.load(weights_path) as npz:
+                n_layers = sum(1 for k in npz.files if k.startswith("w"))
+                weights = tuple(npz[f"w{i}"] for i in range(n_layers))
+                biases = tuple(npz[f"b{i}"] for i in range(n_layers))
+                mean, scale = npz["mean"], npz["scale"]
+        except (OSError, KeyError, ValueError) as exc:
+            raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
+        return cls(mean, scale, weights, biases, manifest)
+
+
+def softmax(scores: np.ndarray) -> np.ndarray:
+    z = np.exp(scores - scores.max())
+    return z / z.sum()
+
+
+class TrainedDecisionBackend:
+    """Scores every option (STOP included) with a trained model; a full distribution like any backend."""
+
+    def __init__(
+        self,
+        model: DeciderModel,
+        embedder: Embedder,
+        *,
+        stop_labels: Collection[str] = ("STOP",),
+        max_options: int = 255,
+        cache_size: int = 50_000,
+    ) -> None:
+        trained_with = model.manifest.get("embedder")
+        if trained_with != embedder.model_id:
+            raise ConfigError(
+                f"the trained decider was trained with embedder {trained_with!r} but this run embeds "
+                f"with {embedder.model_id!r}: retrain it, or configure that embedder"
+            )
+        if model.mean.shape != (n_features(embedder.dim),):
+            raise ConfigError(
+                f"the trained decider expects {model.mean.shape[0]} features; embedder dim "
+                f"{embedder.dim} gives {n_features(embedder.dim)} (feature version {len(SCALARS)} scalars)"
+            )
+        self.model = model
+        self.embedder = embedder
+        self.stop_labels = frozenset(stop_labels)
+        self._max_options = max_options
+        self.cache = VectorCache(cache_size)
+
+    @classmethod
+    def load(cls, folder: Path, embedder: Embedder, **kwargs: Any) -> TrainedDecisionBackend:
+        return cls(DeciderModel.load(folder), embedder, **kwargs)
+
+    @property
+    def model_id(self) -> str:
+        return f"trained:{self.model.name}:{self.embedder.model_id}"
+
+    @property
+    def model_fingerprint(self) -> str:
+        """The model's content fingerprint (eval run ids change with it; see ``model_fingerprint``)."""
+        return self.model.fingerprint
+
+    @property
+    def max_options(self) -> int:
+        return self._max_options
+
+    def __repr__(self) -> str:
+        return f"TrainedDecisionBackend({self.model_id!r})"
+
+    async def decide(self, request: DecisionRequest) -> DecisionResponse:
+        started = time.perf_counter()
+        for q in request.questions:
+            if len(q.options) > self._max_options:
+                raise DecisionError(
+                    f"question {q.key!r}: {len(q.options)} options exceed the limit of {self._max_options}"
+                )
+        views = [view_of(request.state, q, self.stop_labels) for q in request.questions]
+        texts = distinct_texts(views)
+        matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
+        vecs = dict(zip(texts, matrix, strict=True))
+        results = {}
+        for q, view in zip(request.questions, views, strict=True):
+            scores = self.model.logits(view_features(view, vecs.__getitem__))
+            labels = list(q.options)
+            raw = dict(zip(labels, softmax(scores).tolist(), strict=True))
+            dist = normalize_distribution(labels, raw, key=q.key)
+            results[q.key] = ChoiceResult(
+                key=q.key, probabilities=dist, top=top_label(dist), confidence=choice_confidence(dist)
+            )
+        return DecisionResponse(
+            results=results,
+            usage=Usage(),
+            latency_s=time.perf_counter() - started,
+            model=self.model_id,
+            provider="trained",
+        )

@@ -1,0 +1,1 @@
+"""Learning a decider: decision examples (weak supervision, traces) and fitting a trained decider."""

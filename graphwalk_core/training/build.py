@@ -1,0 +1,84 @@
+"""Decision examples from eval datasets (labeled questions over their graph) and from trace folders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Dataset, Question
+from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.training.examples import (
+    DecisionExample,
+    LabeledQuestion,
+    read_traces,
+    trace_examples,
+    weak_examples,
+)
+
+#: Labeled datasets ``graphwalk train decider --dataset`` knows.
+DATASETS = ("metaqa",)
+
+
+def labeled(questions: Iterable[Question], split: str) -> list[LabeledQuestion]:
+    """Labeled questions from dataset questions: text, gold start, gold answers (nothing else is read)."""
+    out = []
+    for q in questions:
+        if q.gold_start is None:
+            raise InputError(f"question {q.id} has no start node: weak supervision needs one")
+        mentions = [q.topic] if q.topic else [q.gold_start]
+        out.append(LabeledQuestion(q.id, q.text, [q.gold_start], list(q.gold), split, mentions))
+    return out
+
+
+async def dataset_examples(
+    datasets: Sequence[Dataset],
+    store: GraphStore,
+    *,
+    max_depth: int = 3,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[list[DecisionExample], int]:
+    """Weak-supervision examples of the questions of ``datasets`` over ``store``, and how many had none."""
+    questions = [q for ds in datasets for q in labeled(ds.questions, ds.split)]
+    return await weak_examples(store, questions, max_depth=max_depth, progress=progress)
+
+
+def folder_trace_examples(folder: Path, *, split: str = "train") -> list[DecisionExample]:
+    """Soft-label examples from every trace file under ``folder`` (question id: the file's path)."""
+    return [
+        ex
+        for name, trace in read_traces(folder)
+        for ex in trace_examples(trace, question_id=name, split=split)
+    ]
+
+
+async def labeled_sources(
+    *,
+    dataset: str | None,
+    questions: Path | None,
+    graph: str | None,
+    split: str,
+    hops: Sequence[int] | None = None,
+    n: int | None = None,
+    data_dir: Path | None = None,
+) -> tuple[GraphStore, list[LabeledQuestion]]:
+    """The graph and labeled questions: a built-in ``dataset``, or a ``questions`` file over ``graph``."""
+    from graphwalk_core.eval.datasets.custom import read_custom_questions
+    from graphwalk_core.eval.datasets.registry import load_dataset
+    from graphwalk_core.eval.systems.graphs import graph_from_triples
+    from graphwalk_core.stores.open import open_store
+
+    if (dataset is None) == (questions is None):
+        raise InputError("give exactly one of --dataset NAME or --questions FILE")
+    if dataset is not None:
+        if dataset not in DATASETS:
+            raise InputError(f"unknown dataset {dataset!r}: expected one of {list(DATASETS)}")
+        sets = [
+            load_dataset(f"metaqa-{h}hop", split=split, n=n, data_dir=data_dir) for h in hops or (1, 2, 3)
+        ]
+        store = open_store(graph) if graph is not None else graph_from_triples(sets[0].knowledge)
+        return store, [q for ds in sets for q in labeled(ds.questions, split)]
+    assert questions is not None
+    if graph is None:
+        raise InputError("--questions needs --graph (the graph the questions are about)")
+    return open_store(graph), labeled(read_custom_questions(questions), split)

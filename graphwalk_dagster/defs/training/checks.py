@@ -1,0 +1,25 @@
+"""The trained decider must reach a validation accuracy floor before evaluations use it."""
+
+import json
+
+import dagster as dg
+
+from graphwalk_core.training.store import latest_model
+from graphwalk_dagster.defs.shared.resources import WarehouseResource
+
+#: Overall validation accuracy (top choice = the target's top) below which the check fails.
+VALIDATION_FLOOR = 0.8
+
+
+@dg.asset_check(asset="trained_decider", name="validation_floor", blocking=True)
+def validation_floor(warehouse: WarehouseResource) -> dg.AssetCheckResult:
+    """The newest model's validation accuracy over all decisions is at least VALIDATION_FLOOR."""
+    folder = latest_model(warehouse.warehouse())
+    if folder is None:
+        return dg.AssetCheckResult(passed=False, metadata={"reason": "no trained model in the warehouse"})
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    accuracy = manifest["validation_accuracy"]["all"]
+    return dg.AssetCheckResult(
+        passed=accuracy is not None and accuracy >= VALIDATION_FLOOR,
+        metadata={"validation_accuracy": accuracy, "floor": VALIDATION_FLOOR, "model": folder.name},
+    )

@@ -1,0 +1,95 @@
+"""Decision examples: weak supervision over relation paths, traces as soft labels, the Parquet table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphwalk_core.decisions import FakeDecisionBackend
+from graphwalk_core.decisions.views import DecisionView
+from graphwalk_core.model import Edge
+from graphwalk_core.training.examples import (
+    LabeledQuestion,
+    PathLabeler,
+    read_examples,
+    trace_examples,
+    weak_examples,
+    write_examples,
+)
+from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.engine import Traverser
+
+from .kb import questions, store
+
+FILM_MOVES = (("directed_by", "out"), ("starred_actors", "out"), ("release_year", "out"))
+
+
+async def test_one_hop_question_gives_the_move_then_stop() -> None:
+    q = LabeledQuestion("q", "who directed Film 1", ["Film 1"], ["Director 1"], "dev", ["Film 1"])
+    examples = await PathLabeler(store()).examples(q)
+    assert [(ex.view, ex.target, ex.kind) for ex in examples] == [
+        (DecisionView("who directed ENTITY", (), FILM_MOVES), (1.0, 0.0, 0.0), "first"),
+        (
+            DecisionView("who directed ENTITY", (("directed_by", "out"),), (("directed_by", "in"), None)),
+            (0.0, 1.0),
+            "stop",
+        ),
+    ]
+    assert {ex.source for ex in examples} == {"weak"}
+
+
+async def test_two_hops_shortest_best_path_and_stop_at_its_end() -> None:
+    q = questions(range(12))[2]  # which films share the director of Film 0: Film 4, Film 8
+    assert q.gold == ["Film 4", "Film 8"]
+    examples = await PathLabeler(store()).examples(q)
+    assert [(ex.view.path, ex.target) for ex in examples] == [
+        ((), (1.0, 0.0, 0.0)),
+        ((("directed_by", "out"),), (1.0, 0.0)),  # back along directed_by, not STOP
+        ((("directed_by", "out"), ("directed_by", "in")), (0.0, 0.0, 0.0, 1.0)),
+    ]
+    assert examples[1].kind == "later" and examples[2].kind == "stop"
+    assert examples[0].view.question == "which films share the director of ENTITY"
+
+
+async def test_tied_paths_share_the_target() -> None:
+    graph = store()
+    # Film 1 is also written by its director: two paths reach the gold
+    await graph.upsert_edge(Edge(source="Film 1", target="Director 1", type="written_by"))
+    q = LabeledQuestion("q", "who made Film 1", ["Film 1"], ["Director 1"], "dev", ["Film 1"])
+    first = (await PathLabeler(graph).examples(q))[0]
+    assert dict(zip(first.view.options, first.target, strict=True)) == {
+        ("directed_by", "out"): 0.5,
+        ("starred_actors", "out"): 0.0,
+        ("release_year", "out"): 0.0,
+        ("written_by", "out"): 0.5,
+    }
+
+
+async def test_unreachable_gold_gives_no_example() -> None:
+    q = LabeledQuestion("q", "who directed Film 1", ["Film 1"], ["Nobody"], "dev")
+    examples, unlabeled = await weak_examples(store(), [q, *questions(range(1))])
+    assert unlabeled == 1
+    assert {ex.question_id for ex in examples} == {"dir-0", "year-0", "same-0"}
+
+
+async def test_trace_steps_become_soft_labels_with_their_path(tmp_path: Path) -> None:
+    config = TraversalConfig(hop_mode="relation", strategy="greedy", allow_stop_at_start=False)
+    result = await Traverser(store(), FakeDecisionBackend(seed=3), config=config).walk(
+        "who directed Film 2", ["Film 2"]
+    )
+    examples = trace_examples(result.trace, question_id="t1")
+    asked = [s for s in result.trace.steps if not s.forced]
+    assert len(examples) == len(asked) > 0
+    for ex, step in zip(examples, asked, strict=True):
+        assert ex.source == "trace" and ex.view.question == "who directed ENTITY"
+        assert ex.target == tuple(step.distribution.values())
+        assert len(ex.view.path) == step.depth
+    # the path of each step is the moves the walk took to get there
+    taken = [s.options[s.chosen] for s in asked if s.chosen != "STOP"]
+    for ex in examples[1:]:
+        assert [m[0] for m in ex.view.path] == [o["relation"] for o in taken[: len(ex.view.path)]]
+
+
+async def test_table_round_trip(tmp_path: Path) -> None:
+    examples, _ = await weak_examples(store(), questions(range(3)))
+    path = write_examples(examples, tmp_path / "decision_examples.parquet")
+    assert read_examples(path) == examples

@@ -1,0 +1,151 @@
+"""The trained decider: fit on weak labels, full distributions, model folder, embedder check, factory."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphwalk_core.decisions import ChoiceQuestion, DecisionRequest
+from graphwalk_core.decisions.base import model_fingerprint
+from graphwalk_core.decisions.factory import make_decider
+from graphwalk_core.decisions.trained import DeciderModel, TrainedDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.errors import ConfigError
+from graphwalk_core.settings import GraphwalkSettings
+from graphwalk_core.training.examples import weak_examples
+from graphwalk_core.training.fit import FitConfig, fit_decider
+from graphwalk_core.traversal import prompts
+from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.engine import Traverser
+
+from .kb import directed, films_of_director, questions, store, year
+
+EMBEDDER = HashingEmbedder(dim=64)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import asyncio
+
+    examples, unlabeled = asyncio.run(weak_examples(store(), questions(range(9))))
+    assert unlabeled == 0
+    out = tmp_path_factory.mktemp("model") / "tiny"
+    report = fit_decider(
+        examples, EMBEDDER, config=FitConfig(hidden=(16,), max_iter=200, name="tiny"), out=out
+    )
+    assert report.examples["examples"] == len(examples) == 9 * 7
+    assert report.train_accuracy["all"] == 1.0
+    return out
+
+
+def relation_question(path: list[str], options: dict[str, object], start: str = "Film 10") -> ChoiceQuestion:
+    return ChoiceQuestion(
+        key="b0",
+        instructions=prompts.instructions("relation", path, [start], 1, start=[start]),
+        options=options,
+    )
+
+
+def rel(relation: str, direction: str = "out") -> dict[str, object]:
+    return prompts.relation_option(relation, direction, ["x"], 1, glosses={})  # type: ignore[arg-type]
+
+
+def test_manifest_records_what_it_was_trained_on(model_dir: Path) -> None:
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    assert manifest["format"] == "graphwalk-trained-decider/1"
+    assert manifest["embedder"] == EMBEDDER.model_id
+    assert manifest["relations"] == ["directed_by", "release_year", "starred_actors"]
+    assert set(manifest["libraries"]) == {"scikit-learn", "numpy", "graphwalk"}
+    assert manifest["counts"]["source_weak"] == 63 and manifest["counts"]["source_trace"] == 0
+    assert len(manifest["data_hash"]) == 64
+    assert set(manifest["validation_accuracy"]) == {"first", "later", "stop", "all"}
+
+
+async def test_full_distribution_over_every_option_and_stop(model_dir: Path) -> None:
+    backend = TrainedDecisionBackend.load(model_dir, EMBEDDER)
+    assert backend.model_id.startswith("trained:tiny@")
+    options = {"o1": rel("directed_by"), "o2": rel("starred_actors"), "o3": rel("release_year")}
+    response = await backend.decide(
+        DecisionRequest(
+            state=prompts.build_state("who directed Film 10"), questions=[relation_question([], options)]
+        )
+    )
+    dist = response.results["b0"].probabilities
+    assert list(dist) == ["o1", "o2", "o3"] and math.isclose(sum(dist.values()), 1.0)
+    assert response.results["b0"].top == "o1"
+    stop_options = {"o1": rel("directed_by", "in"), prompts.STOP: "STOP"}
+    response = await backend.decide(
+        DecisionRequest(
+            state=prompts.build_state("who directed Film 10"),
+            questions=[relation_question(["directed_by (out)"], stop_options)],
+        )
+    )
+    assert response.results["b0"].top == prompts.STOP
+
+
+async def test_unseen_relation_still_gets_a_distribution(model_dir: Path) -> None:
+    backend = TrainedDecisionBackend.load(model_dir, EMBEDDER)
+    options = {"o1": rel("directed_by"), "o2": rel("filmed_in_country"), prompts.STOP: "STOP"}
+    response = await backend.decide(
+        DecisionRequest(
+            state=prompts.build_state("in which country was Film 10 filmed"),
+            questions=[relation_question([], options)],
+        )
+    )
+    dist = response.results["b0"].probabilities
+    assert list(dist) == ["o1", "o2", "STOP"]
+    assert all(0 < p < 1 for p in dist.values()) and math.isclose(sum(dist.values()), 1.0)
+
+
+async def test_walks_unseen_films_with_the_trained_decider(model_dir: Path) -> None:
+    backend = TrainedDecisionBackend.load(model_dir, EMBEDDER)
+    config = TraversalConfig(hop_mode="relation", strategy="greedy", allow_stop_at_start=False)
+    traverser = Traverser(store(), backend, config=config)
+    for i in (9, 10, 11):  # never trained on
+        film = f"Film {i}"
+        cases = [
+            (f"who directed {film}", directed(i)),
+            (f"when was {film} released", year(i)),
+            (f"which films share the director of {film}", [f for f in films_of_director(i % 4) if f != film]),
+        ]
+        for text, gold in cases:
+            result = await traverser.walk(text, [film])
+            assert sorted(result.answers[0].names) == sorted(gold), text
+
+
+def test_save_load_round_trip(model_dir: Path, tmp_path: Path) -> None:
+    model = DeciderModel.load(model_dir)
+    again = DeciderModel.load(model.save(tmp_path / "copy"))
+    x = np.random.default_rng(0).normal(size=(3, model.mean.shape[0])).astype(np.float32)
+    assert np.array_equal(model.logits(x), again.logits(x))
+    assert again.manifest == model.manifest
+    assert again.fingerprint == model.fingerprint and len(model.fingerprint) == 64
+    assert model_fingerprint(TrainedDecisionBackend(again, EMBEDDER)) == model.fingerprint
+
+
+def test_refuses_a_model_of_another_embedder(model_dir: Path) -> None:
+    other = HashingEmbedder(dim=32)
+    with pytest.raises(ConfigError, match=r"trained with embedder 'hashing:64' but this run embeds"):
+        TrainedDecisionBackend.load(model_dir, other)
+
+
+def test_refuses_a_folder_that_is_no_model(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not a trained decider"):
+        TrainedDecisionBackend.load(tmp_path, EMBEDDER)
+    (tmp_path / "manifest.json").write_text('{"format": "other"}')
+    (tmp_path / "weights.npz").write_bytes(b"")
+    with pytest.raises(ConfigError, match="format 'other'"):
+        TrainedDecisionBackend.load(tmp_path, EMBEDDER)
+
+
+def test_factory_builds_the_trained_decider(model_dir: Path) -> None:
+    with pytest.raises(ConfigError, match="GRAPHWALK_DECIDER_MODEL"):
+        make_decider(GraphwalkSettings(decider="trained"), embedder=EMBEDDER)
+    built = make_decider(GraphwalkSettings(decider="trained", decider_model=model_dir), embedder=EMBEDDER)
+    assert isinstance(built, TrainedDecisionBackend)
+    # the default stays the zero-shot local decider
+    assert make_decider(GraphwalkSettings(), embedder=EMBEDDER).model_id.startswith("local:")
