@@ -67,7 +67,9 @@ def score_answer(
     A question with gold supporting passages (HotpotQA, 2Wiki, a custom corpus) also gets recall@2/5/10
     and all-supporting@10 of ``answer.passages`` (a failed answer retrieved nothing); skipped: none.
     """
-    scored = answer.status in ("ok", "aborted") and not question.extra.get("no_gold")
+    scored = (
+        answer.status in ("ok", "aborted") and answer.answers_question and not question.extra.get("no_gold")
+    )
     gold, pred = question.gold, answer.answers
     em, f1, hits = metrics.answer_scores(pred, gold, match=dataset.match) if scored else (None, None, None)
     supporting = question.extra.get("supporting")

@@ -8,6 +8,7 @@ from pathlib import Path
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Question
 from graphwalk_core.eval.metrics import retrieval_scores
+from graphwalk_core.eval.records import score_answer
 from graphwalk_core.eval.retrieval import corpus_subset
 from graphwalk_core.eval.systems.rankers import RANKERS
 from graphwalk_core.eval.systems.registry import build_system_async
@@ -78,9 +79,14 @@ def test_rankers_on_a_tiny_corpus() -> None:
         out = {}
         for name in RANKERS:
             system = await build_system_async(name, ds, decider=None, embedder=HashingEmbedder(), llm=None)
-            out[name] = (await system.answer(q)).passages
+            answer = await system.answer(q)
+            out[name] = answer.passages
+            # a ranker retrieves and answers nothing: no answer scores (null, not 0), recall scored
+            scored = score_answer(ds, answered, answer, run_id="r", system=name, ids={})
+            assert (scored.f1, scored.em, scored.hits_at_1, scored.recall_at_2) == (None, None, None, 1.0)
         return out
 
+    answered = q.model_copy(update={"gold": ["Philadelphia"], "extra": {"supporting": q.extra["supporting"]}})
     got = asyncio.run(run())
     # the linked title passage first, then the passage about the entity it mentions
     assert got["graph-ppr"] == [

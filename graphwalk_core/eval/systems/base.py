@@ -34,6 +34,8 @@ class SystemAnswer(BaseModel):
     llm_calls: int = 0
     linked_start: list[str] | None = None
     passages: list[str] = Field(default_factory=list)
+    #: False for a system that only retrieves (the passage rankers): no answer scores, not zeros
+    answers_question: bool = True
     trace: dict[str, Any] | None = None
     status: Status = "ok"
     error: str | None = None

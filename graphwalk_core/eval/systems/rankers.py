@@ -1,8 +1,8 @@
 """Passage rankers as eval systems: ``graph-ppr``, ``typed-path`` and ``dense`` return ranked passages.
 
-They answer nothing (no reader): a question's ``passages`` are the ranked top ``k`` (10 by default,
-the budget every retrieval measure uses) and its trace records the ranking profile, the seeds, the
-coverage and stop reasons, and each hit's score and proving path.
+They answer nothing (no reader: F1/EM/hits@1 are null, not 0): a question's ``passages`` are the
+ranked top ``k`` (10 by default, the budget every retrieval measure uses) and its trace records the
+ranking profile, the seeds, the coverage and stop reasons, and each hit's score and proving path.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class RankerSystem:
         return SystemAnswer(
             latency_s=time.perf_counter() - start,
             passages=result.passage_ids,
+            answers_question=False,
             trace=result.model_dump(mode="json", exclude_none=True),
         )
 
