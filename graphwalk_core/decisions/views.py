@@ -35,9 +35,10 @@ class DecisionView:
 
 
 def mask_mentions(text: str, names: Sequence[str]) -> str:
-    """``text`` with every mention of ``names`` (longest first, case-insensitive) replaced by MASK."""
+    """``text`` with every whole-word mention of ``names`` (longest first, case-insensitive) replaced by
+    MASK (a one-letter film "O" must not mask the o of "movie")."""
     for name in sorted({n.strip() for n in names if n and n.strip()}, key=lambda n: (-len(n), n)):
-        text = re.sub(re.escape(name), MASK, text, flags=re.IGNORECASE)
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", MASK, text, flags=re.IGNORECASE)
     return " ".join(text.split())
 
 

@@ -93,3 +93,14 @@ async def test_table_round_trip(tmp_path: Path) -> None:
     examples, _ = await weak_examples(store(), questions(range(3)))
     path = write_examples(examples, tmp_path / "decision_examples.parquet")
     assert read_examples(path) == examples
+
+
+def test_masking_replaces_whole_mentions_only() -> None:
+    from graphwalk_core.decisions.views import mask_mentions
+
+    assert (
+        mask_mentions("describe the movie O in a few words", ["O"])
+        == "describe the movie ENTITY in a few words"
+    )
+    assert mask_mentions("who directed Heat (1995)?", ["Heat (1995)"]) == "who directed ENTITY?"
+    assert mask_mentions("films like Alien and Aliens", ["Alien", "Aliens"]) == "films like ENTITY and ENTITY"
