@@ -14,6 +14,7 @@ import json
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,14 @@ class DeciderModel:
         return cls(mean, scale, weights, biases, manifest)
 
 
+@lru_cache(maxsize=1)
+def _blas() -> Any:
+    """The process's BLAS thread pools (threadpoolctl, installed with scikit-learn)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def softmax(scores: np.ndarray) -> np.ndarray:
     z = np.exp(scores - scores.max())
     return z / z.sum()
@@ -174,9 +183,11 @@ class TrainedDecisionBackend:
         texts = distinct_texts(views)
         matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
         vecs = dict(zip(texts, matrix, strict=True))
+        # a few rows times one small layer: BLAS threads only add waiting (200 ms a call on a busy machine)
+        with _blas().limit(limits=1, user_api="blas"):
+            logits = [self.model.logits(view_features(view, vecs.__getitem__)) for view in views]
         results = {}
-        for q, view in zip(request.questions, views, strict=True):
-            scores = self.model.logits(view_features(view, vecs.__getitem__))
+        for q, scores in zip(request.questions, logits, strict=True):
             labels = list(q.options)
             raw = dict(zip(labels, softmax(scores).tolist(), strict=True))
             dist = normalize_distribution(labels, raw, key=q.key)
