@@ -31,7 +31,8 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 from graphwalk_core.decisions.factory import make_decider
 from graphwalk_core.embeddings.factory import make_embedder
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.outputs import DocumentDiff, RoutingPlan
+from graphwalk_core.ingest.outputs import DocumentDiff, RoutingPlan, UpdateReport
+from graphwalk_core.ingest.pipeline import DEFAULT_WINDOW
 from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.ingest.stages import (
     apply_plan,
@@ -76,7 +77,10 @@ async def timed_apply(url: str, diff: DocumentDiff, plan: RoutingPlan) -> tuple[
     store = SQLGraphStore(url)
     try:
         started = time.perf_counter()
-        report = await apply_plan(store, diff, plan)
+        report = UpdateReport(source_id=diff.source_id)
+        for start in range(0, len(plan.documents), DEFAULT_WINDOW):
+            window = plan.model_copy(update={"documents": plan.documents[start : start + DEFAULT_WINDOW]})
+            await apply_plan(store, diff, window, report=report)
         seconds = time.perf_counter() - started
         rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
         return seconds, rows, await store.counts()
