@@ -76,7 +76,7 @@ async def run() -> int:
             ),
             f"p50 ≤ {TARGET_P50_S} s: {'met' if p50 <= TARGET_P50_S else 'MISSED'}",
         )
-    Console().print(table)
+    Console(width=160).print(table)
     print(f"load average: {os.getloadavg()[0]:.2f} (build s of the first ranker includes ingestion)")
     return 0 if ok else 1
 
