@@ -18,6 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rich.console import Console
 from rich.table import Table
+from stopwatch import Stopwatch
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.eval.datasets import load_dataset
@@ -50,14 +51,8 @@ def main() -> int:
         print(f"skipped: {default_data_dir()}/metaqa is absent")
         return 0
     preset = sys.argv[1] if len(sys.argv) > 1 else "relation-greedy"
-    laps: dict[str, float] = {}
-    start = clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        laps[name] = now - clock
-        clock = now
+    watch = Stopwatch()
+    laps, lap = watch.laps, watch.lap
 
     per_hop = N_QUESTIONS // 3
     datasets = [load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)]
@@ -73,7 +68,7 @@ def main() -> int:
         lap("walk + score + checkpoint")
         write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
         lap("report")
-    total = time.perf_counter() - start
+    total = watch.total()
     n = sum(len(r.results) for r in runs)
     with tempfile.TemporaryDirectory() as tmp:  # the same pipeline around a system that answers instantly
         t0 = time.perf_counter()

@@ -11,13 +11,13 @@ import asyncio
 import os
 import resource
 import tempfile
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from rich.console import Console
 from rich.table import Table
+from stopwatch import Stopwatch
 
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.training.build import labeled_sources
@@ -40,14 +40,8 @@ def main() -> int:
     from graphwalk_core.cli.train import _embedder
 
     load_before = os.getloadavg()
-    laps: dict[str, float] = {}
-    start = clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        laps[name] = now - clock
-        clock = now
+    watch = Stopwatch()
+    laps, lap = watch.laps, watch.lap
 
     store, questions = asyncio.run(
         labeled_sources(dataset="metaqa", questions=None, graph=None, split="dev", hops=args.hops, n=args.n)
@@ -61,7 +55,7 @@ def main() -> int:
         report = fit_decider(examples, embedder, config=FitConfig(name=out.name), out=out)
     for stage, seconds in report.seconds.items():
         laps[f"fit: {stage}"] = seconds
-    total = time.perf_counter() - start
+    total = watch.total()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     table = Table(title=f"bench_train_decider: MetaQA dev {args.hops}-hop, {len(questions)} questions")
     table.add_column("stage")

@@ -22,6 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from stopwatch import Stopwatch
 
 from graphwalk_core.decisions import DecisionRequest, DecisionResponse
 from graphwalk_core.decisions.trained import TrainedDecisionBackend
@@ -89,14 +90,8 @@ def run(model: Path) -> int:
     from graphwalk_core.cli.train import _embedder
 
     load_before = os.getloadavg()
-    laps: dict[str, float] = {}
-    start = clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        laps[name] = now - clock
-        clock = now
+    watch = Stopwatch()
+    laps, lap = watch.laps, watch.lap
 
     per_hop = N_QUESTIONS // 3
     datasets = [load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)]
@@ -116,7 +111,7 @@ def run(model: Path) -> int:
         lap("walk + score + checkpoint")
         write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
         lap("report")
-    total = time.perf_counter() - start
+    total = watch.total()
     results = [r for run in runs for r in run.results]
     steps = np.array(decider.seconds) * 1000
     f1 = [np.mean([r.f1 for r in run.results if r.f1 is not None]) for run in runs]
