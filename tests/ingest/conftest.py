@@ -125,6 +125,19 @@ def write_hotpotqa_paragraphs(root: Path, n: int = 200) -> list[Path]:
     return sorted(root.glob("*.txt"))
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_graph_url(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], str]:
+    """Makes URLs of fresh, empty SQL graphs of one kind, by name: a SQLite file or a PostgreSQL database."""
+
+    def make(name: str) -> str:
+        if request.param == "sqlite":
+            return f"sqlite:///{tmp_path / name}.sqlite"
+        server = request.getfixturevalue("postgres_server")
+        return server.url(server.create_database(name))
+
+    return make
+
+
 @pytest.fixture(params=["memory", "sqlite", "postgresql"])
 async def new_store(
     request: pytest.FixtureRequest, tmp_path: Path

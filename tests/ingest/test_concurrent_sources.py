@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import typer
 
 from graphwalk_core.cli.ingest import ingest as cli_ingest
@@ -71,15 +71,10 @@ async def tables(graph: str) -> dict:
         await store.close()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_concurrent_sources_equal_a_sequential_run(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    sql_graph_url: Callable[[str], str], tmp_path: Path
 ) -> None:
-    def graph(name: str) -> str:
-        if backend == "sqlite":
-            return f"sqlite:///{tmp_path / name}.sqlite"
-        server = request.getfixturevalue("postgres_server")
-        return server.url(server.create_database(name))
+    graph = sql_graph_url
 
     folders = write_sources(tmp_path / "corpus")
     concurrent, sequential, reversed_order = graph("concurrent"), graph("sequential"), graph("reversed")

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -104,15 +105,10 @@ async def tables(graph: str) -> dict:
         await store.close()
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_sigkill_at_random_points_loses_and_duplicates_nothing(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    sql_graph_url: Callable[[str], str], tmp_path: Path
 ) -> None:
-    def graph(name: str) -> str:
-        if backend == "sqlite":
-            return f"sqlite:///{tmp_path / name}.sqlite"
-        server = request.getfixturevalue("postgres_server")
-        return server.url(server.create_database(name))
+    graph = sql_graph_url
 
     for module in PRELOAD:
         importlib.import_module(module)
