@@ -16,19 +16,17 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from metaqa_sample import metaqa_datasets, walk_and_report
 from rich.console import Console
 from rich.table import Table
 from stopwatch import Stopwatch
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
-from graphwalk_core.eval.datasets import load_dataset
 from graphwalk_core.eval.datasets.base import Question, default_data_dir
 from graphwalk_core.eval.report import results_table, write_report
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.base import SystemAnswer
 from graphwalk_core.eval.systems.registry import build_system
-
-N_QUESTIONS = 1000
 
 
 class InstantSystem:
@@ -54,20 +52,13 @@ def main() -> int:
     watch = Stopwatch()
     laps, lap = watch.laps, watch.lap
 
-    per_hop = N_QUESTIONS // 3
-    datasets = [load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)]
+    datasets = metaqa_datasets()
     lap("load questions")
     decider = FakeDecisionBackend(seed=0)
     systems = [build_system(preset, ds, decider=decider, embedder=None, llm=None) for ds in datasets]
     gc.freeze()  # as `graphwalk eval` does: the graph lives until exit, so the cyclic GC skips it
     lap("build graph + system")
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = [
-            run_eval(ds, s, out_dir=Path(tmp), concurrency=4) for ds, s in zip(datasets, systems, strict=True)
-        ]
-        lap("walk + score + checkpoint")
-        write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
-        lap("report")
+    runs = walk_and_report(datasets, systems, watch)
     total = watch.total()
     n = sum(len(r.results) for r in runs)
     with tempfile.TemporaryDirectory() as tmp:  # the same pipeline around a system that answers instantly

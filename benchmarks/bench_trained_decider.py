@@ -20,19 +20,16 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np
+from metaqa_sample import metaqa_datasets, walk_and_report
 from rich.console import Console
 from rich.table import Table
 from stopwatch import Stopwatch
 
 from graphwalk_core.decisions import DecisionRequest, DecisionResponse
 from graphwalk_core.decisions.trained import TrainedDecisionBackend
-from graphwalk_core.eval.datasets import load_dataset
 from graphwalk_core.eval.datasets.base import default_data_dir
-from graphwalk_core.eval.report import results_table, write_report
-from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 
-N_QUESTIONS = 1000
 TARGET_STEP_MS = 1.0
 TARGET_S = 15.0
 
@@ -93,8 +90,7 @@ def run(model: Path) -> int:
     watch = Stopwatch()
     laps, lap = watch.laps, watch.lap
 
-    per_hop = N_QUESTIONS // 3
-    datasets = [load_dataset(f"metaqa-{h}hop", n=per_hop + (1 if h == 1 else 0), seed=0) for h in (1, 2, 3)]
+    datasets = metaqa_datasets()
     lap("load questions")
     embedder = _embedder(None)
     decider = Timed(TrainedDecisionBackend.load(model, embedder))
@@ -104,13 +100,7 @@ def run(model: Path) -> int:
     ]  # type: ignore[arg-type]
     gc.freeze()
     lap("build graph + system")
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = [
-            run_eval(ds, s, out_dir=Path(tmp), concurrency=4) for ds, s in zip(datasets, systems, strict=True)
-        ]
-        lap("walk + score + checkpoint")
-        write_report(Path(tmp), [results_table(r.results) for r in runs], plots=False)
-        lap("report")
+    runs = walk_and_report(datasets, systems, watch)
     total = watch.total()
     results = [r for run in runs for r in run.results]
     steps = np.array(decider.seconds) * 1000
