@@ -45,16 +45,14 @@ def demo(
         shutil.rmtree(warehouse, ignore_errors=True)
     questions = questions or CUSTOM_QUESTIONS
     plan = demo_plan(questions=questions)
+    home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     run_demo(
         warehouse,
         plan,
         n=n,
         questions=questions,
-        dagster_home=dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster"),
+        dagster_home=home,
         log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
     )
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)
-    console.print(
-        f"See the runs in the UI: DAGSTER_HOME={(dagster_home or Path('.dagster')).resolve()} "
-        "dagster dev -w workspace.yaml"
-    )
+    console.print(f"See the runs in the UI: DAGSTER_HOME={home.resolve()} dagster dev -w workspace.yaml")

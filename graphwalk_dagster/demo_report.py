@@ -63,13 +63,14 @@ def print_report(
     warehouse = Warehouse(root)
     console.print(f"\n[bold]Warehouse[/bold]: {warehouse.root}  (DuckDB: {warehouse.db_path})")
     counts = Table("table", "rows", title="Tables (DuckDB views over hive-partitioned Parquet)")
-    for name in warehouse.tables():
+    tables = warehouse.tables()
+    for name in tables:
         counts.add_row(name, str(query(root, f'SELECT count(*) FROM "{name}"').rows[0][0]))
     console.print(counts)
     if plan is not None:
         for name, reason in plan.left_out.items():
             console.print(f"[yellow]left out[/yellow] {name}: {reason}")
-    if "eval_results" in warehouse.tables():
+    if "eval_results" in tables:
         result = query(root, SUMMARY_SQL)
         summary = Table(*result.columns, title="eval_results, answered questions (DuckDB)")
         for row in result.rows:

@@ -53,14 +53,14 @@ def is_rate_limited(exc: BaseException) -> bool:
     return False
 
 
-def run_id_for(dataset: Dataset, system: QASystem) -> str:
+def run_id_for(dataset: Dataset, system: QASystem, graph: str | None = None) -> str:
     """Deterministic run id over everything a run reads, so only identical work is resumed.
 
     Same dataset questions, same knowledge content (the graph's fingerprint) and same system identity
     (which carries a trained decider's model fingerprint) → same id; change any of them → a new run.
     """
     ids = [q.id for q in dataset.questions]
-    graph = dataset.knowledge.fingerprint()
+    graph = graph or dataset.knowledge.fingerprint()
     digest = content_hash([dataset.name, dataset.split, ids, graph, system.name, system.identity()])
     return f"{dataset.name}-{dataset.split}-{system.name}-{digest[:10]}"
 
@@ -103,7 +103,8 @@ async def run_eval_async(
     """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>``."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
-    run_id = run_id_for(dataset, system)
+    graph = dataset.knowledge.fingerprint()
+    run_id = run_id_for(dataset, system, graph)
     folder = Path(out_dir) / "runs" / run_id
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT
@@ -125,7 +126,7 @@ async def run_eval_async(
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         concurrency=concurrency,
         resumed_from=len(done),
-        graph_fingerprint=dataset.knowledge.fingerprint(),
+        graph_fingerprint=graph,
         decider_model=identity.get("decider_model"),
     )
     write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)

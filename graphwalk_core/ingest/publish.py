@@ -12,7 +12,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from graphwalk_core.files import atomic_path
 from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
 from graphwalk_core.ingest.outputs import DIFF_STATUSES, DocumentDiff
 from graphwalk_core.stores.base import GraphStore
@@ -82,6 +81,5 @@ def export_triples(root: Path, path: Path | None = None) -> Path:
     """Write the warehouse graph as ``subject|relation|object`` lines (by node name), atomically."""
     rows = query(root, _TRIPLES_SQL).rows
     target = path or Path(root) / TRIPLES_FILE
-    with atomic_path(target) as tmp:
-        write_triples(tmp, rows)
+    write_triples(target, rows)  # atomic: write_triples writes through atomic_path
     return target
