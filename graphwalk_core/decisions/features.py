@@ -9,7 +9,7 @@ path, option), so training rows deduplicate across questions of one template.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -50,8 +50,11 @@ def view_features(view: DecisionView, vector: Callable[[str], np.ndarray]) -> np
     here = path_text(view.path)
     q, p = vector(view.question), vector(here)
     n = len(view.options)
-    o = np.stack([vector(move_text(m, last)) for m in view.options])
-    c = np.stack([vector(f"{here}; {move_text(m, last)}") if m is not None else p for m in view.options])
+    moves = [move_text(m, last) for m in view.options]
+    o = np.stack([vector(t) for t in moves])
+    c = np.stack(
+        [vector(f"{here}; {t}") if m is not None else p for m, t in zip(view.options, moves, strict=True)]
+    )
     cos_qp = float(p @ q)
     scalars = np.empty((n, len(SCALARS)), dtype=np.float32)
     scalars[:, 0] = [m is None for m in view.options]
@@ -66,15 +69,6 @@ def view_features(view: DecisionView, vector: Callable[[str], np.ndarray]) -> np
     qs = np.broadcast_to(q, o.shape)
     ps = np.broadcast_to(p, o.shape)
     return np.hstack([qs, ps, o, qs * o, ps * o, scalars]).astype(np.float32, copy=False)
-
-
-def features_of(
-    views: Sequence[DecisionView], vector: Callable[[str], np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Stacked features of many views and each row's view index."""
-    blocks = [view_features(v, vector) for v in views]
-    owner = np.repeat(np.arange(len(views)), [len(v.options) for v in views])
-    return (np.vstack(blocks) if blocks else np.zeros((0, 0), dtype=np.float32)), owner
 
 
 def distinct_texts(views: Iterable[DecisionView]) -> list[str]:

@@ -31,6 +31,7 @@ from graphwalk_core.decisions.base import (
     top_label,
 )
 from graphwalk_core.decisions.features import SCALARS, distinct_texts, n_features, view_features
+from graphwalk_core.decisions.local import softmax
 from graphwalk_core.decisions.views import view_of
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
@@ -118,11 +119,6 @@ def _blas() -> Any:
     return ThreadpoolController()
 
 
-def softmax(scores: np.ndarray) -> np.ndarray:
-    z = np.exp(scores - scores.max())
-    return z / z.sum()
-
-
 class TrainedDecisionBackend:
     """Scores every option (STOP included) with a trained model; a full distribution like any backend."""
 
@@ -189,7 +185,7 @@ class TrainedDecisionBackend:
         results = {}
         for q, scores in zip(request.questions, logits, strict=True):
             labels = list(q.options)
-            raw = dict(zip(labels, softmax(scores).tolist(), strict=True))
+            raw = dict(zip(labels, softmax(scores, 1.0).tolist(), strict=True))
             dist = normalize_distribution(labels, raw, key=q.key)
             results[q.key] = ChoiceResult(
                 key=q.key, probabilities=dist, top=top_label(dist), confidence=choice_confidence(dist)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from graphwalk_core.errors import InputError
-from graphwalk_core.training.examples import DecisionExample, from_table, to_table
+from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
 EXAMPLES = "decision_examples"
@@ -25,7 +23,7 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
     path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
     if not path.is_file():
         raise InputError(f"{path}: no decision_examples table: materialize decision_examples first")
-    return from_table(pq.read_table(path))
+    return read_examples(path)
 
 
 def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
