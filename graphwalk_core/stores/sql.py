@@ -176,6 +176,14 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+def has_password(url: str) -> bool:
+    """Whether ``url`` carries a password (an unparsable URL: whether it looks like ``user:pw@``)."""
+    try:
+        return make_url(url).password is not None
+    except ArgumentError:
+        return re.search(r"://[^:/@]*:[^@]*@", url) is not None
+
+
 def create_schema(engine: Engine) -> None:
     """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
     order (and with it the database file's bytes) would vary from process to process."""

@@ -11,8 +11,10 @@ import pytest
 
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
+    GraphStoreResource,
     LLMResource,
     SecretEnv,
+    WarehouseResource,
     default_resources,
 )
 
@@ -88,3 +90,47 @@ def test_keys_reach_the_settings_as_secrets(keys: None) -> None:
     llm = LLMResource(model="openai/gpt-4o-mini", api_key=SecretEnv(env="GRAPHWALK_LLM_API_KEY")).settings()
     assert llm.llm_api_key is not None and llm.llm_api_key.get_secret_value() == LLM_KEY
     assert llm.llm_model == "openai/gpt-4o-mini"
+
+
+PG_PASSWORD = "pg-TOPSECRET-5d1e"
+PG_URL = f"postgresql+psycopg://graphwalk:{PG_PASSWORD}@db.internal:5432/graph"
+
+
+def test_a_literal_graph_url_is_refused(tmp_path) -> None:
+    warehouse = WarehouseResource(root=str(tmp_path))
+    with pytest.raises(ValueError, match=r"has a password: give it as dg.EnvVar\('NAME'\)") as refused:
+        GraphStoreResource(url=PG_URL, warehouse=warehouse)
+    assert "graphwalk:***@db.internal" in str(refused.value)
+    assert PG_PASSWORD not in str(refused.value)
+    with pytest.raises(ValueError, match=r"sqlite:///g.sqlite give it as dg.EnvVar\('NAME'\)"):
+        GraphStoreResource(url="sqlite:///g.sqlite", warehouse=warehouse)
+
+
+def test_a_graph_url_comes_from_its_variable_and_stays_out_of_run_config(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEAM_GRAPH_URL", PG_URL)
+    warehouse = WarehouseResource(root=str(tmp_path))
+    store = GraphStoreResource(url=dg.EnvVar("TEAM_GRAPH_URL"), warehouse=warehouse)
+    assert store.resolved_url() == PG_URL
+    shown = store.get_resource_definition().config_schema.as_field().default_value
+    assert shown["url"] == {"env": "TEAM_GRAPH_URL"}
+    assert PG_PASSWORD not in repr(shown)
+
+    @dg.asset
+    def url_probe(context: dg.AssetExecutionContext, graph_store: GraphStoreResource) -> None:
+        context.log.info(f"url={graph_store.resolved_url() == PG_URL}")
+
+    resources = {"graph_store": GraphStoreResource(warehouse=warehouse)}
+    with dg.instance_for_test() as instance:
+        config = {"resources": {"graph_store": {"config": {"url": {"env": "TEAM_GRAPH_URL"}}}}}
+        result = dg.materialize([url_probe], resources=resources, instance=instance, run_config=config)
+        assert result.success
+        logs = [r.event_log_entry.user_message for r in instance.get_records_for_run(result.run_id).records]
+        assert "url=True" in logs
+        assert instance.get_run_by_id(result.run_id).run_config == config
+        # a literal does not pass config validation: the run is never created with it
+        literal = {"resources": {"graph_store": {"config": {"url": PG_URL}}}}
+        with pytest.raises(dg.DagsterInvalidConfigError, match="url"):
+            dg.materialize([url_probe], resources=resources, instance=instance, run_config=literal)
+        assert len(instance.get_runs()) == 1

@@ -20,6 +20,7 @@ from graphwalk_core.backends import Backends, settings_with
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
+from graphwalk_core.stores.sql import has_password, redact_url
 from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 
@@ -83,17 +84,36 @@ class SourcesResource(dg.ConfigurableResource):
         return found[source_id]
 
 
-class GraphStoreResource(dg.ConfigurableResource):
-    """The graph store: a SQL URL, else GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the
-    warehouse. A URL with a password belongs in GRAPHWALK_GRAPH_URL (never shown in run config)."""
+def _url_field(value: Any) -> Any:
+    """Accept ``dg.EnvVar("NAME")`` or ``{env: NAME}``; refuse a literal URL, whose password would show in
+    the UI's run config (the error never repeats the password)."""
+    if isinstance(value, dg.EnvVar):
+        return SecretEnv(env=value.env_var_name)
+    if isinstance(value, str):
+        has = "has a password: " if has_password(value) else ""
+        raise ValueError(
+            f"graph store URL {redact_url(value)} {has}give it as dg.EnvVar('NAME') (run config: "
+            "{env: NAME}), never as its value, which the UI's run config would show"
+        )
+    return value
 
-    url: str | None = Field(
-        default=None, description="SQLAlchemy URL; default: GRAPHWALK_GRAPH_URL, else sqlite in the warehouse"
+
+class GraphStoreResource(dg.ConfigurableResource):
+    """The graph store: the URL in the environment variable ``url`` names (``dg.EnvVar("NAME")``), else
+    GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the warehouse. A literal URL is refused,
+    so run config and the UI only ever show the variable's name, never a password."""
+
+    url: SecretEnv | None = Field(
+        default=None,
+        description="the URL's environment variable: dg.EnvVar(...) / {env: NAME}; default: "
+        "GRAPHWALK_GRAPH_URL, else sqlite in the warehouse",
     )
     warehouse: WarehouseResource
 
+    _only_env = field_validator("url", mode="before")(_url_field)
+
     def resolved_url(self) -> str:
-        configured = self.url or get_settings().graph_url
+        configured = _secret(self.url) or get_settings().graph_url
         if isinstance(configured, SecretStr):
             configured = configured.get_secret_value()
         return configured or f"sqlite:///{self.warehouse.path() / 'graph.sqlite'}"
@@ -245,7 +265,7 @@ def default_resources() -> dict[str, Any]:
     return {
         "warehouse": warehouse,
         "sources": SourcesResource(),
-        "graph_store": GraphStoreResource(warehouse=warehouse),
+        "graph_store": GraphStoreResource(url=dg.EnvVar("GRAPHWALK_GRAPH_URL"), warehouse=warehouse),
         "decider": DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
         "llm": LLMResource(api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
         "embedder": EmbedderResource(),
