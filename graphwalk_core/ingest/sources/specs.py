@@ -1,4 +1,5 @@
-"""Source specs (``sources.yaml``): a list of ``{id, kind: files|sql, path_or_url, mapping?, extractor?}``."""
+"""Source specs (``sources.yaml``): a list of
+``{id, kind: files|sql, path_or_url, mapping?, extractor?, routing?}``."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class SourceSpec(BaseModel):
     path_or_url: str
     mapping: str | dict[str, Any] | None = None
     extractor: Literal["llm", "nlp"] | None = None
+    #: ``jev``: the decider routes mentions (default); ``exact``: merge on identical names, no calls
+    routing: Literal["jev", "exact"] = "jev"
     max_bytes: int = DEFAULT_MAX_BYTES
     base_dir: str | None = None
 

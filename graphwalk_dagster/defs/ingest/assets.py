@@ -130,16 +130,21 @@ def extractions(
 def routing_decisions(
     context: dg.AssetExecutionContext,
     extractions: ExtractionSet,
+    sources: SourcesResource,
     graph_store: GraphStoreResource,
     decider: DeciderResource,
     embedder: EmbedderResource,
     llm: LLMResource,
 ) -> RoutingPlan:
-    """Each mention routed to an existing node or a new one (decider; LLM escalation when unsure)."""
+    """Each mention routed to an existing node or a new one (decider; LLM escalation when unsure), or,
+    for a source declared with ``routing: exact``, merged on identical names with no calls."""
+    routing = sources.spec(context.partition_key).routing
 
     async def route() -> RoutingPlan:
-        builder = backends(decider, llm, embedder)
         async with graph_store.open() as store:
+            if routing == "exact":
+                return await stages.route_extractions(extractions, store, None, None, None, "exact")
+            builder = backends(decider, llm, embedder)
             return await stages.route_extractions(
                 extractions, store, builder.decider(), builder.embedder, builder.llm
             )

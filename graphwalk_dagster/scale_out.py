@@ -1,0 +1,88 @@
+"""Ingest many source partitions at once: one run of ``ingest_parallel`` per partition, in parallel.
+
+Each run executes on the multiprocess executor (every step in its own process), so N sources extract,
+route and write their graph at once, as a backfill over N partitions does when the run queue allows N
+runs. The instance must be persistent (``DAGSTER_HOME``); the graph store, warehouse and sources come
+from the environment (``GRAPHWALK_GRAPH_URL``, ``GRAPHWALK_WAREHOUSE``, ``GRAPHWALK_SOURCES``), which
+every step process inherits.
+
+Run: ``python -m graphwalk_dagster.scale_out SOURCE_ID... [--max-runs N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+import dagster as dg
+from dagster._core.instance.ref import InstanceRef
+
+from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
+
+#: Dagster's console logger at WARNING (the step processes would print every event).
+QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def ingest_parallel_job() -> dg.JobDefinition:
+    """The code location's ``ingest_parallel`` job (rebuilt in every step process)."""
+    from graphwalk_dagster.definitions import defs
+
+    return defs().resolve_job_def("ingest_parallel")
+
+
+def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str]:
+    """One ``ingest_parallel`` run of ``source_id`` in this (run) process: its run id and status."""
+    job = dg.build_reconstructable_job(__name__, ingest_parallel_job.__name__)
+    with dg.DagsterInstance.from_ref(ref) as instance:
+        tags = {"dagster/partition": source_id}
+        with dg.execute_job(job, instance, run_config=QUIET_LOGS, tags=tags, raise_on_error=False) as result:
+            return result.run_id, result.dagster_run.status.value
+
+
+def ingest_partitions(
+    source_ids: Sequence[str],
+    instance: dg.DagsterInstance,
+    *,
+    max_runs: int,
+    log: Callable[[str], None] = print,
+) -> dict[str, str]:
+    """Register ``source_ids`` as partitions and ingest them, ``max_runs`` runs at a time, each run in a
+    process of its own; the run ids by partition (raises when a run did not succeed).
+
+    One process per run, as Dagster's run launchers do: runs in threads of one process deadlock, since
+    each run's log setup (``logging.config.dictConfig``) shuts down every handler of the process while
+    another run's handler is writing an event. The run processes are forked from this one before it
+    starts any thread, so they start with the code location already imported.
+    """
+    if not instance.is_persistent:
+        raise ValueError("the multiprocess executor needs a persistent instance: set DAGSTER_HOME")
+    instance.add_dynamic_partitions(SOURCES_PARTITION, list(source_ids))
+    ref = instance.get_ref()
+    ingest_parallel_job()  # imported here once, so every run process starts with it
+    forked = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=max_runs, mp_context=forked) as pool:
+        done = dict(
+            zip(source_ids, pool.map(_run_partition, [ref] * len(source_ids), source_ids), strict=True)
+        )
+    for source_id, (_, status) in done.items():
+        log(f"ingest {source_id}: {status}")
+    failed = sorted(s for s, (_, status) in done.items() if status != dg.DagsterRunStatus.SUCCESS.value)
+    if failed:
+        raise RuntimeError(f"ingest runs failed for {failed}; see their events in the instance")
+    return {source_id: run_id for source_id, (run_id, _) in done.items()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
+    parser.add_argument("--max-runs", type=int, default=4, help="runs at once (default 4)")
+    args = parser.parse_args(argv)
+    with dg.DagsterInstance.get() as instance:
+        ingest_partitions(args.source_ids, instance, max_runs=args.max_runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
