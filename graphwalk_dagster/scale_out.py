@@ -20,9 +20,7 @@ import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
-
-#: Dagster's console logger at WARNING (the step processes would print every event).
-QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+from graphwalk_dagster.demo import QUIET_LOGS
 
 
 def ingest_parallel_job() -> dg.JobDefinition:
