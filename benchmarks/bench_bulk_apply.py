@@ -2,15 +2,17 @@
 """Apply-phase throughput of the durable stores: the 2Wiki passages' routed plan written to SQLite and
 to PostgreSQL.
 
-Run: ``.venv/bin/python benchmarks/bench_bulk_apply.py [--sizes 1000 3000 6119] [--stores sqlite ...]``.
+Run: ``.venv/bin/python benchmarks/bench_bulk_apply.py [--sizes 1000 3000 6119] [--stores memory sqlite]``.
 Needs ``../shared/data/2wiki/corpus.json``; PostgreSQL is a throwaway server started on 127.0.0.1 from
 Debian's binaries with its durable defaults (``tests/servers/postgres_server.py``), or
 ``--postgres-url`` (an empty database).
 Each size: the first N passages as one ``.txt`` file each, diffed, chunked, extracted (offline NLP)
 and routed (local decider, the shared MiniLM embedder: the offline defaults) once against an empty
 store; then the same plan is applied to a fresh database of each store and only ``apply_plan`` is
-timed. Rows: nodes and edges added plus merges. Goal at 6,119 passages: apply <= 20 s on SQLite,
-<= 40 s on PostgreSQL, linear in the corpus size.
+timed, in wall seconds and in this process's CPU seconds (user + system: the number to compare on a
+shared machine; PostgreSQL's own server processes are not in it). Rows: nodes and edges added plus
+merges. The memory store (``--stores memory``) is the reference without any database. Goal at 6,119
+passages: apply <= 20 s on SQLite, <= 40 s on PostgreSQL, linear in the corpus size.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from graphwalk_core.stores.sql import SQLGraphStore
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
 sys.path.insert(0, str(REPO / "tests"))
-WIDTHS = (8, 10, 7, 8, 8, 8, 7, 7)
+WIDTHS = (8, 10, 7, 8, 7, 8, 8, 7, 7)
 
 
 def write_passages(folder: Path, limit: int) -> None:
@@ -72,18 +74,21 @@ async def plan_for(folder: Path) -> tuple[DocumentDiff, RoutingPlan, float]:
     return diff, plan, time.perf_counter() - started
 
 
-async def timed_apply(url: str, diff: DocumentDiff, plan: RoutingPlan) -> tuple[float, int, tuple[int, int]]:
-    """Seconds to apply ``plan`` to the empty store at ``url``, rows written, final (nodes, edges)."""
-    store = SQLGraphStore(url)
+async def timed_apply(
+    url: str | None, diff: DocumentDiff, plan: RoutingPlan
+) -> tuple[float, float, int, tuple[int, int]]:
+    """Wall and CPU seconds to apply ``plan`` to the empty store at ``url`` (None: a memory store),
+    rows written, final (nodes, edges)."""
+    store = MemoryGraphStore() if url is None else SQLGraphStore(url)
     try:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         report = UpdateReport(source_id=diff.source_id)
         for start in range(0, len(plan.documents), DEFAULT_WINDOW):
             window = plan.model_copy(update={"documents": plan.documents[start : start + DEFAULT_WINDOW]})
             await apply_plan(store, diff, window, report=report)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
-        return seconds, rows, await store.counts()
+        return seconds, cpu, rows, await store.counts()
     finally:
         await store.close()
 
@@ -91,7 +96,9 @@ async def timed_apply(url: str, diff: DocumentDiff, plan: RoutingPlan) -> tuple[
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 6119])
-    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgresql"])
+    parser.add_argument(
+        "--stores", nargs="+", choices=["memory", "sqlite", "postgresql"], default=["sqlite", "postgresql"]
+    )
     parser.add_argument("--postgres-url", help="an empty PostgreSQL database (default: a throwaway server)")
     args = parser.parse_args()
     if not CORPUS.is_file():
@@ -103,7 +110,7 @@ def main() -> int:
 
         server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
-    columns = ("passages", "store", "plan s", "apply s", "rows", "rows/s", "nodes", "edges")
+    columns = ("passages", "store", "plan s", "apply s", "cpu s", "rows", "rows/s", "nodes", "edges")
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -112,16 +119,19 @@ def main() -> int:
                 write_passages(folder, size)
                 diff, plan, plan_seconds = asyncio.run(plan_for(folder))
                 for kind in args.stores:
+                    url: str | None = None
                     if kind == "sqlite":
                         url = f"sqlite:///{Path(tmp) / f'graph{size}.sqlite'}"
+                    elif kind == "memory":
+                        url = None
                     elif args.postgres_url:
                         url = args.postgres_url
                     else:
                         assert server is not None
                         url = server.url(server.create_database(f"bench{size}"))
-                    seconds, rows, (nodes, edges) = asyncio.run(timed_apply(url, diff, plan))
+                    seconds, cpu, rows, (nodes, edges) = asyncio.run(timed_apply(url, diff, plan))
                     print(
-                        f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {rows:>8} "
+                        f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {cpu:>7.1f} {rows:>8} "
                         f"{rows / seconds:>8.0f} {nodes:>7} {edges:>7}",
                         flush=True,
                     )

@@ -14,6 +14,7 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from itertools import takewhile
 from typing import Any
 
 from graphwalk_core.ingest.chunking import Chunk
@@ -21,7 +22,13 @@ from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRela
 from graphwalk_core.ingest.outputs import WriteCounts
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
-from graphwalk_core.model.merge import merge_edge_data, merge_node_data, retract_source, rewired
+from graphwalk_core.model.merge import (
+    ProvenanceSet,
+    merge_edge_data,
+    merge_node_data,
+    retract_source,
+    rewired,
+)
 from graphwalk_core.stores.base import GraphStore, get_edges, upsert_many
 
 
@@ -44,6 +51,9 @@ def new_node_id(name: str, type: str, salt: str, taken: Callable[[str], bool]) -
 
 
 def _first_source(provenance: tuple[Provenance, ...]) -> tuple[str, int]:
+    if isinstance(provenance, ProvenanceSet) and provenance:  # sorted by source id: only the first source's records
+        first = provenance[0].source_id
+        provenance = tuple(takewhile(lambda p: p.source_id == first, provenance))
     return min((p.source_id, p.start if p.start is not None else -1) for p in provenance)
 
 

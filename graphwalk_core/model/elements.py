@@ -115,4 +115,4 @@ class Edge(_Element):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def id(self) -> EdgeId:
-        return edge_id(self.source, self.type, self.target)
+        return bulk_edge_id(self.source, self.type, self.target)

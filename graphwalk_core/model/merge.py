@@ -14,6 +14,7 @@ lexicographically smallest text (names, summaries).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -38,14 +39,92 @@ _E = TypeVar("_E", Node, Edge)
 _ValueState = dict[str, tuple[JSONValue, tuple[Provenance, ...]]]
 
 
-def union_provenance(*groups: Iterable[Provenance]) -> tuple[Provenance, ...]:
+class ProvenanceSet(tuple[Provenance, ...]):
+    """A provenance tuple known to be deduplicated and sorted by ``Provenance.sort_key`` (what
+    :func:`union_provenance` returns), with its support counted once. Adding a few records to a large
+    set costs a few comparisons and one copy, not a re-sort: a hub node mentioned by every document
+    would otherwise make each merge as slow as its provenance is long (quadratic ingests). It equals,
+    hashes and serializes as the plain tuple."""
+
+    _support: int | None = None
+    _sources: frozenset[str] | None = None
+
+    @classmethod
+    def of(cls, provenance: Iterable[Provenance]) -> ProvenanceSet:
+        """``provenance`` deduplicated and sorted."""
+        if isinstance(provenance, ProvenanceSet):
+            return provenance
+        return cls(sorted(set(provenance), key=Provenance.sort_key))
+
+    @property
+    def support(self) -> int:
+        """How many distinct sources it has."""
+        if self._support is None:
+            self._support = len({p.source_id for p in self})
+        return self._support
+
+    @property
+    def sources(self) -> frozenset[str]:
+        """Its distinct source ids."""
+        if self._sources is None:
+            self._sources = frozenset(p.source_id for p in self)
+        return self._sources
+
+    def adding(self, items: Iterable[Provenance]) -> ProvenanceSet:
+        """This set with ``items`` added (the result :meth:`of` gives, by insertion)."""
+        out = self
+        for item in items:
+            key = item.sort_key()
+            at = bisect_left(out, key, key=Provenance.sort_key)
+            end = at
+            while end < len(out) and out[end].sort_key() == key:
+                if out[end] == item:
+                    break
+                end += 1
+            else:
+                near = out[at - 1 : at + 1] if at else out[:1]
+                new_source = all(p.source_id != item.source_id for p in near)
+                support = out.support + new_source
+                sources = out._sources
+                out = ProvenanceSet((*out[:end], item, *out[end:]))
+                out._support = support
+                if sources is not None:
+                    out._sources = sources | {item.source_id} if new_source else sources
+        return out
+
+
+#: Up to this many records are inserted into a large ProvenanceSet rather than re-sorted with it.
+_FEW_INSERTS = 16
+
+
+def union_provenance(*groups: Iterable[Provenance]) -> ProvenanceSet:
     """All provenance of ``groups``, deduplicated and sorted by ``Provenance.sort_key``."""
-    return tuple(sorted({p for group in groups for p in group}, key=Provenance.sort_key))
+    largest: ProvenanceSet | None = None
+    rest: list[Provenance] = []
+    for group in groups:
+        if isinstance(group, ProvenanceSet) and (largest is None or len(group) > len(largest)):
+            if largest is not None:
+                rest.extend(largest)
+            largest = group
+        else:
+            rest.extend(group)
+    if largest is not None and len(rest) <= _FEW_INSERTS:
+        return largest.adding(sorted(set(rest), key=Provenance.sort_key)) if rest else largest
+    if largest is not None:
+        rest.extend(largest)
+    return ProvenanceSet.of(rest)
 
 
 def support(provenance: Iterable[Provenance]) -> int:
     """How many distinct sources back a value."""
+    if isinstance(provenance, ProvenanceSet):
+        return provenance.support
     return len({p.source_id for p in provenance})
+
+
+def _tuple(provenance: Iterable[Provenance]) -> tuple[Provenance, ...]:
+    """``provenance`` as a tuple (a ProvenanceSet stays one)."""
+    return provenance if isinstance(provenance, tuple) else tuple(provenance)
 
 
 def _best_value(state: _ValueState) -> str:
@@ -57,12 +136,12 @@ def _attribute_state(element: Node | Edge, key: str) -> _ValueState:
     """Every value an element holds for ``key``, with the provenance backing each."""
     conflict = element.conflicts.get(key)
     if conflict is not None:
-        return {canonical_json(cv.value): (cv.value, tuple(cv.provenance)) for cv in conflict.values}
+        return {canonical_json(cv.value): (cv.value, _tuple(cv.provenance)) for cv in conflict.values}
     if key not in element.attributes:
         return {}
     value = element.attributes[key]
     provenance = element.attribute_provenance.get(key, element.provenance)
-    return {canonical_json(value): (value, tuple(provenance))}
+    return {canonical_json(value): (value, _tuple(provenance))}
 
 
 def _union_states(*states: _ValueState) -> _ValueState:
@@ -82,8 +161,11 @@ def _resolved(
     value, provenance = state[best]
     if len(state) == 1:
         return value, provenance, None
-    values = tuple(ConflictValue(value=v, provenance=p) for _, (v, p) in sorted(state.items()))
-    return value, provenance, AttributeConflict(key=key, values=values)
+    # model_construct: the values and provenance come from validated models (keeps ProvenanceSets)
+    values = tuple(
+        ConflictValue.model_construct(value=v, provenance=p) for _, (v, p) in sorted(state.items())
+    )
+    return value, provenance, AttributeConflict.model_construct(key=key, values=values)
 
 
 def _rebuild_attributes(
@@ -118,9 +200,9 @@ def _merged_attributes(
 def _type_state(node: Node) -> _ValueState:
     conflict = node.conflicts.get(TYPE_CONFLICT_KEY)
     if conflict is not None:
-        return {canonical_json(cv.value): (cv.value, tuple(cv.provenance)) for cv in conflict.values}
+        return {canonical_json(cv.value): (cv.value, _tuple(cv.provenance)) for cv in conflict.values}
     provenance = node.attribute_provenance.get(TYPE_CONFLICT_KEY, node.provenance)
-    return {canonical_json(node.type): (node.type, tuple(provenance))}
+    return {canonical_json(node.type): (node.type, _tuple(provenance))}
 
 
 def _apply_type(
@@ -146,13 +228,13 @@ def _name_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
     """The node's name sources, or (when it has none) its name and aliases backed by its provenance."""
     if node.name_sources:
         return dict(node.name_sources)
-    return {name: tuple(node.provenance) for name in (node.name, *node.aliases)}
+    return {name: _tuple(node.provenance) for name in (node.name, *node.aliases)}
 
 
 def _summary_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
     if node.summary_sources or node.summary is None:
         return dict(node.summary_sources)
-    return {node.summary: tuple(node.provenance)}
+    return {node.summary: _tuple(node.provenance)}
 
 
 def _union_sources(
@@ -184,7 +266,8 @@ def merge_node_data(existing: Node, incoming: Node) -> Node:
     attributes, attribute_provenance, conflicts = _merged_attributes(existing, incoming)
     type_state = _union_states(_type_state(existing), _type_state(incoming))
     node_type = _apply_type(type_state, attribute_provenance, conflicts)
-    merged = Node(
+    # model_construct: every field comes from validated models (keeps ProvenanceSets, see above)
+    merged = Node.model_construct(
         id=existing.id,
         type=node_type,
         name=existing.name,
@@ -272,7 +355,10 @@ def source_ids(element: Node | Edge) -> set[str]:
     groups += [cv.provenance for c in element.conflicts.values() for cv in c.values]
     if isinstance(element, Node):
         groups += [*element.name_sources.values(), *element.summary_sources.values()]
-    return {p.source_id for group in groups for p in group}
+    found: set[str] = set()
+    for group in groups:
+        found |= group.sources if isinstance(group, ProvenanceSet) else {p.source_id for p in group}
+    return found
 
 
 def rewired(edge: Edge, old: str, new: str) -> Edge:

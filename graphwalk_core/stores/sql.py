@@ -267,6 +267,9 @@ class SQLGraphStore:
         #: upserts held until the open transaction needs them in the tables (see the module docstring)
         self._pending_nodes: dict[NodeId, Node] = {}
         self._pending_edges: dict[EdgeId, Edge] = {}
+        #: elements as the open transaction read or wrote them in the tables, so rewriting one (a hub
+        #: node merged again) changes only its provenance index rows that differ (see ``_reindex``)
+        self._stored: dict[tuple[str, str], Node | Edge] = {}
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
 
     def __repr__(self) -> str:
@@ -294,7 +297,9 @@ class SQLGraphStore:
             self._write(self._conn, nodes.values(), edges.values())
 
     def _discard(self) -> None:
+        """Forget what a failed block held or knew about the tables (a savepoint rolled back)."""
         self._pending_nodes, self._pending_edges = {}, {}
+        self._stored = {}
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SQLGraphStore]:
@@ -319,6 +324,7 @@ class SQLGraphStore:
                 raise
             finally:
                 self._conn = None
+                self._stored = {}
 
     # ------------------------------------------------------------------ row helpers
 
@@ -327,6 +333,36 @@ class SQLGraphStore:
         conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(ids)))
         if kind == "node":
             conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
+        for i in ids:
+            self._stored.pop((kind, i), None)
+
+    def _remember(self, kind: str, elements: Iterable[Node | Edge]) -> None:
+        """Inside a transaction: ``elements`` are what the tables now hold for their ids."""
+        if self._conn is not None:
+            for e in elements:
+                self._stored[(kind, e.id)] = e
+
+    def _reindex(self, conn: Connection, kind: str, elements: dict[str, Any]) -> None:
+        """Make the provenance index rows of ``elements`` (just written) match their sources: only the
+        differences for elements whose stored state this transaction knows, all rows for the others."""
+        s = provenance_table.c
+        blind = [i for i in elements if (kind, i) not in self._stored]
+        if blind:
+            conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(blind)))
+        added: list[dict[str, str]] = []
+        gone: list[tuple[str, str]] = []
+        for i, e in elements.items():
+            before = self._stored.get((kind, i))
+            old = source_ids(before) if before is not None else set()
+            new = source_ids(e)
+            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
+            gone += [(x, i) for x in sorted(old - new)]
+        for chunk in batched(gone, _CHUNK):
+            pairs = tuple_(s.source_id, s.element_id).in_(chunk)
+            conn.execute(delete(provenance_table).where(s.element_kind == kind, pairs))
+        if added:
+            conn.execute(insert(provenance_table), added)
+        self._remember(kind, elements.values())
 
     def _write(self, conn: Connection, nodes: Iterable[Node], edges: Iterable[Edge]) -> tuple[int, int]:
         """Insert or replace ``nodes`` then ``edges`` (whose endpoints must exist) in batches."""
@@ -339,15 +375,9 @@ class SQLGraphStore:
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
                 self._replace(conn, table, ids, [_row(e) for e in unique.values()])
-                self._unindex(conn, kind, ids)
-                sources = [
-                    {"source_id": source, "element_kind": kind, "element_id": i}
-                    for i, e in unique.items()
-                    for source in sorted(source_ids(e))
-                ]
-                if sources:
-                    conn.execute(insert(provenance_table), sources)
+                self._reindex(conn, kind, unique)
                 if kind == "node":
+                    conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
                     names = [
                         {"name_key": key, "node_id": i}
                         for i, n in unique.items()
@@ -392,6 +422,7 @@ class SQLGraphStore:
             for (data,) in rows:
                 node = _parsed.node(data)
                 found[node.id] = node
+        self._remember("node", found.values())
         return found
 
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
@@ -483,6 +514,7 @@ class SQLGraphStore:
                 self._replace(conn, metadata_table, [key], [{"key": key, "value": value}])
 
     async def clear(self) -> None:
+        self._stored = {}
         with self._connection(write=True) as conn:
             for table in reversed(schema.sorted_tables):
                 conn.execute(delete(table))
@@ -513,7 +545,9 @@ class SQLGraphStore:
         if rest:
             with self._connection(pending=True) as conn:
                 for chunk in batched(rest, _CHUNK):
-                    for edge in self._edges_where(conn, edges_table.c.id.in_(chunk)):
+                    read = self._edges_where(conn, edges_table.c.id.in_(chunk))
+                    self._remember("edge", read)
+                    for edge in read:
                         found[edge.id] = edge
         return {i: found[i] for i in unique if i in found}
 

@@ -10,6 +10,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.model import GENERIC_TYPE, AttributeConflict, ConflictValue, Edge, Node, Provenance
 from graphwalk_core.model.merge import (
     TYPE_CONFLICT_KEY,
+    ProvenanceSet,
     derive_surface,
     merge_edge_data,
     merge_node_data,
@@ -217,3 +218,41 @@ def test_retraction_is_order_independent(x: Node, y: Node, z: Node, first: str, 
     left = retract_both(first, second)
     if left is not None:
         assert {first, second}.isdisjoint(source_ids(left))
+
+
+records = st.builds(
+    Provenance,
+    source_id=st.sampled_from(["wiki/a", "wiki/b", "wiki/c", "wiki/d"]),
+    content_hash=st.sampled_from(["", "h1", "h2"]),
+    start=st.one_of(st.none(), st.integers(0, 3)),
+    confidence=st.sampled_from([0.5, 1.0]),
+)
+
+
+@given(st.lists(records, max_size=40), st.lists(st.lists(records, max_size=4), max_size=4))
+def test_provenance_set_insertions_equal_a_full_sort(
+    base: list[Provenance], adds: list[list[Provenance]]
+) -> None:
+    grown = union_provenance(base)
+    everything = list(base)
+    for add in adds:
+        grown = union_provenance(grown, add)  # a few records into a ProvenanceSet: inserted, not re-sorted
+        everything += add
+        expected = tuple(sorted(set(everything), key=Provenance.sort_key))
+        assert isinstance(grown, ProvenanceSet)
+        assert tuple(grown) == expected
+        assert grown.support == len({p.source_id for p in expected})
+        assert grown.sources == {p.source_id for p in expected}
+
+
+def test_provenance_set_is_a_plain_tuple_to_models_and_json() -> None:
+    many = union_provenance([C, B], [A])
+    assert isinstance(many, ProvenanceSet) and many == (A, B, C) and hash(many) == hash((A, B, C))
+    merged = merge_node_data(n("X", (A, B)), n("X", (C,)))
+    assert isinstance(merged.provenance, ProvenanceSet)
+    parsed = Node.model_validate_json(merged.model_dump_json())  # plain tuples
+    assert not isinstance(parsed.provenance, ProvenanceSet)
+    assert merged == parsed and parsed.provenance == (A, B, C)
+    assert merged.model_dump_json() == parsed.model_dump_json()
+    assert merge_node_data(parsed, n("X", (A2,))) == merge_node_data(merged, n("X", (A2,)))
+    assert merge_node_data(merged, n("X", (A2,))).provenance == (A, A2, B, C)
