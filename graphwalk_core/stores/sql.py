@@ -121,25 +121,33 @@ def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
 
 class _ParsedElements:
     """The models of recently written or read large ``data`` texts, so a hub node merged again and again
-    (its provenance grows with every mention) is not parsed back from the JSON this process just wrote.
-    Keyed by the text itself, so it is never stale; elements are frozen, so sharing them is safe."""
+    (its provenance grows with every mention) is not parsed back from the JSON this process just wrote,
+    and keeps the sorted provenance sets its merges grow by insertion. Keyed by the text itself, so it
+    is never stale; elements are frozen, so sharing them is safe. Bounded by the characters of the texts
+    it keeps (least recently used first out), so the largest elements, which cost most to parse, stay."""
 
-    MIN_CHARS = 2_000
+    MIN_CHARS = 4_000
 
-    def __init__(self, size: int = 256) -> None:
-        self._size = size
+    def __init__(self, budget_chars: int = 16_000_000) -> None:
+        self._budget = budget_chars
+        self._chars = 0
         self._items: OrderedDict[str, Node | Edge] = OrderedDict()
 
     def remember(self, data: str, element: Node | Edge) -> None:
-        if len(data) >= self.MIN_CHARS:
-            self._items[data] = element
-            self._items.move_to_end(data)
-            if len(self._items) > self._size:
-                self._items.popitem(last=False)
+        if len(data) < self.MIN_CHARS:
+            return
+        if self._items.get(data) is None:
+            self._chars += len(data)
+        self._items[data] = element
+        self._items.move_to_end(data)
+        while self._chars > self._budget:
+            dropped, _ = self._items.popitem(last=False)
+            self._chars -= len(dropped)
 
     def node(self, data: str) -> Node:
         found = self._items.get(data)
         if isinstance(found, Node):
+            self._items.move_to_end(data)
             return found
         node = Node.model_validate_json(data)
         self.remember(data, node)
@@ -148,6 +156,7 @@ class _ParsedElements:
     def edge(self, data: str) -> Edge:
         found = self._items.get(data)
         if isinstance(found, Edge):
+            self._items.move_to_end(data)
             return found
         edge = Edge.model_validate_json(data)
         self.remember(data, edge)
@@ -166,6 +175,11 @@ def _row(element: Node | Edge) -> dict[str, str]:
     _parsed.remember(data, element)
     ends = {"source": element.source, "target": element.target}
     return {"id": element.id, **ends, "type": element.type, "data": data}
+
+
+def _name_keys(node: Node) -> set[str]:
+    """The ``node_names`` keys of a node: its name and aliases, case-folded."""
+    return {name_key(x) for x in (node.name, *node.aliases)}
 
 
 def redact_url(url: str) -> str:
@@ -271,6 +285,8 @@ class SQLGraphStore:
         #: node merged again) changes only its provenance index rows that differ (see ``_reindex``)
         self._stored: dict[tuple[str, str], Node | Edge] = {}
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
+        self._inserts = {t.name: insert(t) for t in (provenance_table, node_names_table)}
+        self._compiled: dict[int, Any] = {}
 
     def __repr__(self) -> str:
         return f"SQLGraphStore({redact_url(self.url)!r})"
@@ -336,33 +352,64 @@ class SQLGraphStore:
         for i in ids:
             self._stored.pop((kind, i), None)
 
-    def _remember(self, kind: str, elements: Iterable[Node | Edge]) -> None:
-        """Inside a transaction: ``elements`` are what the tables now hold for their ids."""
+    def _remember(self, kind: str, elements: Iterable[Node | Edge], absent: Iterable[str] = ()) -> None:
+        """Inside a transaction: ``elements`` are what the tables now hold for their ids, and they hold
+        nothing for the ``absent`` ids."""
         if self._conn is not None:
             for e in elements:
                 self._stored[(kind, e.id)] = e
+            for i in absent:
+                self._stored[(kind, i)] = None
 
     def _reindex(self, conn: Connection, kind: str, elements: dict[str, Any]) -> None:
-        """Make the provenance index rows of ``elements`` (just written) match their sources: only the
-        differences for elements whose stored state this transaction knows, all rows for the others."""
-        s = provenance_table.c
+        """Make the index rows of ``elements`` (just written: provenance sources, and node names) match
+        them: only the differences where this transaction knows the stored state, else all rows."""
         blind = [i for i in elements if (kind, i) not in self._stored]
+        s, names = provenance_table.c, node_names_table.c
         if blind:
             conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(blind)))
-        added: list[dict[str, str]] = []
+            if kind == "node":
+                conn.execute(delete(node_names_table).where(names.node_id.in_(blind)))
+        added: list[tuple[str, str]] = []
         gone: list[tuple[str, str]] = []
+        added_names: list[tuple[str, str]] = []
+        gone_names: list[tuple[str, str]] = []
         for i, e in elements.items():
             before = self._stored.get((kind, i))
             old = source_ids(before) if before is not None else set()
             new = source_ids(e)
-            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
+            added += [(x, i) for x in sorted(new - old)]
             gone += [(x, i) for x in sorted(old - new)]
+            if kind == "node":
+                old = _name_keys(before) if before is not None else set()
+                new = _name_keys(e)
+                added_names += [(x, i) for x in sorted(new - old)]
+                gone_names += [(x, i) for x in sorted(old - new)]
         for chunk in batched(gone, _CHUNK):
             pairs = tuple_(s.source_id, s.element_id).in_(chunk)
             conn.execute(delete(provenance_table).where(s.element_kind == kind, pairs))
-        if added:
-            conn.execute(insert(provenance_table), added)
+        for chunk in batched(gone_names, _CHUNK):
+            conn.execute(delete(node_names_table).where(tuple_(names.name_key, names.node_id).in_(chunk)))
+        rows = [{"source_id": x, "element_kind": kind, "element_id": i} for x, i in added]
+        self._executemany(conn, self._inserts["provenance"], rows)
+        self._executemany(
+            conn, self._inserts["node_names"], [{"name_key": x, "node_id": i} for x, i in added_names]
+        )
         self._remember(kind, elements.values())
+
+    def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
+        """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
+        statement layer's per-row work costs more than the database's on bulk writes)."""
+        if not rows:
+            return
+        compiled = self._compiled.get(id(statement))
+        if compiled is None:
+            compiled = self._compiled[id(statement)] = statement.compile(dialect=self._engine.dialect)
+        order = compiled.positiontup
+        if order is None:
+            conn.exec_driver_sql(compiled.string, rows)
+        else:
+            conn.exec_driver_sql(compiled.string, [tuple(row[k] for k in order) for row in rows])
 
     def _write(self, conn: Connection, nodes: Iterable[Node], edges: Iterable[Edge]) -> tuple[int, int]:
         """Insert or replace ``nodes`` then ``edges`` (whose endpoints must exist) in batches."""
@@ -376,14 +423,6 @@ class SQLGraphStore:
                 table = nodes_table if kind == "node" else edges_table
                 self._replace(conn, table, ids, [_row(e) for e in unique.values()])
                 self._reindex(conn, kind, unique)
-                if kind == "node":
-                    conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
-                    names = [
-                        {"name_key": key, "node_id": i}
-                        for i, n in unique.items()
-                        for key in sorted({name_key(x) for x in (n.name, *n.aliases)})
-                    ]
-                    conn.execute(insert(node_names_table), names)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
 
@@ -391,7 +430,7 @@ class SQLGraphStore:
         """Insert or replace ``rows`` (keyed by ``ids``): one upsert, or a delete and an insert."""
         upsert = self._upserts[table.name]
         if upsert is not None:
-            conn.execute(upsert, rows)
+            self._executemany(conn, upsert, rows)
         else:
             conn.execute(delete(table).where(table.c[table.primary_key.columns[0].name].in_(ids)))
             conn.execute(insert(table), rows)
@@ -422,7 +461,7 @@ class SQLGraphStore:
             for (data,) in rows:
                 node = _parsed.node(data)
                 found[node.id] = node
-        self._remember("node", found.values())
+        self._remember("node", found.values(), [i for i in unique if i not in found])
         return found
 
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
@@ -546,9 +585,9 @@ class SQLGraphStore:
             with self._connection(pending=True) as conn:
                 for chunk in batched(rest, _CHUNK):
                     read = self._edges_where(conn, edges_table.c.id.in_(chunk))
-                    self._remember("edge", read)
                     for edge in read:
                         found[edge.id] = edge
+                    self._remember("edge", read, [i for i in chunk if i not in found])
         return {i: found[i] for i in unique if i in found}
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
