@@ -51,7 +51,7 @@ def new_node_id(name: str, type: str, salt: str, taken: Callable[[str], bool]) -
 
 
 def _first_source(provenance: tuple[Provenance, ...]) -> tuple[str, int]:
-    if isinstance(provenance, ProvenanceSet) and provenance:  # sorted by source id: only the first source's records
+    if isinstance(provenance, ProvenanceSet) and provenance:  # sorted by source: the first one's records
         first = provenance[0].source_id
         provenance = tuple(takewhile(lambda p: p.source_id == first, provenance))
     return min((p.source_id, p.start if p.start is not None else -1) for p in provenance)
