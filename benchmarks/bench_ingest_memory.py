@@ -1,10 +1,13 @@
-"""Peak memory of a first ingest: the 2Wiki passages (``../shared/data/2wiki/corpus.json``), one text
-document each, offline defaults (NLP extractor, decider routing with the local decider), default window.
+"""Speed and peak memory of a first ingest: the 2Wiki passages (``../shared/data/2wiki/corpus.json``), one
+text document each, offline defaults (NLP extractor, the shared MiniLM), default window.
 
-Run: ``.venv/bin/python benchmarks/bench_ingest_memory.py [--sizes 1000 3000 6119] [--store memory sqlite]``.
-Each (store, size) runs in its own process, so its peak RSS (``ru_maxrss``) is its own. Goal (issue 13):
-<= 800 MB at 6,119 passages, flat from 3,000 on: the pipeline holds one routing window's extractions and
-plans, not the corpus'.
+Run: ``.venv/bin/python benchmarks/bench_ingest_memory.py [--sizes 1000 3000 6119] [--store memory sqlite]
+[--routing jev exact]``. ``jev`` is the CLI's default routing (embedding candidates + the local decider);
+``exact`` is what ``graphwalk eval 2wiki-retrieval`` ingests with (names only, no model). Each (store,
+routing, size) runs in its own process, so its peak RSS (``ru_maxrss``) is its own. Printed per row: wall
+and CPU seconds (user + system, all threads: the number to trust on a shared machine), the phase split
+(extract / route / apply, CPU seconds), peak RSS, and the load average before the row. Goals: issue 12,
+the 6,119-passage ingest <= 75 s; issue 13, peak RSS <= 800 MB at 6,119 passages, flat from 3,000 on.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
+PHASES = ("extract", "route", "apply")
 
 
-async def one(size: int, store_kind: str) -> dict[str, float]:
+async def one(size: int, store_kind: str, routing: str) -> dict[str, object]:
     from graphwalk_core.decisions.factory import make_decider
     from graphwalk_core.embeddings.factory import make_embedder
     from graphwalk_core.eval.datasets.twowiki import load_corpus
@@ -38,13 +42,15 @@ async def one(size: int, store_kind: str) -> dict[str, float]:
 
     passages = load_corpus(CORPUS)[:size]
     settings = get_settings()
-    embedder = make_embedder(settings)
-    decider = make_decider(settings, embedder=embedder, name="local")
+    embedder = make_embedder(settings) if routing == "jev" else None
+    decider = make_decider(settings, embedder=embedder, name="local") if routing == "jev" else None
     with tempfile.TemporaryDirectory() as tmp:
         store = MemoryGraphStore() if store_kind == "memory" else SQLGraphStore(f"sqlite:///{tmp}/g.sqlite")
-        start = time.perf_counter()
-        report = await ingest(PassageSource("twowiki", passages), store, decider=decider, embedder=embedder)
-        seconds = time.perf_counter() - start
+        start, cpu = time.perf_counter(), time.process_time()
+        report = await ingest(
+            PassageSource("twowiki", passages), store, decider=decider, embedder=embedder, routing=routing
+        )
+        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         nodes, edges = await store.counts()
         await store.close()
     return {
@@ -52,7 +58,8 @@ async def one(size: int, store_kind: str) -> dict[str, float]:
         "nodes": nodes,
         "edges": edges,
         "seconds": round(seconds, 1),
-        "apply_s": report.seconds["apply"],
+        "cpu_s": round(cpu_seconds, 1),
+        "phases_cpu": {p: round(report.cpu_seconds[p], 1) for p in PHASES},
         "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
@@ -61,32 +68,35 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 3000, 6119])
     parser.add_argument("--store", nargs="+", default=["memory"], choices=["memory", "sqlite"])
-    parser.add_argument("--one", nargs=2, metavar=("SIZE", "STORE"), help=argparse.SUPPRESS)
+    parser.add_argument("--routing", nargs="+", default=["jev"], choices=["jev", "exact"])
+    parser.add_argument("--one", nargs=3, metavar=("SIZE", "STORE", "ROUTING"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(asyncio.run(one(int(args.one[0]), args.one[1]))))
+        print(json.dumps(asyncio.run(one(int(args.one[0]), args.one[1], args.one[2]))))
         return 0
     if not CORPUS.is_file():
         print(f"skipped: {CORPUS} not found (see ../shared/README.md)")
         return 0
-    print(f"load average: {os.getloadavg()[0]:.1f}")
-    print(
-        f"{'store':<8}{'passages':>9}{'nodes':>8}{'edges':>8}{'seconds':>9}{'apply s':>9}{'peak RSS MB':>13}"
-    )
+    split = " / ".join(PHASES)
+    head = f"store | routing | passages | nodes | edges | wall s | CPU s | CPU {split} | peak RSS MB | load"
+    print(f"| {head} |\n|" + "---|" * (head.count("|") + 1))
     for store in args.store:
-        for size in args.sizes:
-            out = subprocess.run(
-                [sys.executable, __file__, "--one", str(size), store],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            row = json.loads(out.stdout.strip().splitlines()[-1])
-            print(
-                f"{store:<8}{row['passages']:>9}{row['nodes']:>8}{row['edges']:>8}"
-                f"{row['seconds']:>9}{row['apply_s']:>9}{row['peak_mb']:>13}",
-                flush=True,
-            )
+        for routing in args.routing:
+            for size in args.sizes:
+                load = os.getloadavg()[0]
+                out = subprocess.run(
+                    [sys.executable, __file__, "--one", str(size), store, routing],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                phases = " / ".join(str(row["phases_cpu"][p]) for p in PHASES)
+                print(
+                    f"| {store} | {routing} | {row['passages']:,} | {row['nodes']:,} | {row['edges']:,} "
+                    f"| {row['seconds']} | {row['cpu_s']} | {phases} | {row['peak_mb']:,} | {load:.1f} |",
+                    flush=True,
+                )
     return 0
 
 

@@ -1,14 +1,17 @@
 """Candidate index for routing: exact name/alias, name-word Jaccard and embedding cosine.
 
-It covers the graph as it was when the run started AND every node planned earlier in the same run, so
-a later mention can merge into a node that no store holds yet. Vectors are embedded lazily in batches
-and cached by normalized name (a new node reuses its mention's vector).
+It covers the stored graph AND every node planned earlier in the routing window, so a later mention can
+merge into a node that no store holds yet. Between windows :meth:`CandidateIndex.sync` brings it to the
+state a fresh index loaded from the store would have, touching only the nodes that changed. Vectors are
+embedded lazily in batches and looked up by normalized name (a new node reuses its mention's vector);
+every text is embedded at most once per index (:class:`TextVectors`), however many windows it spans.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -43,6 +46,41 @@ class Candidate(NamedTuple):
     how: str  # exact | jaccard | cosine
 
 
+class TextVectors:
+    """Text -> float32 vector, each distinct text embedded once: rows of one growing array."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._row: dict[str, int] = {}
+        self._pool = np.zeros((0, embedder.dim), dtype=np.float32)
+        self.embedded = 0
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def rows(self, texts: Sequence[str]) -> list[int]:
+        """Pool rows of ``texts``; the unseen ones are embedded in one batch (in first-seen order)."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._row))
+        if missing:
+            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+            start = len(self._row)
+            needed = start + len(missing)
+            if needed > self._pool.shape[0]:
+                grown = np.zeros(
+                    (max(needed, 2 * self._pool.shape[0], 1024), self._pool.shape[1]), np.float32
+                )
+                grown[:start] = self._pool[:start]
+                self._pool = grown
+            self._pool[start:needed] = vectors
+            self._row.update(zip(missing, range(start, needed), strict=True))
+            self.embedded += len(missing)
+        return [self._row[t] for t in texts]
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The vectors of pool ``rows`` (a new array)."""
+        return self._pool[np.asarray(rows, dtype=np.intp)]
+
+
 class CandidateIndex:
     """Incremental index over node names; ``candidates`` scores a batch of mention names at once."""
 
@@ -67,8 +105,16 @@ class CandidateIndex:
         self._rows: list[str] = []
         self._matrix = np.zeros((0, embedder.dim if embedder else 0), dtype=np.float32)
         self._unembedded: list[str] = []
-        self._vectors: dict[str, np.ndarray] = {}
-        self.embedded_texts = 0
+        self._texts = TextVectors(embedder) if embedder is not None else None
+        self._vectors: dict[str, int] = {}  # normalized name -> pool row of its first spelling
+        self._indexed: dict[str, list[str]] = {}  # node -> the names it is indexed under (exact, words)
+        #: nodes added or changed since the last :meth:`sync` (routing in the window in flight)
+        self.dirty: set[str] = set()
+
+    @property
+    def embedded_texts(self) -> int:
+        """Distinct texts embedded so far (each one once)."""
+        return self._texts.embedded if self._texts is not None else 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -82,6 +128,7 @@ class CandidateIndex:
 
     def add(self, entry: IndexEntry, *, embed: bool = True) -> None:
         """Index a node (or refresh its names when already indexed); ``embed=False``: no vector (literals)."""
+        self.dirty.add(entry.id)
         if entry.id in self.entries:
             for name in (entry.name, *entry.aliases):
                 self.add_name(entry.id, name)
@@ -96,6 +143,7 @@ class CandidateIndex:
     def add_name(self, node_id: str, name: str) -> None:
         """A mention named ``name`` merged into ``node_id``: later exact lookups find it."""
         entry = self.entries[node_id]
+        self.dirty.add(node_id)
         if name != entry.name and name not in entry.aliases:
             entry.aliases.append(name)
         self._index_name(node_id, name)
@@ -103,18 +151,71 @@ class CandidateIndex:
     def add_relation(self, node_id: str, text: str, limit: int = 8) -> None:
         entry = self.entries.get(node_id)
         if entry is not None and len(entry.relations) < limit and text not in entry.relations:
+            self.dirty.add(node_id)
             entry.relations.append(text)
 
-    def _index_name(self, node_id: str, name: str) -> None:
+    def _index_name(self, node_id: str, name: str, *, in_order: bool = False) -> None:
+        """Index ``name`` for ``node_id``: appended to its exact list (``in_order``: inserted in id order)."""
         ids = self._exact.setdefault(normalize_name(name), [])
         if node_id not in ids:
-            ids.append(node_id)
+            if in_order:
+                bisect.insort(ids, node_id)
+            else:
+                ids.append(node_id)
         for word in name_words(name):
             self._words.setdefault(word, set()).add(node_id)
+        self._indexed.setdefault(node_id, []).append(name)
+
+    def _unindex(self, node_id: str) -> None:
+        """Forget ``node_id`` entirely (entry, names, words, vector row)."""
+        self.entries.pop(node_id, None)
+        self._names.pop(node_id, None)
+        for name in self._indexed.pop(node_id, ()):
+            key = normalize_name(name)
+            ids = self._exact.get(key)
+            if ids is not None and node_id in ids:
+                ids.remove(node_id)
+                if not ids:
+                    del self._exact[key]
+            for word in name_words(name):
+                members = self._words.get(word)
+                if members is not None:
+                    members.discard(node_id)
+                    if not members:
+                        del self._words[word]
+
+    def sync(self, changes: Mapping[str, IndexEntry | None]) -> None:
+        """Make the index what a fresh index loaded from the store would be, given the entry of every node
+        that changed since the last sync (``None``: gone, or not to be indexed).
+
+        ``changes`` must cover :attr:`dirty` (every node routing added or extended since the last sync)
+        and every node the store wrote, re-keyed or deleted since. Other entries are kept as they are;
+        exact lists stay in id order, as :meth:`add` in id order builds them; vector rows and the
+        name -> vector map start over (the vectors come from :class:`TextVectors`, never re-embedded).
+        """
+        missing = self.dirty - changes.keys()
+        if missing:
+            raise ValueError(
+                f"sync() needs the stored state of {len(missing)} changed node(s), e.g. {min(missing)}"
+            )
+        for node_id in changes:
+            self._unindex(node_id)
+        for node_id in sorted(changes):
+            entry = changes[node_id]
+            if entry is None:
+                continue
+            self.entries[node_id] = entry
+            for name in (entry.name, *entry.aliases):
+                self._index_name(node_id, name, in_order=True)
+            self._names[node_id] = name_words(entry.name)
+        self.dirty = set()
+        self._rows = []
+        self._unembedded = sorted(self.entries)
+        self._vectors = {}
 
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
-        assert self.embedder is not None
+        assert self.embedder is not None and self._texts is not None
         keys = [normalize_name(n) for n in names]
         # the first spelling of each unseen name is embedded as written, so the embedder's own text
         # cache also answers the local decider, which embeds mention and card names verbatim
@@ -123,13 +224,8 @@ class CandidateIndex:
             if key not in self._vectors:
                 missing.setdefault(key, name)
         if missing:
-            vectors = self.embedder.embed(list(missing.values()))
-            self.embedded_texts += len(missing)
-            for key, vec in zip(missing, vectors, strict=True):
-                self._vectors[key] = vec
-        if not keys:
-            return np.zeros((0, self.embedder.dim), dtype=np.float32)
-        return np.stack([self._vectors[k] for k in keys])
+            self._vectors.update(zip(missing, self._texts.rows(list(missing.values())), strict=True))
+        return self._texts.vectors([self._vectors[k] for k in keys])
 
     def _flush_vectors(self) -> None:
         if not self._unembedded:

@@ -54,19 +54,22 @@ async def ingest(
     NLP extractor; ``routing="jev"`` needs a ``decider``.
 
     Deleted documents are retracted first; the documents to process then go ``window`` at a time, in
-    id order: chunk, extract, route against the stored graph (reloaded per window), and commit the
+    id order: chunk, extract, route against the stored graph (the candidate index brought up to date
+    with what the previous window wrote), and commit the
     window as one transaction. So memory holds one window's extractions and plans, not the corpus', and
     a run killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
     """
     extractor = extractor or NLPExtractor()
     seconds: dict[str, float] = dict.fromkeys(("diff", "extract", "route", "apply"), 0.0)
-    clock = time.perf_counter()
+    cpu_seconds = dict(seconds)
+    clock, cpu_clock = time.perf_counter(), time.process_time()
 
     def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
+        nonlocal clock, cpu_clock
+        now, cpu_now = time.perf_counter(), time.process_time()
         seconds[name] = round(seconds[name] + now - clock, 3)
-        clock = now
+        cpu_seconds[name] = round(cpu_seconds[name] + cpu_now - cpu_clock, 3)
+        clock, cpu_clock = now, cpu_now
 
     diff = await diff_documents(source, store, extractor=extractor)
     lap("diff")
@@ -85,6 +88,7 @@ async def ingest(
 
     if progress:
         progress("ingest", 0, total)
+    written: set[str] = set()  # nodes the last window wrote: what the next refresh reads back
     for part, pending in document_windows(diff, window):
         chunk_set = chunk_documents(part, max_chars=max_chars)
         extractions = await extract_chunks(chunk_set, extractor, cache)
@@ -92,11 +96,14 @@ async def ingest(
         extraction_cost = extraction_cost.plus(extractions.cost)
         cache_hits += extractions.cache_hits
         lap("extract")
-        await router.reload({provenance_source(source.source_id, d) for d in pending})
+        await router.refresh({provenance_source(source.source_id, d) for d in pending}, written)
         plan = await route_extractions(extractions, store, decider, embedder, llm, routing, router=router)
         mentions += len(plan.mentions)
+        del chunk_set, extractions  # the window's intermediates go before the graph grows
         lap("route")
-        await apply_plan(store, part, plan, on_document=applied, report=update)
+        written = set()
+        await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
+        del plan
         lap("apply")
     return IngestReport(
         source_id=source.source_id,
@@ -114,4 +121,5 @@ async def ingest(
         cache_hits=cache_hits,
         update=update,
         seconds=seconds,
+        cpu_seconds=cpu_seconds,
     )

@@ -30,7 +30,10 @@ class IngestReport(BaseModel):
     routing_cost: Cost = Field(default_factory=Cost)
     cache_hits: int = 0
     update: UpdateReport
-    seconds: dict[str, float] = Field(default_factory=dict)
+    seconds: dict[str, float] = Field(default_factory=dict, description="wall seconds per phase")
+    cpu_seconds: dict[str, float] = Field(
+        default_factory=dict, description="CPU seconds per phase (this process, all threads)"
+    )
 
     @property
     def cost(self) -> Cost:

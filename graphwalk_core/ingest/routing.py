@@ -90,6 +90,18 @@ def routing_decider(decider: DecisionBackend | None) -> DecisionBackend | None:
     return decider
 
 
+def _entry(node: Node) -> IndexEntry:
+    """What routing indexes of a stored node."""
+    return IndexEntry(
+        id=node.id,
+        name=node.name,
+        type=node.type,
+        aliases=list(node.aliases),
+        summary=node.summary,
+        stored=True,
+    )
+
+
 class Router:
     """Routes chunk after chunk against one growing index (strictly sequential, so order is the plan)."""
 
@@ -120,12 +132,14 @@ class Router:
         self.escalations = 0
         self.fallbacks = 0
         self._cards: dict[str, dict[str, object]] = {}
+        self._loaded = False
 
     async def reload(self, exclude_sources: set[str]) -> None:
         """Start over from the store: an empty index (same settings) filled by :meth:`load_graph`.
 
         The index is then a function of the stored graph alone, which is what makes a window routed
-        after a crash route exactly as it would have without one."""
+        after a crash route exactly as it would have without one. :meth:`refresh` reaches the same
+        index by touching only what changed."""
         old = self.index
         self.index = CandidateIndex(
             old.embedder,
@@ -137,21 +151,38 @@ class Router:
         self._cards = {}
         await self.load_graph(exclude_sources)
 
+    async def refresh(self, exclude_sources: set[str], written: set[str]) -> None:
+        """The index :meth:`reload` would build, from the previous window's index: only the nodes routing
+        planned (``index.dirty``) and the nodes the store ``written`` since (written, re-keyed or deleted
+        by applying the plan) are read back from the store.
+
+        With documents pending retraction (``exclude_sources``), or before any load, it is a full
+        :meth:`reload`; so is a refresh whose node count disagrees with the store's (a safety net: an
+        untracked write must not go unnoticed)."""
+        if exclude_sources or not self._loaded:
+            await self.reload(exclude_sources)
+            return
+        ids = sorted(self.index.dirty | written)
+        stored = await self.store.get_nodes(ids)
+        self.index.sync({node_id: _entry(stored[node_id]) if node_id in stored else None for node_id in ids})
+        self._cards = {}
+        nodes, _ = await self.store.counts()
+        if nodes != len(self.index):
+            log.warning(
+                "candidate index out of step with the store (%d != %d nodes): reloading",
+                len(self.index),
+                nodes,
+            )
+            await self.reload(exclude_sources)
+
     async def load_graph(self, exclude_sources: set[str]) -> None:
         """Index every stored node except those backed only by documents this run retracts."""
         async for node in self.store.iter_nodes():
             if exclude_sources and source_ids(node) <= exclude_sources:
                 continue
-            self.index.add(
-                IndexEntry(
-                    id=node.id,
-                    name=node.name,
-                    type=node.type,
-                    aliases=list(node.aliases),
-                    summary=node.summary,
-                    stored=True,
-                )
-            )
+            self.index.add(_entry(node))
+        self.index.dirty = set()
+        self._loaded = True
 
     async def _card(self, node_id: str) -> dict[str, object]:
         """An option card: name, type, aliases, summary and a few relations."""

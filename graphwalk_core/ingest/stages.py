@@ -195,6 +195,7 @@ async def apply_plan(
     *,
     on_document: Callable[[str], None] | None = None,
     report: UpdateReport | None = None,
+    written: set[str] | None = None,
 ) -> UpdateReport:
     """Write the plan: deleted documents are retracted first (one transaction each), then the plan's
     documents, each retracting its old provenance (when it had any) and folding in its new elements.
@@ -202,7 +203,8 @@ async def apply_plan(
     The plan's documents and their ledger entries commit as ONE transaction: the unit of atomicity is
     the unit of routing (a plan is routed against one graph state), so a crash leaves the graph as it
     was before the plan and a rerun routes the same documents against the same graph again.
-    ``report`` accumulates counts over several plans (the pipeline's windows)."""
+    ``report`` accumulates counts over several plans (the pipeline's windows); ``written`` collects the ids
+    of the nodes written, re-keyed (old and new id) or kept by a retraction (for ``Router.refresh``)."""
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
     source_id = diff.source_id
     renames = await retract_deleted(store, diff, report)
@@ -215,6 +217,8 @@ async def apply_plan(
             nodes, edges = renamed(doc.nodes, doc.edges, renames)
             touched |= await write_elements(store, nodes, edges, report)
             await canonicalize(store, touched, renames)
+            if written is not None:
+                written |= touched
             entry = LedgerEntry(
                 document_id=doc.document_id,
                 content_hash=doc.content_hash,
@@ -224,6 +228,8 @@ async def apply_plan(
                 errors=doc.errors,
             )
             await write_entry(store, source_id, entry)
+    if written is not None:
+        written.update(renames, renames.values())
     for doc in plan.documents:
         report.ledger_written += 1
         report.documents_applied.append(doc.document_id)

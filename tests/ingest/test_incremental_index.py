@@ -1,0 +1,222 @@
+"""The candidate index is carried across routing windows: each window starts from exactly the index a full
+rebuild from the store gives, routes the same, and no text is embedded twice or node re-read in bulk."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.decisions.local import LocalDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.ingest import pipeline, stages
+from graphwalk_core.ingest.candidates import CandidateIndex
+from graphwalk_core.ingest.outputs import MentionDecision
+from graphwalk_core.ingest.routing import Router
+from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.ingest.text import name_words
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import ScriptedExtractor, graph_tables, write_hotpotqa_paragraphs
+
+WINDOW = 16
+
+
+class RecordingEmbedder:
+    """A hashing embedder that records the texts of every call."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.calls: list[list[str]] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
+
+
+def index_state(index: CandidateIndex) -> dict[str, Any]:
+    """Everything routing reads from the index, order included where routing depends on it."""
+    index._flush_vectors()
+    rows = len(index._rows)
+    return {
+        "entries": {
+            i: (e.name, e.type, list(e.aliases), e.summary, list(e.relations), e.stored)
+            for i, e in index.entries.items()
+        },
+        "exact": {k: list(v) for k, v in index._exact.items() if v},
+        "words": {w: sorted(v) for w, v in index._words.items() if v},
+        "names": {i: sorted(w) for i, w in index._names.items()},
+        "rows": list(index._rows),
+        "matrix": index._matrix[:rows].tobytes(),
+    }
+
+
+async def ingest_recorded(
+    corpus: Path, *, rebuild: bool, monkeypatch: pytest.MonkeyPatch
+) -> tuple[dict[str, Any], list[MentionDecision], RecordingEmbedder]:
+    """Ingest ``corpus`` (nlp extractor, decider routing, hashing vectors) in windows of 16 documents;
+    ``rebuild``: every window reloads the whole index from the store (what the pipeline did before)."""
+    decisions: list[MentionDecision] = []
+    route = pipeline.route_extractions
+
+    async def recording_route(*args: Any, **kwargs: Any) -> Any:
+        plan = await route(*args, **kwargs)
+        decisions.extend(plan.mentions)
+        return plan
+
+    monkeypatch.setattr(pipeline, "route_extractions", recording_route)
+    if rebuild:
+
+        async def reload(self: Router, exclude_sources: set[str], written: set[str]) -> None:
+            await self.reload(exclude_sources)
+
+        monkeypatch.setattr(Router, "refresh", reload)
+    store, index_embedder = MemoryGraphStore(), RecordingEmbedder()
+    await pipeline.ingest(
+        FileSource(corpus),
+        store,
+        decider=LocalDecisionBackend(HashingEmbedder()),
+        embedder=index_embedder,
+        routing="jev",
+        window=WINDOW,
+    )
+    monkeypatch.undo()
+    return await graph_tables(store, corpus.name), decisions, index_embedder
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("index") / "paragraphs"
+    write_hotpotqa_paragraphs(root, 120)
+    return root
+
+
+async def test_incremental_and_rebuilt_index_route_identically(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    incremental = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    rebuilt = await ingest_recorded(corpus, rebuild=True, monkeypatch=monkeypatch)
+    assert incremental[1] == rebuilt[1]  # every mention: target, action, via, probability, candidates
+    assert incremental[0] == rebuilt[0]  # nodes, edges, provenance, ledger
+    merged = [d for d in incremental[1] if d.action == "merge" and d.via == "decider"]
+    assert len(incremental[1]) > 1000 and len(merged) > 50  # the windows do route against each other
+    # the rebuild re-embeds every stored name at every window; the carried index never embeds a text twice
+    texts = [t for call in incremental[2].calls for t in call]
+    assert len(texts) == len(set(texts))
+    again = [t for call in rebuilt[2].calls for t in call]
+    assert len(again) > len(set(again))
+
+
+def check_every_window(monkeypatch: pytest.MonkeyPatch) -> tuple[list[int], list[int]]:
+    """After every refresh, compare the router's index with a full rebuild from the store; returns the
+    index sizes compared and one entry per full reload the pipeline itself made."""
+    refresh, reload = Router.refresh, Router.reload
+    compared: list[int] = []
+    reloads: list[int] = []
+
+    async def counted_reload(self: Router, exclude_sources: set[str]) -> None:
+        reloads.append(len(self.index))
+        await reload(self, exclude_sources)
+
+    async def checked_refresh(self: Router, exclude_sources: set[str], written: set[str]) -> None:
+        await refresh(self, exclude_sources, written)
+        reference = Router(self.store, self.decider, self.index.embedder, None, "jev")
+        await reload(reference, exclude_sources)
+        assert index_state(self.index) == index_state(reference.index)
+        compared.append(len(self.index))
+
+    monkeypatch.setattr(Router, "refresh", checked_refresh)
+    monkeypatch.setattr(Router, "reload", counted_reload)
+    return compared, reloads
+
+
+async def test_each_window_starts_from_the_index_a_full_rebuild_gives(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    compared, reloads = check_every_window(monkeypatch)
+    embedder = HashingEmbedder()
+    await pipeline.ingest(
+        FileSource(corpus),
+        MemoryGraphStore(),
+        decider=LocalDecisionBackend(embedder),
+        embedder=embedder,
+        routing="jev",
+        window=WINDOW,
+    )
+    assert len(compared) == 8 and compared[0] == 0 and compared == sorted(compared) and compared[-1] > 500
+    assert reloads == [0]  # one load of the (empty) graph; every later window was synced
+
+
+def same_entity_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
+    """Merge into a candidate of the same type whose name's words contain the mention's (or the reverse)."""
+    assert isinstance(question.instructions, dict)
+    mention = question.instructions["mention"]
+    words = name_words(mention["name"])
+    for label, card in question.options.items():
+        if isinstance(card, dict) and card.get("type") == mention["type"]:
+            other = name_words(str(card["name"]))
+            if words <= other or other <= words:
+                return {label: 1.0}
+    return {"NEW": 1.0}
+
+
+SHARED_NAMES = {
+    "c1.txt": "E Paris|city\nE Chris Nolan|person\nR Chris Nolan|lives_in|Paris",
+    "c2.txt": "E Paris|person\nE Nolan|person\nE Inception|film\nR Inception|directed_by|Nolan",
+    "c3.txt": "E Paris|film\nE Paris Hilton|person\nE Warner Bros|organization",
+    "c4.txt": "E PARIS|person\nE Warner Bros. Pictures|organization\nE Kyoto|city",
+    "c5.txt": "E Paris|organization\nE Kyoto|film\nE Emma Thomas|person\nR Emma Thomas|married|Nolan",
+}
+#: added later, with lower ids: their names come first, so the nodes they join are re-keyed
+EARLIER = {
+    "a1.txt": "E Nolan|person|born=1970\nE Hilton|person",
+    "a2.txt": "E Warner|organization\nE Kyoto Prefecture|city\nE Paris|city",
+    "a3.txt": "E Thomas|person\nE Paris|film",
+}
+
+
+async def test_shared_names_aliases_and_rekeys_keep_the_index_equal_to_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, text in SHARED_NAMES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    compared, reloads = check_every_window(monkeypatch)
+    store, renames = MemoryGraphStore(), []
+    canonicalize = stages.canonicalize
+
+    async def recorded(store_: Any, node_ids: set[str], renamed: dict[str, str]) -> None:
+        before = dict(renamed)
+        await canonicalize(store_, node_ids, renamed)
+        renames.extend(sorted(renamed.keys() - before.keys()))
+
+    monkeypatch.setattr(stages, "canonicalize", recorded)
+    decider = FakeDecisionBackend(script=same_entity_script)
+    for step in (SHARED_NAMES, EARLIER):
+        for name, text in step.items():
+            (tmp_path / name).write_text(text, encoding="utf-8")
+        await pipeline.ingest(
+            FileSource(tmp_path),
+            store,
+            extractor=ScriptedExtractor(),
+            decider=decider,
+            embedder=HashingEmbedder(),
+            routing="jev",
+            window=1,
+        )
+    assert compared == [0, 2, 4, 6, 7, 10, 10, 11] and reloads == [0, 0]  # one load per run, then syncs
+    paris = sorted((n.type, n.id) for n in await store.find_nodes(name="Paris"))
+    assert [t for t, _ in paris] == ["city", "film", "organization", "person"]
+    assert len(renames) == 3  # the earlier documents name the nodes they join (Nolan, Hilton, Thomas)
