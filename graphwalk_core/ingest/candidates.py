@@ -25,6 +25,11 @@ DEFAULT_JACCARD_THRESHOLD = 0.5
 DEFAULT_MAX_CANDIDATES = 5
 #: A name word carried by more nodes than this does not open the lexical candidate pool.
 DEFAULT_MAX_WORD_DF = 200
+#: Two float32 computations of one cosine of unit vectors (384 dims: <= 5e-5 apart) differ by far less
+#: than this, so a bound computed one way decides a threshold test computed the other way.
+COSINE_MARGIN = 1e-3
+#: Queries scored at once by :meth:`CandidateIndex.prefilter` (bounds its scratch matrix).
+PREFILTER_BLOCK = 256
 
 
 @dataclass
@@ -110,6 +115,8 @@ class CandidateIndex:
         self._indexed: dict[str, list[str]] = {}  # node -> the names it is indexed under (exact, words)
         #: nodes added or changed since the last :meth:`sync` (routing in the window in flight)
         self.dirty: set[str] = set()
+        self._best: dict[str, float] = {}  # normalized name -> its best cosine over the first rows
+        self._best_rows = 0  # ... over this many rows
 
     @property
     def embedded_texts(self) -> int:
@@ -212,6 +219,7 @@ class CandidateIndex:
         self._rows = []
         self._unembedded = sorted(self.entries)
         self._vectors = {}
+        self._best, self._best_rows = {}, 0
 
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
@@ -242,10 +250,48 @@ class CandidateIndex:
         self._matrix[start:needed] = vectors
         self._rows.extend(ids)
 
+    def prefilter(self, names: Sequence[str]) -> None:
+        """Score ``names`` against every row now in the index in a few large matrix products, keeping
+        each name's best cosine: :meth:`candidates` then skips the per-chunk product for names no row
+        can bring to the threshold (rows only get appended within a window; :meth:`sync` resets)."""
+        if self.embedder is None or not names:
+            return
+        self._flush_vectors()
+        rows = len(self._rows)
+        if rows != self._best_rows:
+            self._best, self._best_rows = {}, rows
+        first: dict[str, str] = {}  # normalized name -> its first spelling here
+        for name in names:
+            key = normalize_name(name)
+            if key not in self._best:
+                first.setdefault(key, name)
+        if not rows or not first:
+            return
+        keys = list(first)
+        vectors = self.embed(list(first.values()))
+        matrix = self._matrix[:rows]
+        for start in range(0, len(keys), PREFILTER_BLOCK):
+            best = (matrix @ vectors[start : start + PREFILTER_BLOCK].T).max(axis=0)
+            self._best.update(zip(keys[start : start + PREFILTER_BLOCK], best.tolist(), strict=True))
+
+    def _out_of_reach(self, names: Sequence[str], vectors: np.ndarray) -> bool:
+        """True when no row can score ``threshold`` for any of ``names`` (decided with a margin)."""
+        bound = self.cosine_threshold - COSINE_MARGIN
+        best = self._best
+        for name in names:
+            score = best.get(normalize_name(name))
+            if score is None or score >= bound:
+                return False
+        rows = len(self._rows)
+        if rows > self._best_rows:  # rows appended since the prefilter: score them here (few)
+            return float((self._matrix[self._best_rows : rows] @ vectors.T).max()) < bound
+        return True
+
     def candidates(self, names: Sequence[str], *, fuzzy: bool = True) -> list[list[Candidate]]:
         """Up to ``max_candidates`` per name: exact matches first, then Jaccard/cosine by score.
 
-        Cosine runs only for names without an exact match (one matrix product for the batch).
+        Cosine runs only for names without an exact match (one matrix product for the batch, skipped when
+        :meth:`prefilter` shows that no row can reach the threshold for any of them).
         """
         out: list[list[Candidate]] = []
         need_vectors: list[int] = []
@@ -281,8 +327,9 @@ class CandidateIndex:
             out.append(list(found.values()))
         if need_vectors:
             self._flush_vectors()
-            if self._rows:
-                vectors = self.embed([names[i] for i in need_vectors])
+            queried = [names[i] for i in need_vectors]
+            vectors = self.embed(queried) if self._rows else None
+            if vectors is not None and not self._out_of_reach(queried, vectors):
                 scores = self._matrix[: len(self._rows)] @ vectors.T
                 best = scores.max(axis=0)
                 for col, i in enumerate(need_vectors):

@@ -372,6 +372,7 @@ class Router:
         ]
         if names:
             self.index.embed(names)
+            self.index.prefilter(names)
 
     async def route_chunk(
         self, item: ChunkExtraction, source_id: str

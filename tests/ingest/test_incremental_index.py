@@ -220,3 +220,23 @@ async def test_shared_names_aliases_and_rekeys_keep_the_index_equal_to_a_rebuild
     paris = sorted((n.type, n.id) for n in await store.find_nodes(name="Paris"))
     assert [t for t, _ in paris] == ["city", "film", "organization", "person"]
     assert len(renames) == 3  # the earlier documents name the nodes they join (Nolan, Hilton, Thomas)
+
+
+async def test_the_cosine_prefilter_changes_no_decision(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skipped: list[bool] = []
+    out_of_reach = CandidateIndex._out_of_reach
+
+    def counted(self: CandidateIndex, names: Sequence[str], vectors: np.ndarray) -> bool:
+        skipped.append(out_of_reach(self, names, vectors))
+        return skipped[-1]
+
+    monkeypatch.setattr(CandidateIndex, "_out_of_reach", counted)
+    filtered = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert (skipped.count(True), skipped.count(False)) == (69, 53)  # chunks whose product was skipped or not
+    monkeypatch.setattr(CandidateIndex, "prefilter", lambda self, names: None)
+    full = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert filtered[1] == full[1] and filtered[0] == full[0]
+    cosine = [d for d in filtered[1] if d.candidates and d.via == "decider"]
+    assert len(cosine) > 100
