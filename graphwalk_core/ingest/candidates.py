@@ -52,12 +52,15 @@ class Candidate(NamedTuple):
 
 
 class TextVectors:
-    """Text -> float32 vector, each distinct text embedded once: rows of one growing array."""
+    """Text -> float32 vector, each distinct text embedded once, stored in fixed-size blocks of rows (no
+    over-allocation and no copy as it grows)."""
+
+    BLOCK = 4096
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self._row: dict[str, int] = {}
-        self._pool = np.zeros((0, embedder.dim), dtype=np.float32)
+        self._blocks: list[np.ndarray] = []
         self.embedded = 0
 
     def __len__(self) -> int:
@@ -69,21 +72,24 @@ class TextVectors:
         if missing:
             vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
             start = len(self._row)
-            needed = start + len(missing)
-            if needed > self._pool.shape[0]:
-                grown = np.zeros(
-                    (max(needed, 2 * self._pool.shape[0], 1024), self._pool.shape[1]), np.float32
-                )
-                grown[:start] = self._pool[:start]
-                self._pool = grown
-            self._pool[start:needed] = vectors
-            self._row.update(zip(missing, range(start, needed), strict=True))
+            for offset in range(len(missing)):
+                row = start + offset
+                if row % self.BLOCK == 0:
+                    self._blocks.append(np.zeros((self.BLOCK, vectors.shape[1]), np.float32))
+                self._blocks[row // self.BLOCK][row % self.BLOCK] = vectors[offset]
+            self._row.update(zip(missing, range(start, start + len(missing)), strict=True))
             self.embedded += len(missing)
         return [self._row[t] for t in texts]
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
         """The vectors of pool ``rows`` (a new array)."""
-        return self._pool[np.asarray(rows, dtype=np.intp)]
+        index = np.asarray(rows, dtype=np.intp)
+        out = np.empty((len(index), self.embedder.dim), dtype=np.float32)
+        block, offset = np.divmod(index, self.BLOCK)
+        for b in np.unique(block).tolist():
+            at = block == b
+            out[at] = self._blocks[b][offset[at]]
+        return out
 
 
 class CandidateIndex:
@@ -244,7 +250,7 @@ class CandidateIndex:
         start = len(self._rows)
         needed = start + len(ids)
         if needed > self._matrix.shape[0]:
-            grown = np.zeros((max(needed, 2 * self._matrix.shape[0], 64), self._matrix.shape[1]), np.float32)
+            grown = np.zeros((max(needed + needed // 4, 64), self._matrix.shape[1]), np.float32)
             grown[:start] = self._matrix[:start]
             self._matrix = grown
         self._matrix[start:needed] = vectors
