@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from servers.openai_server import openai_server  # noqa: F401
 
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import BackendError
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.ingest.extraction.base import (
@@ -74,6 +76,26 @@ class ScriptedExtractor:
         return ExtractorResult(
             extraction=clean_extraction(Extraction(entities=entities, relations=relations))
         )
+
+
+class RecordingEmbedder:
+    """A hashing embedder that records the texts of every call."""
+
+    def __init__(self) -> None:
+        self.inner = HashingEmbedder()
+        self.calls: list[list[str]] = []
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return self.inner.embed(texts)
 
 
 def same_name_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:

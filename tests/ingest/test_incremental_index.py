@@ -22,29 +22,9 @@ from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.ingest.text import name_words
 from graphwalk_core.stores.memory import MemoryGraphStore
 
-from .conftest import ScriptedExtractor, graph_tables, write_hotpotqa_paragraphs
+from .conftest import RecordingEmbedder, ScriptedExtractor, graph_tables, write_hotpotqa_paragraphs
 
 WINDOW = 16
-
-
-class RecordingEmbedder:
-    """A hashing embedder that records the texts of every call."""
-
-    def __init__(self) -> None:
-        self.inner = HashingEmbedder()
-        self.calls: list[list[str]] = []
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        return self.inner.embed(texts)
 
 
 def index_state(index: CandidateIndex) -> dict[str, Any]:

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
-from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.ingest import routing
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import FileSource
 from graphwalk_core.stores.memory import MemoryGraphStore
 
-from .conftest import ScriptedExtractor
+from .conftest import RecordingEmbedder, ScriptedExtractor
 
 NAMES_RE = re.compile(r"^E ([^|]+)\|", re.MULTILINE)
 DOCS = {
@@ -25,26 +22,6 @@ DOCS = {
     "c.txt": "E Chris Nolan|person\nE Kyoto Prefecture|region",
     "d.txt": "E Warner Bros|organization\nE Emma Thomas|person",
 }
-
-
-class RecordingEmbedder:
-    """A hashing embedder that records the texts of every call."""
-
-    def __init__(self) -> None:
-        self.inner = HashingEmbedder()
-        self.calls: list[list[str]] = []
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        self.calls.append(list(texts))
-        return self.inner.embed(texts)
 
 
 async def route(folder: Path, window: int, monkeypatch: pytest.MonkeyPatch) -> tuple[list, RecordingEmbedder]:
