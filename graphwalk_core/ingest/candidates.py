@@ -223,7 +223,7 @@ class CandidateIndex:
             self._names[node_id] = name_words(entry.name)
         self.dirty = set()
         self._rows = []
-        self._unembedded = sorted(self.entries)
+        self._unembedded = sorted(self.entries) if self.embedder is not None else []
         self._vectors = {}
         self._best, self._best_rows = {}, 0
 
