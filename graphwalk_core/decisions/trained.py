@@ -1,16 +1,17 @@
-"""A decider trained on decision examples: a small MLP over the offline embedder's vectors.
+"""A decider trained on decision examples: a small MLP over coverage features and embedder vectors.
 
 The model folder (written by :mod:`graphwalk_core.training.fit`) holds ``weights.npz`` (the feature
-scaler and the network's layers) and ``manifest.json`` (format, embedder id, training data hash,
-example counts, validation metrics, library versions). Inference is two matrix products in numpy; the
-question, path and option texts are embedded once and cached by content, so a walk embeds its question
-once and known option texts never again.
+scaler, the network's layers and the coverage model's weights) and ``manifest.json`` (format,
+embedder id, training data hash, example counts, validation metrics, library versions). Inference is
+two matrix products in numpy; the question, path and option texts are embedded once and cached by
+content, so a walk embeds its question once and known option texts never again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -30,27 +31,29 @@ from graphwalk_core.decisions.base import (
     normalize_distribution,
     top_label,
 )
-from graphwalk_core.decisions.features import SCALARS, distinct_texts, n_features, view_features
+from graphwalk_core.decisions.coverage import Coverage
+from graphwalk_core.decisions.features import FEATURE_VERSION, distinct_texts, n_features, view_features
 from graphwalk_core.decisions.local import softmax
 from graphwalk_core.decisions.views import view_of
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
 
-#: The model folder's format; a folder of another format is refused.
-MODEL_FORMAT = "graphwalk-trained-decider/1"
+#: The model folder's format; a folder of another format (an older feature set) is refused.
+MODEL_FORMAT = "graphwalk-trained-decider/2"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.npz"
 
 
 @dataclass(frozen=True)
 class DeciderModel:
-    """Scaler + MLP layers (ReLU hidden, one logit out) and the manifest describing them."""
+    """Coverage model, scaler + MLP layers (ReLU hidden, one logit out) and the manifest describing them."""
 
     mean: np.ndarray
     scale: np.ndarray
     weights: tuple[np.ndarray, ...]
     biases: tuple[np.ndarray, ...]
+    coverage: Coverage
     manifest: dict[str, Any]
 
     @property
@@ -61,7 +64,8 @@ class DeciderModel:
     def fingerprint(self) -> str:
         """sha256 over the weights and the manifest: changes whenever the model does."""
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode())
-        for array in (self.mean, self.scale, *self.weights, *self.biases):
+        arrays = self.coverage.arrays().values()
+        for array in (self.mean, self.scale, *self.weights, *self.biases, *arrays):
             digest.update(np.ascontiguousarray(array).tobytes())
         return digest.hexdigest()
 
@@ -81,6 +85,7 @@ class DeciderModel:
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
+        arrays |= self.coverage.arrays()
         np.savez(folder / WEIGHTS, **arrays)
         text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         (folder / MANIFEST).write_text(text, encoding="utf-8")
@@ -98,17 +103,20 @@ class DeciderModel:
             raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
         if manifest.get("format") != MODEL_FORMAT:
             raise ConfigError(
-                f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r}"
+                f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r} "
+                f"(features {FEATURE_VERSION!r}): a model of an older graphwalk; retrain it with "
+                "`graphwalk train decider`"
             )
         try:
             with np.load(weights_path) as npz:
-                n_layers = sum(1 for k in npz.files if k.startswith("w"))
+                n_layers = sum(1 for k in npz.files if re.fullmatch(r"w\d+", k))
                 weights = tuple(npz[f"w{i}"] for i in range(n_layers))
                 biases = tuple(npz[f"b{i}"] for i in range(n_layers))
                 mean, scale = npz["mean"], npz["scale"]
+                coverage = Coverage.from_saved(manifest["coverage"], {k: npz[k] for k in npz.files})
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
-        return cls(mean, scale, weights, biases, manifest)
+        return cls(mean, scale, weights, biases, coverage, manifest)
 
 
 @lru_cache(maxsize=1)
@@ -140,7 +148,7 @@ class TrainedDecisionBackend:
         if model.mean.shape != (n_features(embedder.dim),):
             raise ConfigError(
                 f"the trained decider expects {model.mean.shape[0]} features; embedder dim "
-                f"{embedder.dim} gives {n_features(embedder.dim)} (feature version {len(SCALARS)} scalars)"
+                f"{embedder.dim} gives {n_features(embedder.dim)} (features {FEATURE_VERSION!r})"
             )
         self.model = model
         self.embedder = embedder
@@ -181,7 +189,10 @@ class TrainedDecisionBackend:
         vecs = dict(zip(texts, matrix, strict=True))
         # a few rows times one small layer: BLAS threads only add waiting (200 ms a call on a busy machine)
         with _blas().limit(limits=1, user_api="blas"):
-            logits = [self.model.logits(view_features(view, vecs.__getitem__)) for view in views]
+            logits = [
+                self.model.logits(view_features(view, vecs.__getitem__, self.model.coverage))
+                for view in views
+            ]
         results = {}
         for q, scores in zip(request.questions, logits, strict=True):
             labels = list(q.options)

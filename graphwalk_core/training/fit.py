@@ -1,6 +1,9 @@
 """Fit a trained decider on decision examples (scikit-learn) and save it as a versioned model folder.
 
-Every distinct text is embedded once. A feature row depends only on (masked question, path, option),
+First the coverage model (:class:`~graphwalk_core.decisions.coverage.Coverage`) is fitted on the
+training questions' labeled moves: for each question, its longest labeled path (the moves its
+examples take, the top target at every step). Every distinct text is embedded once. A feature row
+depends only on (masked question, path, option),
 so the rows of all examples collapse to distinct rows, each with a positive weight (the summed target
 mass it received) and a negative weight (the rest of its occurrences); soft labels from traces fit the
 same way. The learner is scikit-learn's ``MLPClassifier`` behind a ``StandardScaler``; its arrays are
@@ -19,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from graphwalk_core.decisions.features import BLOCKS, SCALARS, distinct_texts, view_features
+from graphwalk_core.decisions.coverage import Coverage, move_key
+from graphwalk_core.decisions.features import BLOCKS, FEATURE_VERSION, SCALARS, distinct_texts, view_features
 from graphwalk_core.decisions.trained import MODEL_FORMAT, DeciderModel
 from graphwalk_core.decisions.views import DecisionView, Move
 from graphwalk_core.embeddings.base import Embedder
@@ -43,6 +47,8 @@ class FitConfig:
     validation_fraction: float = 0.1
     seed: int = 0
     name: str = "decider"
+    #: Ridge penalty of the coverage model.
+    coverage_alpha: float = 1.0
 
 
 @dataclass
@@ -92,8 +98,30 @@ def _rows(examples: Sequence[DecisionExample]) -> tuple[list[RowKey], np.ndarray
     return list(index), np.array(pos), np.array(count, dtype=np.float64)
 
 
-def _row_features(keys: Sequence[RowKey], vector: Callable[[str], np.ndarray]) -> np.ndarray:
-    return np.vstack([view_features(DecisionView(q, path, (move,)), vector) for q, path, move in keys])
+def _row_features(
+    keys: Sequence[RowKey], vector: Callable[[str], np.ndarray], coverage: Coverage
+) -> np.ndarray:
+    return np.vstack(
+        [view_features(DecisionView(q, path, (move,)), vector, coverage) for q, path, move in keys]
+    )
+
+
+def labeled_paths(examples: Sequence[DecisionExample]) -> dict[str, tuple[str, tuple[Move, ...]]]:
+    """Per question id: its masked text and its longest labeled path (each step's top-target move
+    appended to the step's path; the first such path of the greatest length)."""
+    best: dict[str, tuple[str, tuple[Move, ...]]] = {}
+    for ex in examples:
+        top = ex.view.options[max(range(len(ex.target)), key=ex.target.__getitem__)]
+        full = ex.view.path if top is None else (*ex.view.path, top)
+        if ex.question_id not in best or len(full) > len(best[ex.question_id][1]):
+            best[ex.question_id] = (ex.view.question, full)
+    return best
+
+
+def fit_coverage(examples: Sequence[DecisionExample], alpha: float = 1.0) -> Coverage:
+    """The coverage model of the examples' questions and their labeled paths."""
+    paths = labeled_paths(examples).values()
+    return Coverage.fit(((q, [move_key(m) for m in path]) for q, path in paths), alpha=alpha)
 
 
 def accuracy(
@@ -144,8 +172,9 @@ def fit_decider(
     seconds["embed"] = time.perf_counter() - t0
 
     t1 = time.perf_counter()
+    coverage = fit_coverage(train, config.coverage_alpha)
     keys, pos, count = _rows(train)
-    x = _row_features(keys, lookup.__getitem__)
+    x = _row_features(keys, lookup.__getitem__, coverage)
     neg = count - pos
     rows = np.concatenate([np.flatnonzero(pos > 1e-12), np.flatnonzero(neg > 1e-12)])
     y_fit = np.concatenate([np.ones(int((pos > 1e-12).sum())), np.zeros(int((neg > 1e-12).sum()))])
@@ -195,7 +224,8 @@ def fit_decider(
         "name": config.name,
         "embedder": embedder.model_id,
         "embedder_dim": embedder.dim,
-        "features": {"blocks": list(BLOCKS), "scalars": list(SCALARS)},
+        "features": {"version": FEATURE_VERSION, "blocks": list(BLOCKS), "scalars": list(SCALARS)},
+        "coverage": coverage.manifest(),
         "learner": learner,
         "data_hash": examples_hash(examples),
         "validation_fraction": config.validation_fraction,
@@ -207,6 +237,7 @@ def fit_decider(
         scale=scale,
         weights=tuple(w.astype(np.float32) for w in mlp.coefs_),
         biases=tuple(b.astype(np.float32) for b in mlp.intercepts_),
+        coverage=coverage,
         manifest=model_manifest,
     )
 
@@ -215,7 +246,7 @@ def fit_decider(
 
     def score(key: RowKey) -> float:
         if key not in cache:
-            cache[key] = float(model.logits(_row_features([key], lookup.__getitem__))[0])
+            cache[key] = float(model.logits(_row_features([key], lookup.__getitem__, coverage))[0])
         return cache[key]
 
     counts = {"examples": len(examples), "train": len(train), "validation": len(val), "rows": len(keys)}
