@@ -70,16 +70,6 @@ class PassageRanker(Protocol):
     def rank(self, question: str, k: int) -> RankResult: ...
 
 
-def top_indices(scores: np.ndarray, k: int, *, positive_only: bool = False) -> list[int]:
-    """Indices of the ``k`` highest scores, best first; ties by index (deterministic)."""
-    if k < 1 or scores.size == 0:
-        return []
-    k = min(k, scores.size)
-    part = np.argpartition(-scores, k - 1)[:k]
-    order = sorted(part.tolist(), key=lambda i: (-float(scores[i]), i))
-    return [i for i in order if scores[i] > 0] if positive_only else order
-
-
 def rank_positions(order: Sequence[int]) -> dict[int, int]:
     """One-based rank of each index in ``order``."""
     return {i: r for r, i in enumerate(order, start=1)}

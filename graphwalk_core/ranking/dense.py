@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graphwalk_core.ranking.base import DenseScorer, RankedHit, RankResult, top_indices
+from graphwalk_core.ranking.base import DenseScorer, RankedHit, RankResult
+from graphwalk_core.traversal.name_vectors import top_k
 
 
 class DenseRanker:
@@ -24,6 +25,7 @@ class DenseRanker:
     def rank(self, question: str, k: int) -> RankResult:
         scores = self.dense.similarities(question)
         hits = [
-            RankedHit(passage_id=self.passage_ids[i], score=float(scores[i])) for i in top_indices(scores, k)
+            RankedHit(passage_id=self.passage_ids[i], score=float(scores[i]))
+            for i in top_k(scores, k).tolist()
         ]
         return RankResult(profile=self.profile, hits=hits)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import bm25s
 import numpy as np
 
-from graphwalk_core.ranking.base import top_indices
+from graphwalk_core.traversal.name_vectors import top_k
 
 #: Recorded with lexical seeds: the library, its variant and the tokenizer settings.
 BM25_IDENTITY = "bm25s:lucene:k1=1.5:b=0.75:english-stopwords"
@@ -32,4 +32,4 @@ class BM25Index:
     def top(self, text: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best-scoring passages with a positive score, best first; ties by corpus order."""
         scores = self.scores(text)
-        return [(i, float(scores[i])) for i in top_indices(scores, k, positive_only=True)]
+        return [(i, float(scores[i])) for i in top_k(scores, k, positive_only=True).tolist()]

@@ -17,8 +17,9 @@ import numpy as np
 import scipy.sparse as sp
 from pydantic import BaseModel, ConfigDict
 
-from graphwalk_core.ranking.base import DenseScorer, RankedHit, RankResult, top_indices
+from graphwalk_core.ranking.base import DenseScorer, RankedHit, RankResult
 from graphwalk_core.ranking.passage_graph import ABOUT, PassageGraph
+from graphwalk_core.traversal.name_vectors import top_k
 
 
 class PPRProfile(BaseModel):
@@ -75,7 +76,7 @@ class PPRRanker:
         seed = linked / linked.sum() if linked.sum() > 0 else linked
         dense_top: list[int] = []
         if self.dense is not None and self.settings.dense_k > 0:
-            dense_top = top_indices(self.dense.similarities(question), self.settings.dense_k)
+            dense_top = top_k(self.dense.similarities(question), self.settings.dense_k).tolist()
             dense = np.zeros(g.n_nodes)
             for r, i in enumerate(dense_top, start=1):
                 dense[i] += 1.0 / r
@@ -100,7 +101,7 @@ class PPRRanker:
             delta = float(np.abs(nxt - mass).sum())
             mass, iterations = nxt, iterations + 1
         scores = mass[: self.graph.n_passages]
-        top = top_indices(scores, k, positive_only=True)
+        top = top_k(scores, k, positive_only=True).tolist()
         hits = [RankedHit(passage_id=self.graph.passage_ids[i], score=float(scores[i])) for i in top]
         stop = [] if delta <= self.settings.tolerance else ["max_iterations"]
         return RankResult(

@@ -33,9 +33,9 @@ from graphwalk_core.ranking.base import (
     RankedHit,
     RankResult,
     rank_positions,
-    top_indices,
 )
 from graphwalk_core.ranking.passage_graph import ABOUT, MENTIONS, PassageGraph
+from graphwalk_core.traversal.name_vectors import top_k
 
 SeedMode = Literal["lexical", "vector", "hybrid"]
 
@@ -172,7 +172,7 @@ class TypedPathRanker:
         lexical = (
             [i for i, _ in self.lexical.top(question, limit)] if mode != "vector" and self.lexical else []
         )
-        vector = top_indices(cosines, limit) if cosines is not None else []
+        vector = top_k(cosines, limit).tolist() if cosines is not None else []
         if mode == "lexical":
             return lexical, None
         if mode == "vector":

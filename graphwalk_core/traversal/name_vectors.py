@@ -19,15 +19,22 @@ from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore
 
 
-def top_k(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, best first; ties keep the earlier index."""
+def top_k(scores: np.ndarray, k: int, *, positive_only: bool = False) -> np.ndarray:
+    """Indices of the ``k`` highest scores, best first; ties keep the earlier index.
+
+    ``positive_only`` drops scores <= 0 from those ``k``. The one top-k of the project (name
+    prefilters, passage rankers)."""
+    if k < 1 or scores.size == 0:
+        return np.zeros(0, dtype=np.intp)
     if k >= len(scores):
-        return np.argsort(-scores, kind="stable")
-    part = np.argpartition(-scores, k - 1)[:k]
-    # argpartition leaves ties at the cut in any order: take every score >= the k-th, then sort
-    cut = scores[part].min()
-    pool = np.flatnonzero(scores >= cut)
-    return pool[np.argsort(-scores[pool], kind="stable")][:k]
+        order = np.argsort(-scores, kind="stable")
+    else:
+        part = np.argpartition(-scores, k - 1)[:k]
+        # argpartition leaves ties at the cut in any order: take every score >= the k-th, then sort
+        cut = scores[part].min()
+        pool = np.flatnonzero(scores >= cut)
+        order = pool[np.argsort(-scores[pool], kind="stable")][:k]
+    return order[scores[order] > 0] if positive_only else order
 
 
 class NameVectors:

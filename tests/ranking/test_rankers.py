@@ -7,6 +7,8 @@ import pytest
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ranking.base import PathStep
+from graphwalk_core.ranking.dense import DenseRanker
+from graphwalk_core.ranking.lexical import BM25Index
 from graphwalk_core.ranking.passage_graph import Entity, PassageGraph, Relation, title_forms
 from graphwalk_core.ranking.ppr import PPRRanker
 from graphwalk_core.ranking.typed_path import TypedPathProfile, TypedPathRanker
@@ -124,3 +126,20 @@ def test_typed_path_profiles_are_pinned() -> None:
         TypedPathRanker(_graph(), profile="latest", lexical=Lexical([]))
     with pytest.raises(InputError, match="needs a dense scorer"):
         TypedPathRanker(_graph(), profile="typed-path/v1-hybrid", lexical=Lexical([]))
+
+
+class TiedScorer:
+    """One passage scores 1, the other 99 tie at 0.5 (ties straddle the top-k cut)."""
+
+    def similarities(self, text: str) -> np.ndarray:
+        scores = np.full(100, 0.5)
+        scores[50] = 1.0
+        return scores
+
+
+def test_rankers_break_ties_at_the_cut_by_corpus_order() -> None:
+    ranker = DenseRanker([f"p{i}" for i in range(100)], TiedScorer())
+    assert ranker.rank("q", 3).passage_ids == ["p50", "p0", "p1"]
+    index = BM25Index(["alpha beta"] * 40 + ["alpha"] + ["gamma"] * 9)
+    assert [i for i, _ in index.top("alpha beta", 3)] == [0, 1, 2]
+    assert [i for i, _ in index.top("gamma", 20)] == list(range(41, 50))

@@ -39,6 +39,8 @@ def test_top_k_is_best_first_and_keeps_the_earlier_of_ties() -> None:
     assert top_k(scores, 3).tolist() == [1, 3, 2]
     assert top_k(scores, 4).tolist() == [1, 3, 2, 4]
     assert top_k(scores, 10).tolist() == [1, 3, 2, 4, 5, 0]
+    assert top_k(scores, 0).tolist() == []
+    assert top_k(np.array([0.0, 0.3, 0.0, -1.0]), 3, positive_only=True).tolist() == [1]
     kept, pruned = split_top(scores, 2)
     assert kept == [1, 3] and [i for i, _ in pruned] == [2, 4, 5, 0]
 
