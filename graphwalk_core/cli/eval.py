@@ -301,21 +301,12 @@ def hf(
     """Any hub dataset (questions, answers, passages, supporting titles) via HF datasets and a column map."""
 
     def run() -> None:
-        from graphwalk_core.eval.datasets.hf import ColumnMap, load_hub_dataset
-        from graphwalk_core.eval.datasets.hub import HubRef
+        from graphwalk_core.eval.datasets.hf import HubDatasetSpec
 
-        ref = HubRef.parse(repo)
-        ds = load_hub_dataset(
-            ref.repo_id,
-            revision=ref.revision,
-            split=split,
-            columns=ColumnMap.parse(column or []),
-            config_name=config,
-            streaming=stream,
-            n=n,
-            seed=seed,
-            endpoint=shared.hub_endpoint,
+        spec = HubDatasetSpec.from_options(
+            repo, split=split, config_name=config, columns=column, streaming=stream
         )
+        ds = spec.load(n=n, seed=seed, endpoint=shared.hub_endpoint)
         _evaluate([ds], system, out, shared)
 
     _guard(run)

@@ -6,12 +6,21 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster_fixtures import warehouse_rows
 from huggingface_hub import constants
 from servers.hf_hub_server import HubServer, hub_server  # noqa: F401
 
-from graphwalk_dagster.defs.eval.assets import eval_questions
+from graphwalk_core.errors import ConfigError
+from graphwalk_core.eval.partition_dataset import load_partition_dataset
+from graphwalk_core.warehouse import Warehouse
+from graphwalk_dagster.defs.eval.assets import eval_questions, eval_results
 from graphwalk_dagster.defs.eval.partitions import eval_key
-from graphwalk_dagster.defs.shared.resources import WarehouseResource
+from graphwalk_dagster.defs.shared.resources import (
+    DeciderResource,
+    EmbedderResource,
+    LLMResource,
+    WarehouseResource,
+)
 
 REPO, SHA = "tests/metaqa-mini", "0123456789abcdef0123456789abcdef01234567"
 FILES = {
@@ -48,3 +57,98 @@ def test_eval_questions_from_a_pinned_hub_repo(
     ]
     snapshot = tmp_path / "cache" / "datasets--tests--metaqa-mini" / "snapshots" / SHA
     assert dataset.knowledge.kb_path == snapshot / "metaqa" / "kb.txt"
+
+
+#: A hub QA dataset in its own layout (a column mapping is needed): two questions over four documents.
+QA_REPO = "tests/qa-docs"
+QA_ROWS = [
+    {
+        "qid": "a",
+        "q": "Which river flows through Arlen?",
+        "answer": ["Vosk"],
+        "docs": [
+            {"name": "Arlen", "body": "Arlen is a town on the river Vosk."},
+            {"name": "Bremm", "body": "Bremm is a village in the hills."},
+        ],
+        "gold": ["Arlen"],
+    },
+    {
+        "qid": "b",
+        "q": "Who founded the village of Bremm?",
+        "answer": ["Ida Kell"],
+        "docs": [
+            {"name": "Bremm", "body": "Bremm is a village in the hills."},
+            {"name": "Ida Kell", "body": "Ida Kell founded the village of Bremm."},
+            {"name": "Vosk", "body": "The Vosk is a river."},
+        ],
+        "gold": ["Ida Kell", "Bremm"],
+    },
+]
+QA_COLUMNS = {"id": "qid", "question": "q", "passages": "docs", "title": "name", "text": "body"}
+
+
+def test_hf_partition_reads_any_hub_dataset_through_a_column_mapping(
+    hub_server: HubServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    import datasets.config
+
+    hub_server.add_repo(QA_REPO, SHA, {"data/test.jsonl": "".join(json.dumps(r) + "\n" for r in QA_ROWS)})
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "datasets")
+    hf = {
+        "repo": f"{QA_REPO}@{SHA}",
+        "split": "test",
+        "columns": {**QA_COLUMNS, "answers": "answer", "supporting": "gold"},
+    }
+    run_config = {
+        "ops": {
+            "eval_questions": {"config": {"hf": hf, "hub_endpoint": hub_server.endpoint, "n": None}},
+            "eval_results": {"config": {"concurrency": 1}},
+        }
+    }
+    root = tmp_path / "warehouse"
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [eval_questions, eval_results],
+            partition_key=eval_key("hf", "dense"),
+            resources={
+                "warehouse": WarehouseResource(root=str(root)),
+                "decider": DeciderResource(backend="fake"),
+                "llm": LLMResource(),
+                "embedder": EmbedderResource(model_path="hashing"),
+            },
+            run_config=run_config,
+            instance=instance,
+        )
+        assert result.success
+        dataset = result.output_for_node("eval_questions")
+    assert (dataset.name, dataset.info["hub"], dataset.info["split"]) == (
+        "hf",
+        f"{QA_REPO}@{SHA}",
+        "test",
+    )
+    assert [(q.id, q.gold, q.extra["supporting"]) for q in dataset.questions] == [
+        ("a", ["Vosk"], ["Arlen"]),
+        ("b", ["Ida Kell"], ["Ida Kell", "Bremm"]),
+    ]
+    assert [p.id for p in dataset.knowledge.passages] == ["Arlen", "Bremm", "Ida Kell", "Vosk"]
+    assert f"/datasets/{QA_REPO}/resolve/{SHA}/data/test.jsonl" in {r.path for r in hub_server.requests}
+    rows = warehouse_rows(
+        root,
+        "select dataset, system, question_id, status, recall_at_2, all_supporting_at_10 "
+        "from eval_results order by question_id",
+    )
+    assert rows == [("hf", "dense", "a", "ok", 1.0, 1.0), ("hf", "dense", "b", "ok", 1.0, 1.0)]
+
+
+def test_hf_partition_without_its_hub_split_says_what_to_configure(tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"the 'hf' dataset needs its hub split in the run config: hf: \{repo"
+    ):
+        load_partition_dataset("hf", Warehouse(tmp_path), n=None)

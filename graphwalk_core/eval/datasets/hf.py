@@ -69,6 +69,55 @@ class ColumnMap(BaseModel):
         return [c for c in (self.id, self.question, self.answers, self.passages, self.supporting) if c]
 
 
+class HubDatasetSpec(BaseModel):
+    """One hub split to evaluate on: ``repo`` is ``REPO@SHA``; what ``graphwalk eval hf`` and the Dagster
+    ``hf`` dataset partition take."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repo: str
+    split: str = "validation"
+    config_name: str | None = None
+    columns: ColumnMap = ColumnMap()
+    streaming: bool = False
+
+    @classmethod
+    def from_options(
+        cls,
+        repo: str,
+        *,
+        split: str = "validation",
+        config_name: str | None = None,
+        columns: list[str] | Mapping[str, str] | None = None,
+        streaming: bool = False,
+    ) -> HubDatasetSpec:
+        """From CLI/run-config values: ``columns`` as ``FIELD=COLUMN`` strings or a ``{FIELD: COLUMN}``
+        mapping (an empty COLUMN: the dataset has no such column)."""
+        pairs = [f"{k}={v}" for k, v in columns.items()] if isinstance(columns, Mapping) else columns
+        ref = HubRef.parse(repo)
+        return cls(
+            repo=str(ref),
+            split=split,
+            config_name=config_name,
+            columns=ColumnMap.parse(pairs or []),
+            streaming=streaming,
+        )
+
+    def load(self, *, n: int | None = None, seed: int = 0, endpoint: str | None = None) -> Dataset:
+        ref = HubRef.parse(self.repo)
+        return load_hub_dataset(
+            ref.repo_id,
+            revision=ref.revision,
+            split=self.split,
+            columns=self.columns,
+            config_name=self.config_name,
+            streaming=self.streaming,
+            n=n,
+            seed=seed,
+            endpoint=endpoint,
+        )
+
+
 def load_hub_dataset(
     repo_id: str,
     *,

@@ -25,6 +25,20 @@ from graphwalk_dagster.defs.shared.resources import (
 from graphwalk_dagster.metadata import embedded_image, preview, to_metadata
 
 
+class HubSplitConfig(dg.Config):
+    """The ``hf`` dataset partition's split: any hub dataset through HF ``datasets`` at a pinned commit."""
+
+    repo: str = Field(description="REPO@SHA: a Hugging Face dataset repo at a full 40-hex commit sha")
+    split: str = Field(default="validation", description="the dataset's split")
+    config_name: str | None = Field(default=None, description="the dataset's config, if it has several")
+    columns: dict[str, str] = Field(
+        default_factory=dict,
+        description="FIELD: COLUMN for question, answers, id, passages, supporting, title, text "
+        "(an empty COLUMN: no such column); unset fields keep HotpotQA's layout",
+    )
+    streaming: bool = Field(default=False, description="stream rows over HTTP (n keeps the first n)")
+
+
 class EvalQuestionsConfig(dg.Config):
     n: int | None = Field(default=20, description="questions per partition (seeded subset); none: all")
     split: str = Field(default="dev", description="dev | test (MetaQA); datasets with one split ignore it")
@@ -39,6 +53,7 @@ class EvalQuestionsConfig(dg.Config):
     questions: str | None = Field(
         default=None, description="custom question file (default: data/questions.jsonl)"
     )
+    hf: HubSplitConfig | None = Field(default=None, description="the hub split of the hf dataset partition")
 
 
 class EvalResultsConfig(dg.Config):

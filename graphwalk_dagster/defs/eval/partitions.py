@@ -2,10 +2,20 @@
 
 import dagster as dg
 
+from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 
-DATASETS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop", "hotpotqa", "2wiki", "2wiki-retrieval", "custom")
+DATASETS = (
+    "metaqa-1hop",
+    "metaqa-2hop",
+    "metaqa-3hop",
+    "hotpotqa",
+    "2wiki",
+    "2wiki-retrieval",
+    "custom",
+    HF_PARTITION,  # any hub dataset: run config eval_questions.hf (repo@sha, split, column mapping)
+)
 #: The suffix of a system partition that walks with the warehouse's trained decider (relation-greedy-trained).
 TRAINED = "-trained"
 SYSTEMS = (*SYSTEM_NAMES, *(f"{preset}{TRAINED}" for preset in PRESETS))
