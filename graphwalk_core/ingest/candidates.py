@@ -135,6 +135,10 @@ class CandidateIndex:
     def __contains__(self, node_id: object) -> bool:
         return node_id in self.entries
 
+    def word_df(self, word: str) -> int:
+        """How many indexed nodes carry the normalized ``word`` in a name or alias."""
+        return len(self._words.get(word, ()))
+
     def exact(self, name: str) -> list[str]:
         """Ids of nodes whose name or an alias normalizes like ``name`` (insertion order)."""
         return list(self._exact.get(normalize_name(name), ()))

@@ -1,4 +1,5 @@
-"""The hash ledger, kept in store metadata: (source, document) -> content hash, extractor, time, status.
+"""The hash ledger, kept in store metadata: (source, document) -> content hash, extractor, routing, time,
+status.
 
 Keys are ``ingest/ledger/<source id>/<document id>``; values are JSON :class:`LedgerEntry` objects.
 Ingestion times live only here (provenance carries none), so re-ingesting gives identical elements.
@@ -15,6 +16,8 @@ from pydantic import BaseModel
 from graphwalk_core.stores.base import GraphStore
 
 LEDGER_PREFIX = "ingest/ledger/"
+#: What an entry written before routing was versioned stands for (name-only merging never changed).
+UNVERSIONED_ROUTING = "exact:1"
 Status = Literal["complete", "incomplete"]
 
 
@@ -22,13 +25,22 @@ class LedgerEntry(BaseModel):
     document_id: str
     content_hash: str
     extractor: str
+    #: the routing behaviour that placed the document's mentions (``routing.ROUTING_VERSIONS``)
+    routing: str = ""
     status: Status = "complete"
     ingested_at: str = ""
     errors: list[str] = []
 
-    def matches(self, content_hash: str, extractor: str) -> bool:
-        """True when the document needs no work: same content, same extractor, complete."""
-        return self.status == "complete" and self.content_hash == content_hash and self.extractor == extractor
+    def matches(self, content_hash: str, extractor: str, routing: str | None = None) -> bool:
+        """True when the document needs no work: same content, same extractor, same routing behaviour
+        (when ``routing`` is given), complete."""
+        same_routing = routing is None or (self.routing or UNVERSIONED_ROUTING) == routing
+        return (
+            self.status == "complete"
+            and self.content_hash == content_hash
+            and self.extractor == extractor
+            and same_routing
+        )
 
 
 def ledger_key(source_id: str, document_id: str) -> str:

@@ -137,6 +137,7 @@ class DocumentPlan(BaseModel):
     document_id: str
     content_hash: str
     extractor: str
+    routing: str = ""
     status: Literal["complete", "incomplete"] = "complete"
     errors: list[str] = Field(default_factory=list)
     nodes: list[Node] = Field(default_factory=list)

@@ -14,7 +14,7 @@ from graphwalk_core.ingest.extraction.nlp import NLPExtractor
 from graphwalk_core.ingest.ledger import provenance_source
 from graphwalk_core.ingest.outputs import Cost, RoutingMode, UpdateReport
 from graphwalk_core.ingest.report import IngestReport
-from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, Router
+from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, ROUTING_VERSIONS, Router
 from graphwalk_core.ingest.sources.base import Source
 from graphwalk_core.ingest.stages import (
     apply_plan,
@@ -71,7 +71,7 @@ async def ingest(
         cpu_seconds[name] = round(cpu_seconds[name] + cpu_now - cpu_clock, 3)
         clock, cpu_clock = now, cpu_now
 
-    diff = await diff_documents(source, store, extractor=extractor)
+    diff = await diff_documents(source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing])
     lap("diff")
     update = UpdateReport(source_id=source.source_id)
     await retract_deleted(store, diff, update)

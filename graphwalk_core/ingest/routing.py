@@ -7,6 +7,10 @@ per chunk asks one :class:`ChoiceQuestion` per mention with candidates, over ``c
 mentions without candidates are NEW with no call, years route by exact name. Below ``route_threshold``
 an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name.
 ``routing="exact"`` merges on identical normalized names with no calls (the baseline).
+
+Decider routing drops a fuzzy candidate (or peer) whose names cannot name the mention's entity
+(:func:`~graphwalk_core.ingest.name_compat.names_compatible` against the node's name and every alias):
+routing behaviour ``jev:2`` (``ROUTING_VERSIONS``), recorded in the ledger beside the extractor.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
 from graphwalk_core.ingest.ledger import provenance_source
+from graphwalk_core.ingest.name_compat import names_compatible
 from graphwalk_core.ingest.outputs import (
     ChunkExtraction,
     Cost,
@@ -44,6 +49,9 @@ from graphwalk_core.stores.base import GraphStore
 log = logging.getLogger(__name__)
 
 DEFAULT_ROUTE_THRESHOLD = 0.6
+#: The routing behaviour of each mode; a new version re-routes a document, as a new extractor version
+#: re-extracts it. jev:2 vetoes fuzzy candidates with incompatible names (jev:1 asked about every one).
+ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:1", "jev": "jev:2"}
 NEW = "NEW"
 #: Card and state keys the local decider skips (see :func:`routing_decider`).
 LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type", "aliases"})
@@ -128,6 +136,7 @@ class Router:
         self.route_threshold = route_threshold
         self.index = index or CandidateIndex(embedder if routing == "jev" else None)
         self.card_relations = card_relations
+        self.version = ROUTING_VERSIONS[routing]
         self.cost = Cost()
         self.escalations = 0
         self.fallbacks = 0
@@ -221,13 +230,25 @@ class Router:
             mention = mentions[i]
             mention.candidates = found
             if fuzzy:
-                words = name_words(mention.entity.name)
+                name = mention.entity.name
+                mention.candidates = [
+                    c for c in found if c.how == "exact" or self._plausible(name, c.node_id)
+                ]
+                words = name_words(name)
                 mention.peers = [
                     j
                     for j in named
                     if j < i
                     and jaccard(words, name_words(mentions[j].entity.name)) >= self.index.jaccard_threshold
+                    and names_compatible(name, mentions[j].entity.name, self.index.word_df)
                 ]
+
+    def _plausible(self, name: str, node_id: str) -> bool:
+        """The mention's name is compatible with the node's name and with every alias it has taken."""
+        entry = self.index.entries[node_id]
+        return all(
+            names_compatible(name, other, self.index.word_df) for other in (entry.name, *entry.aliases)
+        )
 
     def _compatible(self, node_id: str, entity: ExtractedEntity) -> bool:
         node_type = self.index.entries[node_id].type
@@ -459,7 +480,9 @@ async def route_extractions(
         router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
         await router.load_graph({provenance_source(source_id, d) for d in extractions.retracting})
     plans = {
-        ref.id: DocumentPlan(document_id=ref.id, content_hash=ref.content_hash, extractor=ref.extractor)
+        ref.id: DocumentPlan(
+            document_id=ref.id, content_hash=ref.content_hash, extractor=ref.extractor, routing=router.version
+        )
         for ref in extractions.documents
     }
     mentions: list[MentionDecision] = []

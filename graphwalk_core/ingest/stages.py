@@ -37,11 +37,12 @@ from graphwalk_core.ingest.resolution import (
     retract_document,
     write_elements,
 )
-from graphwalk_core.ingest.routing import route_extractions
+from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceProfile
 from graphwalk_core.stores.base import GraphStore
 
 __all__ = [
+    "ROUTING_VERSIONS",
     "apply_plan",
     "chunk_documents",
     "diff_documents",
@@ -78,12 +79,17 @@ def _kept_by_skips(skipped: list[SkippedItem], doc_id: str) -> bool:
 
 
 async def diff_documents(
-    source: Source, store: GraphStore, *, extractor: Extractor | str | None = None
+    source: Source,
+    store: GraphStore,
+    *,
+    extractor: Extractor | str | None = None,
+    routing: str | None = None,
 ) -> DocumentDiff:
     """Compare the source's documents with the ledger: new / changed / incomplete / unchanged / deleted.
 
     A document is unchanged when its content hash and extractor (the mapping for structured records)
-    match a complete ledger entry. Ledgered documents whose input was skipped are kept, not deleted.
+    match a complete ledger entry, and so does ``routing`` (a ``ROUTING_VERSIONS`` value) when given.
+    Ledgered documents whose input was skipped are kept, not deleted.
     """
     version = _extractor_version(extractor)
     ledger = await read_ledger(store, source.source_id)
@@ -98,7 +104,7 @@ async def diff_documents(
         doc_version = doc.extractor or version
         if entry is None:
             diff.new.append(doc.id)
-        elif entry.matches(doc.content_hash, doc_version):
+        elif entry.matches(doc.content_hash, doc_version, routing):
             diff.unchanged.append(doc.id)
             continue
         elif entry.status == "incomplete" and entry.content_hash == doc.content_hash:
@@ -223,6 +229,7 @@ async def apply_plan(
                 document_id=doc.document_id,
                 content_hash=doc.content_hash,
                 extractor=doc.extractor,
+                routing=doc.routing,
                 status=doc.status,
                 ingested_at=now_iso(),
                 errors=doc.errors,

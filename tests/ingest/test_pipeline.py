@@ -8,7 +8,7 @@ from pathlib import Path
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.ingest.ledger import read_ledger
+from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.resolution import base_node_id
 from graphwalk_core.ingest.sources import FileSource
@@ -300,3 +300,45 @@ async def test_ids_follow_the_earliest_name_after_alias_merges(
     fresh = new_store()
     await run(tmp_path, fresh, ScriptedExtractor(), FakeDecisionBackend(script=symmetric_alias_script))
     assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+
+
+async def test_decider_routing_vetoes_candidates_whose_names_cannot_match(tmp_path: Path) -> None:
+    """A decider that takes any candidate still cannot merge distinct names; short forms still merge."""
+    write(
+        tmp_path,
+        {
+            "a.txt": "E University of Kansas|org\nE Nolan|person\nE Wizards of the Lost Kingdom|work",
+            "b.txt": "E University of Vermont|org\nE Chris Nolan|person\n"
+            "E Wizards of the Lost Kingdom II|work",
+        },
+    )
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=lambda q, s: {"c1": 1.0})
+    await run(tmp_path, store, ScriptedExtractor(), decider)
+    nodes = sorted([(n.name, n.aliases) async for n in store.iter_nodes()])
+    assert nodes == [
+        ("Chris Nolan", ("Nolan",)),
+        ("University of Kansas", ()),
+        ("University of Vermont", ()),
+        ("Wizards of the Lost Kingdom", ()),
+        ("Wizards of the Lost Kingdom II", ()),
+    ]
+    assert [len(q.options) for q in decider.questions] == [2]  # only Chris Nolan was asked (c1, NEW)
+
+
+async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_changes(tmp_path: Path) -> None:
+    write(tmp_path, CORPUS_A)
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
+    await run(tmp_path, store, ScriptedExtractor(), decider)
+    ledger = await read_ledger(store, "docs")
+    assert {e.routing for e in ledger.values()} == {"jev:2"}
+    assert (await run(tmp_path, store, ScriptedExtractor(), decider)).unchanged == 3
+    old = ledger["a.txt"].model_copy(update={"routing": "jev:1"})
+    await write_entry(store, "docs", old)
+    report = await run(tmp_path, store, ScriptedExtractor(), decider)
+    assert (report.changed, report.unchanged) == (1, 2)
+    # an entry written before routing was versioned stands for name-only routing
+    await write_entry(store, "docs", ledger["b.txt"].model_copy(update={"routing": ""}))
+    exact = await ingest(
+        FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
+    )
+    assert (exact.changed, exact.unchanged) == (2, 1)  # a.txt and c.txt were routed by the decider

@@ -63,7 +63,10 @@ def source_documents(
     async def diff() -> DocumentDiff:
         async with graph_store.open() as store:
             return await stages.diff_documents(
-                open_source(spec), store, extractor=llm.extractor(spec.extractor)
+                open_source(spec),
+                store,
+                extractor=llm.extractor(spec.extractor),
+                routing=stages.ROUTING_VERSIONS["jev"],  # routing_decisions routes with the decider
             )
 
     result = asyncio.run(diff())
