@@ -88,6 +88,7 @@ def test_partitions(loaded: dg.Definitions) -> None:
             "2wiki",
             "2wiki-retrieval",
             "custom",
+            "hf",
         ],
         "system": [
             "relation-greedy",
