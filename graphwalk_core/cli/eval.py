@@ -20,7 +20,7 @@ Systems = Annotated[
     typer.Option(
         "--system",
         help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag"
-        "|graph-ppr|typed-path|dense",
+        "|graph-ppr|typed-path|dense|graph-ppr-walk",
     ),
 ]
 Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]

@@ -3,15 +3,18 @@
 Seeds (the restart distribution) are the question's linked mentions, each weighted by specificity
 (``log(1 + P / n)`` for a title naming ``n`` passages, the entity's IDF for an entity), plus the dense
 top passages by reciprocal rank, scaled to ``dense_weight`` of the mass (HippoRAG 2 weights its
-passage seeds the same way, 0.05). A passage links to the entities it mentions with the entity's
-specificity as weight (a walk leaves a passage through its rare names), ``title_weight`` times more to
-the entity the passage is about. PageRank runs as scipy.sparse power iteration; passages rank by mass.
-A question with no mention and no dense scorer has no seed and gets no hits.
+passage seeds the same way, 0.05), plus, for ``graph-ppr-walk``, the passages an entity walk reached
+(witness-path passages first) by reciprocal rank at ``walk_weight`` of the mass. A passage links to
+the entities it mentions with the entity's specificity as weight (a walk leaves a passage through its
+rare names), ``title_weight`` times more to the entity the passage is about. PageRank runs as
+scipy.sparse power iteration; passages rank by mass. A question with no mention and no dense scorer
+has no seed and gets no hits.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,6 +36,9 @@ class PPRProfile(BaseModel):
     dense_weight: float = 0.05
     title_weight: float = 3.0
     relation_weight: float = 0.0
+    #: share of the restart mass given to the passages a walk reached (0: walk results are ignored)
+    walk_weight: float = 0.0
+    walk_k: int = 10
     max_iterations: int = 50
     tolerance: float = 1e-8
 
@@ -45,6 +51,7 @@ class PPRRanker:
     ) -> None:
         self.graph = graph
         self.dense = dense
+        self._passage_index = {pid: i for i, pid in enumerate(graph.passage_ids)}
         self.settings = profile or PPRProfile()
         spec = graph.specificity
         n = graph.n_passages
@@ -63,8 +70,9 @@ class PPRRanker:
     def profile(self) -> str:
         return self.settings.name
 
-    def seeds(self, question: str) -> tuple[np.ndarray, dict[str, object]]:
-        """The restart distribution and a record of where it came from."""
+    def seeds(self, question: str, walk: Sequence[str] = ()) -> tuple[np.ndarray, dict[str, object]]:
+        """The restart distribution and a record of where it came from (``walk``: passage ids a walk
+        reached, best first; used when the profile's ``walk_weight`` is positive)."""
         g, n = self.graph, self.graph.n_passages
         linked = np.zeros(g.n_nodes)
         mentions = g.link(question)
@@ -82,16 +90,26 @@ class PPRRanker:
                 dense[i] += 1.0 / r
             share = self.settings.dense_weight if linked.sum() > 0 else 1.0
             seed = seed + share * dense / dense.sum()
+        walked = [self._passage_index[p] for p in dict.fromkeys(walk) if p in self._passage_index]
+        walked = walked[: self.settings.walk_k] if self.settings.walk_weight > 0 else []
+        if walked:
+            boost = np.zeros(g.n_nodes)
+            for r, i in enumerate(walked, start=1):
+                boost[i] += 1.0 / r
+            boost /= boost.sum()
+            seed = seed / seed.sum() + self.settings.walk_weight * boost if seed.any() else boost
         total = seed.sum()
         record = {
             "mentions": [m.text for m in mentions],
             "dense": [g.passage_ids[i] for i in dense_top],
         }
+        if walked:
+            record["walk"] = [g.passage_ids[i] for i in walked]
         return (seed / total if total > 0 else seed), record
 
-    def rank(self, question: str, k: int) -> RankResult:
-        """The ``k`` passages with the most PageRank mass, best first."""
-        seed, record = self.seeds(question)
+    def rank(self, question: str, k: int, *, walk: Sequence[str] = ()) -> RankResult:
+        """The ``k`` passages with the most PageRank mass, best first (``walk``: see :meth:`seeds`)."""
+        seed, record = self.seeds(question, walk)
         if not seed.any():
             return RankResult(profile=self.profile, hits=[], seeds=record, stop_reasons=["empty_seed"])
         d, mass = self.settings.damping, seed

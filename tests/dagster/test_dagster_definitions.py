@@ -101,6 +101,7 @@ def test_partitions(loaded: dg.Definitions) -> None:
             "graph-ppr",
             "typed-path",
             "dense",
+            "graph-ppr-walk",
             "relation-greedy-trained",
             "relation-beam-trained",
             "entity-greedy-trained",

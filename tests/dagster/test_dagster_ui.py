@@ -67,7 +67,7 @@ def test_ui_lists_every_asset_and_partition(server: Server) -> None:
     for asset in UNPARTITIONED:
         assert listed[asset] == []
     for asset in ("eval_questions", "eval_results"):
-        assert len(listed[asset]) == 112  # 8 datasets x (10 systems + 4 trained walk presets)
+        assert len(listed[asset]) == 120  # 8 datasets x (11 systems + 4 trained walk presets)
         assert {"custom|relation-greedy", "metaqa-3hop|iter-rag", "2wiki|graph-reader"} <= set(listed[asset])
         assert {"2wiki-retrieval|graph-ppr", "hotpotqa|typed-path", "2wiki-retrieval|dense"} <= set(
             listed[asset]

@@ -10,6 +10,7 @@ from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Quest
 from graphwalk_core.eval.metrics import retrieval_scores
 from graphwalk_core.eval.records import score_answer
 from graphwalk_core.eval.retrieval import corpus_subset
+from graphwalk_core.eval.systems.base import SystemAnswer
 from graphwalk_core.eval.systems.rankers import RANKERS
 from graphwalk_core.eval.systems.registry import build_system_async
 
@@ -149,3 +150,33 @@ def test_rankers_ingest_the_passages_of_a_triples_dataset() -> None:
     passages, identity = asyncio.run(run())
     assert passages[:2] == ["B Boy (song)", "Meek Mill"]
     assert (identity["profile"], identity["extractor"]) == ("graph-ppr/v1", "nlp:1")
+
+
+def test_graph_ppr_walk_seeds_graph_ppr_with_the_walk_and_needs_a_decider() -> None:
+    from graphwalk_core.decisions.fake import FakeDecisionBackend
+
+    ds = _dataset()
+
+    async def run() -> tuple[SystemAnswer, dict, dict]:
+        system = await build_system_async(
+            "graph-ppr-walk", ds, decider=FakeDecisionBackend(seed=0), embedder=HashingEmbedder(), llm=None
+        )
+        skipped = await build_system_async("graph-ppr-walk", ds, decider=None, embedder=HashingEmbedder())
+        return await system.answer(ds.questions[0]), system.identity(), skipped.identity()
+
+    answer, identity, skipped = asyncio.run(run())
+    assert answer.passages == [
+        "B Boy (song)",
+        "Meek Mill",
+        "Big Sean",
+        "Detroit",
+        "Sierra Nevada",
+        "Lake Tahoe",
+    ]
+    assert answer.trace is not None and answer.trace["seeds"]["walk"] == ["B Boy (song)", "Meek Mill"]
+    assert (answer.status, answer.answers_question, answer.decision_calls) == ("ok", False, 2)
+    assert (identity["system"], identity["profile"], identity["walker"]["system"]) == (
+        "graph-ppr-walk", "graph-ppr-walk/v1", "entity-greedy",
+    )  # fmt: skip
+    assert identity["ppr"]["walk_weight"] == 0.2 and identity["ppr"]["walk_k"] == 10
+    assert skipped == {"system": "graph-ppr-walk", "skipped": "no decider configured"}

@@ -10,7 +10,7 @@ from graphwalk_core.ranking.base import PathStep
 from graphwalk_core.ranking.dense import DenseRanker
 from graphwalk_core.ranking.lexical import BM25Index
 from graphwalk_core.ranking.passage_graph import Entity, PassageGraph, Relation, title_forms
-from graphwalk_core.ranking.ppr import PPRRanker
+from graphwalk_core.ranking.ppr import PPRProfile, PPRRanker
 from graphwalk_core.ranking.typed_path import TypedPathProfile, TypedPathRanker
 
 IDS = ["Blood Street", "Leo Fong", "Kung Fu Zombie", "Director (magazine)"]
@@ -143,3 +143,17 @@ def test_rankers_break_ties_at_the_cut_by_corpus_order() -> None:
     index = BM25Index(["alpha beta"] * 40 + ["alpha"] + ["gamma"] * 9)
     assert [i for i, _ in index.top("alpha beta", 3)] == [0, 1, 2]
     assert [i for i, _ in index.top("gamma", 20)] == list(range(41, 50))
+
+
+def test_ppr_walk_seeds_pull_the_walked_passages_up_and_weight_zero_ignores_them() -> None:
+    walk = ["Director (magazine)", "not a passage", "Kung Fu Zombie"]
+    plain = PPRRanker(_graph()).rank(QUESTION, 4, walk=walk)
+    assert plain.passage_ids == ["Blood Street", "Leo Fong", "Kung Fu Zombie"]  # walk_weight 0: as v1
+    assert plain.seeds == {"mentions": ["blood street"], "dense": []}
+    seeded = PPRRanker(_graph(), profile=PPRProfile(name="t/walk", walk_weight=0.5, walk_k=2))
+    result = seeded.rank(QUESTION, 4, walk=walk)
+    assert result.passage_ids == ["Blood Street", "Director (magazine)", "Kung Fu Zombie", "Leo Fong"]
+    assert result.seeds["walk"] == ["Director (magazine)", "Kung Fu Zombie"]  # unknown ids dropped, first 2
+    # no linked mention: the walk alone seeds the ranking (mass spreads from Kung Fu Zombie onwards)
+    alone = seeded.rank("what of the", 4, walk=walk).passage_ids
+    assert alone == ["Director (magazine)", "Kung Fu Zombie", "Leo Fong", "Blood Street"]

@@ -3,6 +3,7 @@
 They answer nothing (no reader: F1/EM/hits@1 are null, not 0): a question's ``passages`` are the
 ranked top ``k`` (10 by default, the budget every retrieval measure uses) and its trace records the
 ranking profile, the seeds, the coverage and stop reasons, and each hit's score and proving path.
+``graph-ppr-walk`` (opt-in) walks first and seeds graph-ppr also with the passages the walk reached.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.eval.datasets.base import Knowledge, Question
-from graphwalk_core.eval.systems.base import SystemAnswer
+from graphwalk_core.eval.systems.base import QASystem, SystemAnswer
 from graphwalk_core.eval.systems.documents import DocumentIndex, document_index
 from graphwalk_core.eval.systems.graphs import passage_of
 from graphwalk_core.ranking.base import PassageRanker
@@ -25,6 +26,12 @@ from graphwalk_core.ranking.typed_path import DEFAULT_PROFILE, PROFILES, TypedPa
 from graphwalk_core.stores.base import GraphStore
 
 RANKERS = ("graph-ppr", "typed-path", "dense")
+#: graph-ppr seeded also by an entity walk's passages: opt-in, a system of its own (needs a decider).
+WALK_PPR = "graph-ppr-walk"
+#: Its profile: the walk's first ``walk_k`` passages by reciprocal rank at ``walk_weight`` of the seed mass.
+WALK_PPR_PROFILE = {"name": "graph-ppr-walk/v1", "walk_weight": 0.2, "walk_k": 10}
+#: The walk preset it runs (``--set walker=...`` picks another).
+WALK_PPR_WALKER = "entity-greedy"
 #: ``--set`` keys the rankers read (``graph-ppr``: PPRProfile fields; ``typed-path``: its profile name).
 RANKER_OPTIONS = ("profile", *(f for f in PPRProfile.model_fields if f != "name"))
 #: Passages every ranker returns (the largest retrieval budget measured).
@@ -51,6 +58,36 @@ class RankerSystem:
             passages=result.passage_ids,
             answers_question=False,
             trace=result.model_dump(mode="json", exclude_none=True),
+        )
+
+
+class WalkSeededSystem:
+    """``graph-ppr-walk``: the walk answers first; graph-ppr then ranks with its passages as extra seeds."""
+
+    name = WALK_PPR
+
+    def __init__(self, ranker: RankerSystem, walker: QASystem) -> None:
+        assert isinstance(ranker.ranker, PPRRanker)
+        self.ranker, self.ppr, self.walker = ranker, ranker.ranker, walker
+
+    def identity(self) -> dict[str, Any]:
+        return {**self.ranker.identity(), "system": self.name, "walker": self.walker.identity()}
+
+    async def answer(self, question: Question) -> SystemAnswer:
+        start = time.perf_counter()
+        walked = await self.walker.answer(question)
+        result = self.ppr.rank(question.text, self.ranker.k, walk=walked.passages)
+        trace = result.model_dump(mode="json", exclude_none=True)
+        return walked.model_copy(
+            update={
+                "answers": [],
+                "answers_question": False,
+                "latency_s": time.perf_counter() - start,
+                "passages": result.passage_ids,
+                "trace": {**trace, "walk": walked.trace, "walk_status": walked.status},
+                "status": "ok",
+                "error": None,
+            }
         )
 
 
@@ -94,8 +131,9 @@ async def build_ranker(
         return RankerSystem(name, DenseRanker(passage_ids, dense), k=k, ids=ids)
     assert store is not None
     graph = await passage_graph(store, knowledge)
-    if name == "graph-ppr":
-        profile = PPRProfile(**{key: v for key, v in options.items() if key in RANKER_OPTIONS[1:]})
+    if name in ("graph-ppr", WALK_PPR):
+        chosen = {key: v for key, v in options.items() if key in RANKER_OPTIONS[1:]}
+        profile = PPRProfile(**(WALK_PPR_PROFILE if name == WALK_PPR else {}) | chosen)
         ranker: PassageRanker = await asyncio.to_thread(PPRRanker, graph, dense, profile)
         return RankerSystem(name, ranker, k=k, ids={**ids, "ppr": profile.model_dump()})
     profile_name = str(options.pop("profile", DEFAULT_PROFILE))

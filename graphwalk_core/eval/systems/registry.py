@@ -15,7 +15,14 @@ from graphwalk_core.eval.systems.graph_reader import GraphReaderSystem
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.eval.systems.graphwalk import PRESETS, GraphwalkSystem, metaqa_glosses, preset_config
 from graphwalk_core.eval.systems.iter_rag import IterRAGSystem
-from graphwalk_core.eval.systems.rankers import RANKER_OPTIONS, RANKERS, build_ranker
+from graphwalk_core.eval.systems.rankers import (
+    RANKER_OPTIONS,
+    RANKERS,
+    WALK_PPR,
+    WALK_PPR_WALKER,
+    WalkSeededSystem,
+    build_ranker,
+)
 from graphwalk_core.eval.systems.vector_rag import VectorRAGSystem
 from graphwalk_core.llm.base import LLMBackend
 from graphwalk_core.stores.base import GraphStore
@@ -24,9 +31,9 @@ from graphwalk_core.traversal.entry import NameEntryResolver
 if TYPE_CHECKING:
     from graphwalk_core.eval.ingestion import PassageIngester  # ingestion stack: imported when used
 
-SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag", *RANKERS)
+SYSTEM_NAMES = (*PRESETS, "graph-reader", "vector-rag", "iter-rag", *RANKERS, WALK_PPR)
 NEEDS_LLM = ("graph-reader", "vector-rag", "iter-rag")
-NEEDS_DECIDER = (*PRESETS, "graph-reader")
+NEEDS_DECIDER = (*PRESETS, "graph-reader", WALK_PPR)
 
 
 async def dataset_graph(
@@ -69,7 +76,8 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
     ``max_lookups``, ``max_docs`` (iter-rag); for the rankers ``k`` (passages returned, default 10),
     ``profile`` (typed-path: ``typed-path/v1-hybrid|-lexical|-vector``) and any ``PPRProfile`` field
-    (graph-ppr: ``damping``, ``dense_k``, ``dense_weight``, ``title_weight``, ``relation_weight``).
+    (graph-ppr: ``damping``, ``dense_k``, ``dense_weight``, ``title_weight``, ``relation_weight``;
+    graph-ppr-walk also ``walk_weight``, ``walk_k`` and ``walker``, the walk preset).
     """
     decider, embedder, llm = args.get("decider"), args.get("embedder"), args.get("llm")
     overrides, skip_reason, label = args.get("overrides"), args.get("skip_reason"), args.get("label")
@@ -84,7 +92,7 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     if name in ("vector-rag", "iter-rag", "dense") and embedder is None:
         return SkippedSystem(name, "no embedder configured")
     knowledge = dataset.knowledge
-    if name in RANKERS:
+    if name in RANKERS or name == WALK_PPR:
         if not knowledge.passages:
             return SkippedSystem(name, f"{dataset.name} has no passages to rank")
         store, ingester = None, None
@@ -100,7 +108,16 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
             "extractor": ingester.extractor.version if ingester is not None else None,
             "ingest": ingester.identity() if ingester is not None else None,
         }
-        return await build_ranker(name, knowledge, store, embedder, options=options, ids=ids)
+        walker_preset = options.pop("walker", WALK_PPR_WALKER)
+        ranker = await build_ranker(name, knowledge, store, embedder, options=options, ids=ids)
+        if name != WALK_PPR:
+            return ranker
+        if walker_preset not in PRESETS:
+            raise InputError(f"{WALK_PPR} walks with a preset ({', '.join(PRESETS)}), not {walker_preset!r}")
+        walk_args: SystemArgs = {**args, "label": None}
+        walk_args["overrides"] = {k: v for k, v in (overrides or {}).items() if k != "walker"}
+        walker = await build_system_async(walker_preset, dataset, **walk_args)
+        return WalkSeededSystem(ranker, walker)
     store: GraphStore | None = None
     extractor: dict[str, Any] = {}
     if name in NEEDS_DECIDER or not knowledge.passages:
