@@ -27,6 +27,11 @@ PASSAGES = tuple(
 )
 
 
+#: graph-ppr's ranking of the first question: the linked title passage, then the passage about the
+#: entity it mentions.
+PPR_RANKING = ["B Boy (song)", "Meek Mill", "Big Sean", "Detroit", "Sierra Nevada", "Lake Tahoe"]
+
+
 def _dataset() -> Dataset:
     q = Question(
         id="2wr-000",
@@ -89,15 +94,7 @@ def test_rankers_on_a_tiny_corpus() -> None:
 
     answered = q.model_copy(update={"gold": ["Philadelphia"], "extra": {"supporting": q.extra["supporting"]}})
     got = asyncio.run(run())
-    # the linked title passage first, then the passage about the entity it mentions
-    assert got["graph-ppr"] == [
-        "B Boy (song)",
-        "Meek Mill",
-        "Big Sean",
-        "Detroit",
-        "Sierra Nevada",
-        "Lake Tahoe",
-    ]
+    assert got["graph-ppr"] == PPR_RANKING
     assert got["typed-path"] == [
         "B Boy (song)", "Meek Mill", "Big Sean", "Sierra Nevada", "Detroit", "Lake Tahoe",
     ]  # fmt: skip
@@ -165,14 +162,7 @@ def test_graph_ppr_walk_seeds_graph_ppr_with_the_walk_and_needs_a_decider() -> N
         return await system.answer(ds.questions[0]), system.identity(), skipped.identity()
 
     answer, identity, skipped = asyncio.run(run())
-    assert answer.passages == [
-        "B Boy (song)",
-        "Meek Mill",
-        "Big Sean",
-        "Detroit",
-        "Sierra Nevada",
-        "Lake Tahoe",
-    ]
+    assert answer.passages == PPR_RANKING  # the walk reached the two passages graph-ppr ranks first
     assert answer.trace is not None and answer.trace["seeds"]["walk"] == ["B Boy (song)", "Meek Mill"]
     assert (answer.status, answer.answers_question, answer.decision_calls) == ("ok", False, 2)
     assert (identity["system"], identity["profile"], identity["walker"]["system"]) == (

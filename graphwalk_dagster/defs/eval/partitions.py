@@ -2,20 +2,13 @@
 
 import dagster as dg
 
+from graphwalk_core.eval.datasets.registry import DATASET_NAMES
 from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 
-DATASETS = (
-    "metaqa-1hop",
-    "metaqa-2hop",
-    "metaqa-3hop",
-    "hotpotqa",
-    "2wiki",
-    "2wiki-retrieval",
-    "custom",
-    HF_PARTITION,  # any hub dataset: run config eval_questions.hf (repo@sha, split, column mapping)
-)
+#: Every named dataset, and ``hf``: any hub dataset (run config eval_questions.hf: repo@sha, columns).
+DATASETS = (*DATASET_NAMES, HF_PARTITION)
 #: The suffix of a system partition that walks with the warehouse's trained decider (relation-greedy-trained).
 TRAINED = "-trained"
 SYSTEMS = (*SYSTEM_NAMES, *(f"{preset}{TRAINED}" for preset in PRESETS))
