@@ -40,9 +40,8 @@ async def run(dataset: str, walks_path: str, walker: str) -> None:
         "select question_id, passages from read_parquet(?) where system = ?", [walks_path, walker]
     ).fetchall()
     walks = {qid: list(passages or []) for qid, passages in rows}
-    print(
-        f"{dataset}: {len(ds.questions)} questions, {len(walks)} {walker} walks; load {os.getloadavg()[0]:.1f}"
-    )
+    load = os.getloadavg()[0]
+    print(f"{dataset}: {len(ds.questions)} questions, {len(walks)} {walker} walks; load {load:.1f}")
     t0 = time.process_time()
     system = await build_system_async("graph-ppr", ds, decider=None, embedder=embedder)
     print(f"graph built in {time.process_time() - t0:.0f} CPU s; load {os.getloadavg()[0]:.1f}\n")
