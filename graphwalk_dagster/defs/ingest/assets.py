@@ -66,7 +66,7 @@ def source_documents(
                 open_source(spec),
                 store,
                 extractor=llm.extractor(spec.extractor),
-                routing=stages.ROUTING_VERSIONS["jev"],  # routing_decisions routes with the decider
+                routing=stages.ROUTING_VERSIONS[spec.routing],  # how routing_decisions will route
             )
 
     result = asyncio.run(diff())
