@@ -77,6 +77,12 @@ def _one_side_of(short: list[str], long: list[str]) -> bool:
     return not (any(_matches(w, head) for w in content) and any(_matches(w, tail) for w in content))
 
 
+def is_short_form(short: str, name: str) -> bool:
+    """Every content word of ``short`` is a word of ``name`` (up to prefixes and initials)."""
+    words = [w for w in _words(name) if w not in CONNECTORS]
+    return all(_matches(w, words) for w in _words(short) if w not in CONNECTORS)
+
+
 def names_compatible(
     a: str, b: str, word_df: Callable[[str], int], *, generic_df: int = DEFAULT_GENERIC_DF
 ) -> bool:

@@ -29,7 +29,7 @@ from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
 from graphwalk_core.ingest.ledger import provenance_source
-from graphwalk_core.ingest.name_compat import names_compatible
+from graphwalk_core.ingest.name_compat import is_short_form, names_compatible
 from graphwalk_core.ingest.outputs import (
     ChunkExtraction,
     Cost,
@@ -244,11 +244,12 @@ class Router:
                 ]
 
     def _plausible(self, name: str, node_id: str) -> bool:
-        """The mention's name is compatible with the node's name and with every alias it has taken."""
+        """The mention's name is compatible with the node's name and with every alias it has taken that
+        says more than the name (short forms of the name, "Paris" and "Hilton" of "Paris Hilton", may
+        well conflict with each other)."""
         entry = self.index.entries[node_id]
-        return all(
-            names_compatible(name, other, self.index.word_df) for other in (entry.name, *entry.aliases)
-        )
+        others = [a for a in entry.aliases if not is_short_form(a, entry.name)]
+        return all(names_compatible(name, other, self.index.word_df) for other in (entry.name, *others))
 
     def _compatible(self, node_id: str, entity: ExtractedEntity) -> bool:
         node_type = self.index.entries[node_id].type

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphwalk_core.ingest.name_compat import names_compatible
+from graphwalk_core.ingest.name_compat import is_short_form, names_compatible
 
 #: "university" and "bavaria" are carried by many node names (generic); every other word by one.
 DF = {"university": 50, "bavaria": 20}
@@ -52,3 +52,10 @@ def test_generic_is_relative_to_the_graph() -> None:
     assert names_compatible("Harvard University", "University", lambda word: 9)
     assert not names_compatible("Harvard University", "University", lambda word: 10)
     assert names_compatible("Harvard University", "University", lambda word: 10, generic_df=11)
+
+
+def test_short_forms_of_a_name() -> None:
+    assert is_short_form("PARIS", "Paris Hilton") and is_short_form("Hilton", "Paris Hilton")
+    assert is_short_form("Chris Nolan", "Christopher Nolan")
+    assert not is_short_form("Harvard University", "University")
+    assert not is_short_form("Paris", "Kyoto")
