@@ -168,5 +168,5 @@ def test_graph_ppr_walk_seeds_graph_ppr_with_the_walk_and_needs_a_decider() -> N
     assert (identity["system"], identity["profile"], identity["walker"]["system"]) == (
         "graph-ppr-walk", "graph-ppr-walk/v1", "entity-greedy",
     )  # fmt: skip
-    assert identity["ppr"]["walk_weight"] == 0.05 and identity["ppr"]["walk_k"] == 2
+    assert identity["ppr"]["walk_weight"] == 0.05 and identity["ppr"]["walk_k"] == 10
     assert skipped == {"system": "graph-ppr-walk", "skipped": "no decider configured"}
