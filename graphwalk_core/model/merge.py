@@ -240,7 +240,15 @@ def _summary_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
 def _union_sources(
     a: Mapping[str, tuple[Provenance, ...]], b: Mapping[str, tuple[Provenance, ...]]
 ) -> dict[str, tuple[Provenance, ...]]:
-    return {k: union_provenance(a.get(k, ()), b.get(k, ())) for k in sorted(set(a) | set(b))}
+    """Every text of ``a`` and ``b`` (in text order) with the union of its provenance. When ``b`` brings
+    no new text into an ``a`` already in text order (a hub node's many names and one mention's name),
+    only ``b``'s texts are united: the others keep their sets."""
+    if any(k not in a for k in b) or list(a) != sorted(a):
+        return {k: union_provenance(a.get(k, ()), b.get(k, ())) for k in sorted(set(a) | set(b))}
+    out = {k: v if isinstance(v, ProvenanceSet) else union_provenance(v) for k, v in a.items()}
+    for k, v in b.items():
+        out[k] = union_provenance(out[k], v)
+    return out
 
 
 def _best_text(sources: Mapping[str, tuple[Provenance, ...]]) -> str:
