@@ -160,6 +160,7 @@ def main() -> int:
             )
             seconds_1 = one_process(sources, ids, graph_1, work)
             load_mid = os.getloadavg()[0]
+            print(f"1 process: {seconds_1:.1f} s (load average {load_mid:.2f})", flush=True)
             seconds_n = many_processes(sources, ids, graph_n, instance_url, args.runs, work)
             load_end = os.getloadavg()[0]
             dump_1, dump_n = (asyncio.run(canonical_dump(url, ids)) for url in (graph_1, graph_n))

@@ -30,13 +30,16 @@ def ingest_parallel_job() -> dg.JobDefinition:
     return defs().resolve_job_def("ingest_parallel")
 
 
-def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str]:
-    """One ``ingest_parallel`` run of ``source_id`` in this (run) process: its run id and status."""
+def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str, list[str]]:
+    """One ``ingest_parallel`` run of ``source_id`` in this (run) process: its run id, status and the
+    errors of the steps that failed."""
     job = dg.build_reconstructable_job(__name__, ingest_parallel_job.__name__)
     with dg.DagsterInstance.from_ref(ref) as instance:
         tags = {"dagster/partition": source_id}
         with dg.execute_job(job, instance, run_config=QUIET_LOGS, tags=tags, raise_on_error=False) as result:
-            return result.run_id, result.dagster_run.status.value
+            failures = [(e.step_key, e.step_failure_data.error) for e in result.get_step_failure_events()]
+            errors = [f"{step}: {error.message.strip() if error else '?'}" for step, error in failures]
+            return result.run_id, result.dagster_run.status.value, errors
 
 
 def ingest_partitions(
@@ -64,12 +67,12 @@ def ingest_partitions(
         done = dict(
             zip(source_ids, pool.map(_run_partition, [ref] * len(source_ids), source_ids), strict=True)
         )
-    for source_id, (_, status) in done.items():
-        log(f"ingest {source_id}: {status}")
-    failed = sorted(s for s, (_, status) in done.items() if status != dg.DagsterRunStatus.SUCCESS.value)
+    for source_id, (run_id, status, errors) in done.items():
+        log(f"ingest {source_id}: {status} (run {run_id})" + "".join(f"\n  {e}" for e in errors))
+    failed = sorted(s for s, (_, status, _) in done.items() if status != dg.DagsterRunStatus.SUCCESS.value)
     if failed:
         raise RuntimeError(f"ingest runs failed for {failed}; see their events in the instance")
-    return {source_id: run_id for source_id, (run_id, _) in done.items()}
+    return {source_id: run_id for source_id, (run_id, _, _) in done.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
