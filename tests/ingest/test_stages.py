@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TypeVar
 
+import pytest
 from pydantic import BaseModel
 
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
@@ -15,6 +17,7 @@ from graphwalk_core.ingest.sources.base import SourceDocument
 from graphwalk_core.ingest.stages import (
     apply_plan,
     chunk_documents,
+    collector_paused,
     diff_documents,
     document_windows,
     extract_chunks,
@@ -86,3 +89,14 @@ def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows() -> No
         for part, pending in document_windows(diff(ids[6:], {"d07"}), 3)
     ]
     assert resumed == full[2:]
+
+
+def test_the_collector_skips_older_objects_during_an_apply_and_gets_them_back_after() -> None:
+    older = [[i] for i in range(1_000)]
+    assert gc.get_freeze_count() == 0
+    with collector_paused():
+        assert gc.get_freeze_count() >= len(older)
+    assert gc.get_freeze_count() == 0
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a failed window")
+    assert gc.get_freeze_count() == 0
