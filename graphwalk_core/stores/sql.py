@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     Column,
@@ -119,6 +119,9 @@ def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
+ElementT = TypeVar("ElementT", Node, Edge)
+
+
 class _ParsedElements:
     """The models of recently written or read large ``data`` texts, so a hub node merged again and again
     (its provenance grows with every mention) is not parsed back from the JSON this process just wrote,
@@ -144,23 +147,21 @@ class _ParsedElements:
             dropped, _ = self._items.popitem(last=False)
             self._chars -= len(dropped)
 
-    def node(self, data: str) -> Node:
+    def parse(self, data: str, kind: type[ElementT]) -> ElementT:
+        """``data`` as a ``kind`` model: the remembered one, else parsed (and remembered if large)."""
         found = self._items.get(data)
-        if isinstance(found, Node):
+        if isinstance(found, kind):
             self._items.move_to_end(data)
             return found
-        node = Node.model_validate_json(data)
-        self.remember(data, node)
-        return node
+        element = kind.model_validate_json(data)
+        self.remember(data, element)
+        return element
+
+    def node(self, data: str) -> Node:
+        return self.parse(data, Node)
 
     def edge(self, data: str) -> Edge:
-        found = self._items.get(data)
-        if isinstance(found, Edge):
-            self._items.move_to_end(data)
-            return found
-        edge = Edge.model_validate_json(data)
-        self.remember(data, edge)
-        return edge
+        return self.parse(data, Edge)
 
 
 _parsed = _ParsedElements()
