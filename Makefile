@@ -57,8 +57,11 @@ $(PG_HOME)/dagster.yaml: dagster.postgres.yaml
 	@test -n "$$GRAPHWALK_DAGSTER_PG_URL" || { echo "set GRAPHWALK_DAGSTER_PG_URL (docs/deploy.md)"; exit 1; }
 	mkdir -p $(PG_HOME) && cp dagster.postgres.yaml $@
 
+# `graphwalk_dagster.pools` writes the graph_store pool's limit once (dagster.postgres.yaml explains why).
 demo-postgres: setup $(PG_HOME)/dagster.yaml
+	DAGSTER_HOME=$(PG_HOME) $(VENV)/bin/python -m graphwalk_dagster.pools
 	$(VENV)/bin/graphwalk demo --dagster-home $(PG_HOME)
 
 ui-postgres: setup $(PG_HOME)/dagster.yaml
+	DAGSTER_HOME=$(PG_HOME) $(VENV)/bin/python -m graphwalk_dagster.pools
 	DAGSTER_HOME=$(PG_HOME) $(VENV)/bin/dagster dev -w workspace.yaml

@@ -21,6 +21,7 @@ from dagster._core.instance.ref import InstanceRef
 
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
 from graphwalk_dagster.demo import QUIET_LOGS
+from graphwalk_dagster.pools import set_pool_limits
 
 
 def ingest_parallel_job() -> dg.JobDefinition:
@@ -38,6 +39,9 @@ def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str, list[str
         tags = {"dagster/partition": source_id}
         with dg.execute_job(job, instance, run_config=QUIET_LOGS, tags=tags, raise_on_error=False) as result:
             failures = [(e.step_key, e.step_failure_data.error) for e in result.get_step_failure_events()]
+            if not failures:  # a run that failed outside its steps (e.g. claiming a pool)
+                ended = [e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE]
+                failures = [("run", e.job_failure_data.error) for e in ended]
             errors = [f"{step}: {error.message.strip() if error else '?'}" for step, error in failures]
             return result.run_id, result.dagster_run.status.value, errors
 
@@ -59,6 +63,8 @@ def ingest_partitions(
     """
     if not instance.is_persistent:
         raise ValueError("the multiprocess executor needs a persistent instance: set DAGSTER_HOME")
+    if instance.global_op_concurrency_default_limit is None:
+        set_pool_limits(instance)  # before the runs race to create the pools (graphwalk_dagster/pools.py)
     instance.add_dynamic_partitions(SOURCES_PARTITION, list(source_ids))
     ref = instance.get_ref()
     ingest_parallel_job()  # imported here once, so every run process starts with it

@@ -27,11 +27,11 @@ from graphwalk_dagster.defs.shared.resources import (
     backends,
 )
 from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata, to_metadata
+from graphwalk_dagster.pools import GRAPH_POOL
 
 INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
-#: Steps that open the graph store share one pool: dagster.yaml limits it to one at a time, so two
-#: sources ingesting at once never contend for the SQLite file.
-GRAPH_POOL = "graph_store"
+# Steps that open the graph store share GRAPH_POOL: dagster.yaml limits it to one at a time, so two
+# sources ingesting at once never contend for the SQLite file (PostgreSQL: graphwalk_dagster/pools.py).
 
 
 @dg.asset(**INGEST, kinds={"python"})
