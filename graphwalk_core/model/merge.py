@@ -224,36 +224,63 @@ def _apply_type(
     return value
 
 
-def _name_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
+class TextSources(dict[str, tuple[Provenance, ...]]):
+    """Texts in text order, each with the :class:`ProvenanceSet` backing it (what :func:`_union_sources`
+    returns), remembering its best text (see :func:`_best_text`) once known. A hub node gets a summary
+    per mention: recounting every text's support on each merge would make merges as slow as the node
+    is popular. It equals, pickles and serializes as the plain dict; it is never changed once built."""
+
+    _best: str | None = None
+
+
+def _name_sources(node: Node) -> Mapping[str, tuple[Provenance, ...]]:
     """The node's name sources, or (when it has none) its name and aliases backed by its provenance."""
     if node.name_sources:
-        return dict(node.name_sources)
+        return node.name_sources
     return {name: _tuple(node.provenance) for name in (node.name, *node.aliases)}
 
 
-def _summary_sources(node: Node) -> dict[str, tuple[Provenance, ...]]:
+def _summary_sources(node: Node) -> Mapping[str, tuple[Provenance, ...]]:
     if node.summary_sources or node.summary is None:
-        return dict(node.summary_sources)
+        return node.summary_sources
     return {node.summary: _tuple(node.provenance)}
 
 
 def _union_sources(
     a: Mapping[str, tuple[Provenance, ...]], b: Mapping[str, tuple[Provenance, ...]]
-) -> dict[str, tuple[Provenance, ...]]:
-    """Every text of ``a`` and ``b`` (in text order) with the union of its provenance. When ``b`` brings
-    no new text into an ``a`` already in text order (a hub node's many names and one mention's name),
-    only ``b``'s texts are united: the others keep their sets."""
-    if any(k not in a for k in b) or list(a) != sorted(a):
-        return {k: union_provenance(a.get(k, ()), b.get(k, ())) for k in sorted(set(a) | set(b))}
-    out = {k: v if isinstance(v, ProvenanceSet) else union_provenance(v) for k, v in a.items()}
+) -> TextSources:
+    """Every text of ``a`` and ``b`` (in text order) with the union of its provenance. Only ``b``'s texts
+    are united (a hub's many texts keep their sets), and the best text is found among ``a``'s best
+    and ``b``'s texts (their support only grew) when ``a``'s is known."""
+    if isinstance(a, TextSources):
+        out = TextSources(a)
+    else:
+        out = TextSources((k, union_provenance(a[k])) for k in sorted(a))
+    new_text = False
     for k, v in b.items():
-        out[k] = union_provenance(out[k], v)
+        old = out.get(k)
+        new_text = new_text or old is None
+        out[k] = union_provenance(old if old is not None else (), v)
+    if new_text:
+        out = TextSources(sorted(out.items()))  # texts are unique: only they are compared
+    best = a._best if isinstance(a, TextSources) else None
+    if best is not None and out:
+        out._best = _best_of(out, [best, *b])
     return out
+
+
+def _best_of(sources: Mapping[str, tuple[Provenance, ...]], texts: Iterable[str]) -> str:
+    """Of ``texts``: backed by most distinct sources; ties: longest, then lexicographically smallest."""
+    return min(texts, key=lambda t: (-support(sources[t]), -len(t), t))
 
 
 def _best_text(sources: Mapping[str, tuple[Provenance, ...]]) -> str:
     """Backed by most distinct sources; ties: longest, then lexicographically smallest."""
-    return min(sources, key=lambda t: (-support(sources[t]), -len(t), t))
+    if isinstance(sources, TextSources):
+        if sources._best is None:
+            sources._best = _best_of(sources, sources)
+        return sources._best
+    return _best_of(sources, sources)
 
 
 def derive_surface(node: Node) -> Node:

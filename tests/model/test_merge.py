@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +13,7 @@ from graphwalk_core.model import GENERIC_TYPE, AttributeConflict, ConflictValue,
 from graphwalk_core.model.merge import (
     TYPE_CONFLICT_KEY,
     ProvenanceSet,
+    TextSources,
     derive_surface,
     merge_edge_data,
     merge_node_data,
@@ -256,3 +259,45 @@ def test_provenance_set_is_a_plain_tuple_to_models_and_json() -> None:
     assert merged.model_dump_json() == parsed.model_dump_json()
     assert merge_node_data(parsed, n("X", (A2,))) == merge_node_data(merged, n("X", (A2,)))
     assert merge_node_data(merged, n("X", (A2,))).provenance == (A, A2, B, C)
+
+
+mentions = st.builds(
+    lambda prov, name, summary: Node(
+        id="n",
+        name=name,
+        provenance=(prov,),
+        name_sources={name: (prov,)},
+        summary=summary,
+        summary_sources={summary: (prov,)} if summary else {},
+    ),
+    prov=records,
+    name=st.sampled_from(["Al", "Bob", "al", "Alan"]),
+    summary=st.one_of(st.none(), st.sampled_from(["s", "s1", "s22", "t1"])),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(mentions, min_size=1, max_size=12))
+def test_remembered_best_texts_equal_a_full_recount(chain: list[Node]) -> None:
+    """Mentions folded one by one (name and summary sources kept as TextSources, best texts found among
+    the changed ones) give exactly what folding into the re-parsed plain node gives, every step."""
+    grown = merge_node_data(chain[0], chain[0])
+    for mention in chain[1:]:
+        plain = Node.model_validate_json(grown.model_dump_json())
+        assert not isinstance(plain.summary_sources, TextSources)
+        grown = merge_node_data(grown, mention)
+        recounted = merge_node_data(plain, mention)
+        assert isinstance(grown.name_sources, TextSources)
+        assert grown == recounted and grown.model_dump_json() == recounted.model_dump_json()
+        assert list(grown.summary_sources) == sorted(grown.summary_sources)
+        assert grown.name == derive_surface(recounted.model_copy(update={"name": "?"})).name
+
+
+def test_text_sources_are_plain_dicts_to_models_json_and_pickle() -> None:
+    merged = merge_node_data(n("X", (A,), summary="s"), n("Y", (B, C), summary="t"))
+    assert isinstance(merged.summary_sources, TextSources)
+    assert merged.summary_sources == {"s": (A,), "t": (B, C)} and merged.summary == "t"
+    assert merged.name == "Y" and merged.aliases == ("X",)
+    assert pickle.loads(pickle.dumps(merged)) == merged
+    parsed = Node.model_validate_json(merged.model_dump_json())
+    assert merged == parsed and merged.model_dump_json() == parsed.model_dump_json()
