@@ -14,7 +14,7 @@ lexicographically smallest text (names, summaries).
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
@@ -256,13 +256,14 @@ def _union_sources(
         out = TextSources(a)
     else:
         out = TextSources((k, union_provenance(a[k])) for k in sorted(a))
-    new_text = False
+    texts = list(out)
     for k, v in b.items():
         old = out.get(k)
-        new_text = new_text or old is None
+        if old is None:
+            insort(texts, k)
         out[k] = union_provenance(old if old is not None else (), v)
-    if new_text:
-        out = TextSources(sorted(out.items()))  # texts are unique: only they are compared
+    if len(texts) > len(a):  # new texts went in at the end: back to text order
+        out = TextSources(zip(texts, map(out.__getitem__, texts), strict=True))
     best = a._best if isinstance(a, TextSources) else None
     if best is not None and out:
         out._best = _best_of(out, [best, *b])

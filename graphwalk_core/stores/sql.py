@@ -293,6 +293,7 @@ class SQLGraphStore:
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
         self._inserts = {t.name: insert(t) for t in (provenance_table, node_names_table)}
         self._compiled: dict[int, Any] = {}
+        self._lookups: dict[tuple[str, str, int], str] = {}
 
     def __repr__(self) -> str:
         return f"SQLGraphStore({redact_url(self.url)!r})"
@@ -444,9 +445,10 @@ class SQLGraphStore:
     def _check_endpoints(self, conn: Connection, edges: Iterable[Edge]) -> None:
         ends = {n for e in edges for n in (e.source, e.target)}
         known = ends & self._pending_nodes.keys()
+        known |= {n for n in ends - known if self._stored.get(("node", n)) is not None}
         unknown = sorted(ends - known)
         if unknown:
-            known |= set(conn.scalars(select(nodes_table.c.id).where(nodes_table.c.id.in_(unknown))))
+            known |= {i for (i,) in self._select_in(conn, nodes_table, "id", unknown)}
         for e in edges:
             missing = [n for n in (e.source, e.target) if n not in known]
             if missing:
@@ -458,16 +460,44 @@ class SQLGraphStore:
             conn.execute(delete(edges_table).where(edges_table.c.id.in_(chunk)))
             self._unindex(conn, "edge", chunk)
 
+    def _known(self, kind: str, ids: Iterable[str], found: dict[str, Any]) -> list[str]:
+        """Put in ``found`` what the open transaction knows the tables hold for ``ids`` (see
+        ``_remember``); returns the ids it does not know, in order."""
+        unknown: list[str] = []
+        stored = self._stored
+        for i in ids:
+            key = (kind, i)
+            if key in stored:
+                element = stored[key]
+                if element is not None:
+                    found[i] = element
+            else:
+                unknown.append(i)
+        return unknown
+
+    def _select_in(self, conn: Connection, table: Table, column: str, ids: list[str]) -> Iterator[Any]:
+        """Rows of ``SELECT column FROM table WHERE id IN ids``, in batches: the driver's own statement
+        (one per batch size, kept), as statement building costs more than these lookups."""
+        style = self._engine.dialect.paramstyle
+        mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(style)
+        for chunk in batched(ids, _CHUNK):
+            if mark is None:
+                yield from conn.execute(select(table.c[column]).where(table.c.id.in_(chunk)))
+                continue
+            key = (table.name, column, len(chunk))
+            sql = self._lookups.get(key)
+            if sql is None:
+                marks = ", ".join([mark] * len(chunk))
+                sql = self._lookups[key] = f"SELECT {column} FROM {table.name} WHERE id IN ({marks})"
+            yield from conn.exec_driver_sql(sql, tuple(chunk))
+
     def _nodes_by_id(self, conn: Connection, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
         found: dict[NodeId, Node] = {}
-        unique = list(dict.fromkeys(ids))
-        for i in range(0, len(unique), _CHUNK):
-            chunk = unique[i : i + _CHUNK]
-            rows = conn.execute(select(nodes_table.c.data).where(nodes_table.c.id.in_(chunk)))
-            for (data,) in rows:
-                node = _parsed.node(data)
-                found[node.id] = node
-        self._remember("node", found.values(), [i for i in unique if i not in found])
+        unknown = self._known("node", dict.fromkeys(ids), found)
+        if unknown:
+            read = [_parsed.node(data) for (data,) in self._select_in(conn, nodes_table, "data", unknown)]
+            found.update((node.id, node) for node in read)
+            self._remember("node", read, [i for i in unknown if i not in found])
         return found
 
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
@@ -588,12 +618,13 @@ class SQLGraphStore:
         found = {i: self._pending_edges[i] for i in unique if i in self._pending_edges}
         rest = [i for i in unique if i not in found]
         if rest:
-            with self._connection(pending=True) as conn:
-                for chunk in batched(rest, _CHUNK):
-                    read = self._edges_where(conn, edges_table.c.id.in_(chunk))
-                    for edge in read:
-                        found[edge.id] = edge
-                    self._remember("edge", read, [i for i in chunk if i not in found])
+            unknown = self._known("edge", rest, found)
+            if unknown:
+                with self._connection(pending=True) as conn:
+                    rows = self._select_in(conn, edges_table, "data", unknown)
+                    read = [_parsed.edge(data) for (data,) in rows]
+                found.update((edge.id, edge) for edge in read)
+                self._remember("edge", read, [i for i in unknown if i not in found])
         return {i: found[i] for i in unique if i in found}
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:

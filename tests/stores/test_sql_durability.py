@@ -23,12 +23,15 @@ KILLED_WRITER = textwrap.dedent(
     import asyncio, sys, time
     from graphwalk_core.model import Node
     from graphwalk_core.stores import SQLGraphStore
+    from graphwalk_core.stores.sql import SQLITE_CACHE_KIB
 
     async def main() -> None:
         store = SQLGraphStore(sys.argv[1])
         async with store.transaction():
             await store.upsert_node(Node(id="a", name="changed"))
-            nodes = [Node(id=f"n{i}", name=f"n{i}", summary="x" * 1000) for i in range(6000)]
+            # more than SQLite's page cache holds: the uncommitted pages must spill into the WAL file
+            summary = "x" * (SQLITE_CACHE_KIB * 1024 // 6000 + 1000)
+            nodes = [Node(id=f"n{i}", name=f"n{i}", summary=summary) for i in range(6000)]
             await store.upsert_many(nodes)
             assert await store.counts() == (6001, 0)  # a read writes the held upserts into the tables
             await store.set_metadata("ledger", "new")
