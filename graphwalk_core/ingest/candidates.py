@@ -30,6 +30,7 @@ DEFAULT_MAX_WORD_DF = 200
 COSINE_MARGIN = 1e-3
 #: Queries scored at once by :meth:`CandidateIndex.prefilter` (bounds its scratch matrix).
 PREFILTER_BLOCK = 256
+_NO_ROWS = np.zeros(0, dtype=np.int32)
 
 
 @dataclass
@@ -121,8 +122,9 @@ class CandidateIndex:
         self._indexed: dict[str, list[str]] = {}  # node -> the names it is indexed under (exact, words)
         #: nodes added or changed since the last :meth:`sync` (routing in the window in flight)
         self.dirty: set[str] = set()
-        self._best: dict[str, float] = {}  # normalized name -> its best cosine over the first rows
-        self._best_rows = 0  # ... over this many rows
+        #: normalized name -> its rows near the cosine threshold among the first ``_near_rows`` rows
+        self._near: dict[str, np.ndarray] = {}
+        self._near_rows = 0
 
     @property
     def embedded_texts(self) -> int:
@@ -229,7 +231,7 @@ class CandidateIndex:
         self._rows = []
         self._unembedded = sorted(self.entries) if self.embedder is not None else []
         self._vectors = {}
-        self._best, self._best_rows = {}, 0
+        self._near, self._near_rows = {}, 0
 
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
@@ -261,41 +263,78 @@ class CandidateIndex:
         self._rows.extend(ids)
 
     def prefilter(self, names: Sequence[str]) -> None:
-        """Score ``names`` against every row now in the index in a few large matrix products, keeping
-        each name's best cosine: :meth:`candidates` then skips the per-chunk product for names no row
-        can bring to the threshold (rows only get appended within a window; :meth:`sync` resets)."""
+        """Score ``names`` against every row now in the index in a few large matrix products, keeping each
+        name's *near rows* (within :data:`COSINE_MARGIN` of the threshold): :meth:`candidates` then scores
+        only those rows and the rows appended since, instead of every row (rows only get appended within
+        a window; :meth:`sync` resets)."""
         if self.embedder is None or not names:
             return
         self._flush_vectors()
         rows = len(self._rows)
-        if rows != self._best_rows:
-            self._best, self._best_rows = {}, rows
+        if rows != self._near_rows:
+            self._near, self._near_rows = {}, rows
         first: dict[str, str] = {}  # normalized name -> its first spelling here
         for name in names:
             key = normalize_name(name)
-            if key not in self._best:
+            if key not in self._near:
                 first.setdefault(key, name)
-        if not rows or not first:
+        if not first:
             return
         keys = list(first)
+        if not rows:
+            self._near.update(dict.fromkeys(keys, _NO_ROWS))
+            return
         vectors = self.embed(list(first.values()))
-        matrix = self._matrix[:rows]
         for start in range(0, len(keys), PREFILTER_BLOCK):
-            best = (matrix @ vectors[start : start + PREFILTER_BLOCK].T).max(axis=0)
-            self._best.update(zip(keys[start : start + PREFILTER_BLOCK], best.tolist(), strict=True))
+            block = keys[start : start + PREFILTER_BLOCK]
+            self._near.update(
+                zip(block, self._near_rows_of(vectors[start : start + PREFILTER_BLOCK], 0), strict=True)
+            )
 
-    def _out_of_reach(self, names: Sequence[str], vectors: np.ndarray) -> bool:
-        """True when no row can score ``threshold`` for any of ``names`` (decided with a margin)."""
+    def _near_rows_of(self, vectors: np.ndarray, start: int) -> list[np.ndarray]:
+        """Per vector, the rows from ``start`` on whose float32 cosine is within the margin of the threshold
+        (a superset of the rows whose exact cosine reaches it)."""
         bound = self.cosine_threshold - COSINE_MARGIN
-        best = self._best
-        for name in names:
-            score = best.get(normalize_name(name))
-            if score is None or score >= bound:
-                return False
-        rows = len(self._rows)
-        if rows > self._best_rows:  # rows appended since the prefilter: score them here (few)
-            return float((self._matrix[self._best_rows : rows] @ vectors.T).max()) < bound
-        return True
+        scores = vectors @ self._matrix[start : len(self._rows)].T
+        cols, rows = np.nonzero(scores >= bound)
+        cuts = np.searchsorted(cols, np.arange(1, len(vectors)))
+        return [(part + start).astype(np.int32) for part in np.split(rows, cuts)]
+
+    def _cosine(self, names: Sequence[str]) -> list[list[Candidate]]:
+        """Per name, up to ``max_candidates`` rows whose cosine reaches the threshold, best first.
+
+        Only the rows near the threshold by a float32 product (:meth:`prefilter`'s near rows, the rows
+        appended since, or every row for a name the prefilter has not seen) are scored exactly: the float64
+        sum of the float32 products, rounded to float32, so a score does not depend on how many rows the
+        matrix holds or on which BLAS kernel a product's shape selects. Ties go to the lower node id."""
+        out: list[list[Candidate]] = [[] for _ in names]
+        if not self._rows:
+            return out
+        vectors = self.embed(names)
+        found = [self._near.get(normalize_name(n)) for n in names]
+        seen = [i for i, rows in enumerate(found) if rows is not None]
+        unseen = [i for i, rows in enumerate(found) if rows is None]
+        near: dict[int, np.ndarray] = {}
+        if unseen:  # not prefiltered: every row
+            near.update(zip(unseen, self._near_rows_of(vectors[unseen], 0), strict=True))
+        if seen and len(self._rows) > self._near_rows:  # the prefiltered rows, then the rows appended since
+            appended = self._near_rows_of(vectors[seen], self._near_rows)
+            near.update((i, np.concatenate((found[i], rows))) for i, rows in zip(seen, appended, strict=True))
+        else:
+            near.update((i, found[i]) for i in seen)
+        threshold = self.cosine_threshold
+        for i, rows in near.items():
+            if not len(rows):
+                continue
+            exact = (self._matrix[rows].astype(np.float64) @ vectors[i].astype(np.float64)).astype(np.float32)
+            hits = [
+                Candidate(self._rows[row], score, "cosine")
+                for row, score in zip(rows.tolist(), exact.tolist(), strict=True)
+                if score >= threshold
+            ]
+            hits.sort(key=lambda c: (-c.score, c.node_id))
+            out[i] = hits[: self.max_candidates]
+        return out
 
     def candidates(self, names: Sequence[str], *, fuzzy: bool = True) -> list[list[Candidate]]:
         """Up to ``max_candidates`` per name: exact matches first, then Jaccard/cosine by score.
@@ -337,24 +376,15 @@ class CandidateIndex:
             out.append(list(found.values()))
         if need_vectors:
             self._flush_vectors()
-            queried = [names[i] for i in need_vectors]
-            vectors = self.embed(queried) if self._rows else None
-            if vectors is not None and not self._out_of_reach(queried, vectors):
-                scores = self._matrix[: len(self._rows)] @ vectors.T
-                best = scores.max(axis=0)
-                for col, i in enumerate(need_vectors):
-                    if best[col] < self.cosine_threshold:  # most names: no node is close enough
-                        continue
-                    column = scores[:, col]
-                    k = min(self.max_candidates, len(column))
-                    top = np.argpartition(-column, k - 1)[:k]
-                    have = {c.node_id: c for c in out[i]}
-                    for row in top:
-                        score = float(column[row])
-                        nid = self._rows[row]
-                        if score >= self.cosine_threshold and (nid not in have or have[nid].score < score):
-                            have[nid] = Candidate(nid, score, "cosine")
-                    out[i] = list(have.values())
+            cosine = self._cosine([names[i] for i in need_vectors])
+            for i, found_cosine in zip(need_vectors, cosine, strict=True):
+                if not found_cosine:
+                    continue
+                have = {c.node_id: c for c in out[i]}
+                for cand in found_cosine:
+                    if cand.node_id not in have or have[cand.node_id].score < cand.score:
+                        have[cand.node_id] = cand
+                out[i] = list(have.values())
         return [
             sorted(c, key=lambda x: (x.how != "exact", -x.score, x.node_id))[: self.max_candidates]
             for c in out

@@ -98,6 +98,14 @@ def routing_decider(decider: DecisionBackend | None) -> DecisionBackend | None:
     return decider
 
 
+def reads_relations(decider: DecisionBackend | None) -> bool:
+    """Whether the decider reads a card's relations: the local decider as routing uses it skips them, so
+    routing need not read any node's neighbours from the store to build its cards."""
+    from graphwalk_core.decisions.local import LocalDecisionBackend
+
+    return not (isinstance(decider, LocalDecisionBackend) and "relations" in decider.skip_keys)
+
+
 def _entry(node: Node) -> IndexEntry:
     """What routing indexes of a stored node."""
     return IndexEntry(
@@ -135,7 +143,7 @@ class Router:
         self.routing = routing
         self.route_threshold = route_threshold
         self.index = index or CandidateIndex(embedder if routing == "jev" else None)
-        self.card_relations = card_relations
+        self.card_relations = card_relations if reads_relations(self.decider) else 0
         self.version = ROUTING_VERSIONS[routing]
         self.cost = Cost()
         self.escalations = 0
@@ -198,7 +206,7 @@ class Router:
         if node_id in self._cards:
             return self._cards[node_id]
         entry = self.index.entries[node_id]
-        relations = list(entry.relations)
+        relations = entry.relations[: self.card_relations]
         if entry.stored and len(relations) < self.card_relations:
             adjacent = (await self.store.adjacent(node_id))[: self.card_relations - len(relations)]
             names = await self.store.get_nodes([a.neighbor for a in adjacent])

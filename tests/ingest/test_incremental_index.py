@@ -14,12 +14,12 @@ from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.ingest import pipeline, stages
-from graphwalk_core.ingest.candidates import CandidateIndex
+from graphwalk_core.ingest import pipeline, routing, stages
+from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.outputs import MentionDecision
 from graphwalk_core.ingest.routing import Router
 from graphwalk_core.ingest.sources import FileSource
-from graphwalk_core.ingest.text import name_words
+from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import RecordingEmbedder, ScriptedExtractor, graph_tables, write_hotpotqa_paragraphs
@@ -202,21 +202,72 @@ async def test_shared_names_aliases_and_rekeys_keep_the_index_equal_to_a_rebuild
     assert len(renames) == 3  # the earlier documents name the nodes they join (Nolan, Hilton, Thomas)
 
 
-async def test_the_cosine_prefilter_changes_no_decision(
+def cosine_over_every_row(index: CandidateIndex, names: Sequence[str]) -> list[list[Candidate]]:
+    """The cosine tier's answer when every row is scored exactly (no prefilter, no near rows)."""
+    rows = len(index._rows)
+    vectors = index.embed(names).astype(np.float64)
+    scores = (index._matrix[:rows].astype(np.float64) @ vectors.T).astype(np.float32)
+    out = []
+    for col in range(len(names)):
+        hits = [
+            Candidate(index._rows[row], float(scores[row, col]), "cosine")
+            for row in range(rows)
+            if scores[row, col] >= index.cosine_threshold
+        ]
+        out.append(sorted(hits, key=lambda c: (-c.score, c.node_id))[: index.max_candidates])
+    return out
+
+
+async def test_the_cosine_tier_scores_only_near_rows_and_finds_what_every_row_finds(
     corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    skipped: list[bool] = []
-    out_of_reach = CandidateIndex._out_of_reach
+    cosine = CandidateIndex._cosine
+    calls: list[tuple[int, int, int, int]] = []  # names (all, prefiltered), rows (prefiltered near, all)
 
-    def counted(self: CandidateIndex, names: Sequence[str], vectors: np.ndarray) -> bool:
-        skipped.append(out_of_reach(self, names, vectors))
-        return skipped[-1]
+    def checked(self: CandidateIndex, names: Sequence[str]) -> list[list[Candidate]]:
+        found = cosine(self, names)
+        assert found == cosine_over_every_row(self, names)
+        near = [self._near[k] for k in map(normalize_name, names) if k in self._near]
+        calls.append((len(names), len(near), sum(map(len, near)), len(self._rows) * len(names)))
+        return found
 
-    monkeypatch.setattr(CandidateIndex, "_out_of_reach", counted)
+    monkeypatch.setattr(CandidateIndex, "_cosine", checked)
     filtered = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
-    assert (skipped.count(True), skipped.count(False)) == (69, 53)  # chunks whose product was skipped or not
+    names, prefiltered, near, rows = map(sum, zip(*calls, strict=True))
+    # every queried name was prefiltered; 25 rows were near it, of 778,165 (name, row) pairs
+    assert (len(calls), names, prefiltered, near, rows) == (123, 1322, 1322, 25, 778165)
     monkeypatch.setattr(CandidateIndex, "prefilter", lambda self, names: None)
     full = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
     assert filtered[1] == full[1] and filtered[0] == full[0]
-    cosine = [d for d in filtered[1] if d.candidates and d.via == "decider"]
-    assert len(cosine) > 100
+    cosine_found = [d for d in filtered[1] if d.candidates and d.via == "decider"]
+    assert len(cosine_found) > 100
+
+
+def test_a_cosine_score_depends_neither_on_the_index_size_nor_on_the_other_names_asked() -> None:
+    index = CandidateIndex(HashingEmbedder(dim=256), cosine_threshold=0.75)
+    index.add(IndexEntry(id="n1", name="Warner Bros. Pictures", type="organization"))
+    alone = index.candidates(["Warner Bros Picture"])
+    for n in range(3000):
+        index.add(IndexEntry(id=f"x{n:05d}", name=f"Name {n} {n * 7919 % 1000}", type="thing"))
+    crowded = index.candidates(["Warner Bros Picture", "Kyoto"])[:1]
+    assert alone == crowded == [[Candidate("n1", alone[0][0].score, "cosine")]]
+
+
+async def test_local_decider_routing_reads_no_neighbours_and_decides_the_same(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    adjacent = MemoryGraphStore.adjacent
+    reads: list[str] = []
+
+    async def counted(self: MemoryGraphStore, node_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(node_id)
+        return await adjacent(self, node_id, *args, **kwargs)
+
+    monkeypatch.setattr(MemoryGraphStore, "adjacent", counted)
+    lean = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert reads == []
+    monkeypatch.setattr(MemoryGraphStore, "adjacent", counted)
+    monkeypatch.setattr(routing, "reads_relations", lambda decider: True)  # the cards as before
+    full = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert len(reads) == 72  # stored candidates' neighbours, read for cards the local decider skips
+    assert lean[1] == full[1] and lean[0] == full[0]
