@@ -1,7 +1,7 @@
 """What a question asks for that the path has not walked yet: learned question-words -> moves models.
 
-Two ridge regressions (scikit-learn) over the words and word pairs of the masked question, fitted on
-the training questions' own labeled paths, so they work on any graph:
+Two ridge regressions (scikit-learn) over the words and word pairs (up to four words apart) of the
+masked question, fitted on the training questions' own labeled paths, so they work on any graph:
 
 - *demand*: how many times each move (relation and direction) is walked on the way to the answer.
   The prediction is additive in the words, so a question chaining two known phrasings ("the films
@@ -20,7 +20,6 @@ membership: a relation may rightly be walked twice (out to the director, back to
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -45,6 +44,9 @@ COVERAGE_SCALARS = (
 UNCOVERED = 0.5
 #: ``behind_next`` of a move that is not asked for.
 FAR = 10.0
+#: Word pairs up to this many words apart are terms: a phrasing that puts words between the ones that
+#: ask for a move ("share the same actor of" / "share actors with") still shares their pair.
+PAIR_WINDOW = 4
 _WORD = re.compile(r"\w+")
 _MASK_WORD = MASK.lower()
 
@@ -61,9 +63,10 @@ def _word(token: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
-def question_terms(question: str) -> list[tuple[str, int]]:
-    """(term, distance in words to the nearest entity mention) for every word and adjacent word pair;
-    0 for every term of a question without a mention."""
+def question_terms(question: str, window: int = PAIR_WINDOW) -> list[tuple[str, int]]:
+    """(term, distance in words to the nearest entity mention) for every word and every ordered pair of
+    words at most ``window`` apart (a skip pair is named like an adjacent one: "share the same actor"
+    and "share actors" both hold "share actor"); 0 for every term of a question without a mention."""
     words = [_word(w) for w in _WORD.findall(question)]
     masks = [i for i, w in enumerate(words) if w == _MASK_WORD]
 
@@ -71,8 +74,9 @@ def question_terms(question: str) -> list[tuple[str, int]]:
         return min((abs(i - m) for m in masks), default=0)
 
     terms = [(w, dist(i)) for i, w in enumerate(words) if w != _MASK_WORD]
-    pairs = enumerate(itertools.pairwise(words))
-    terms += [(f"{a} {b}", min(dist(i), dist(i + 1))) for i, (a, b) in pairs]
+    for gap in range(1, window + 1):
+        pairs = enumerate(zip(words, words[gap:], strict=False))
+        terms += [(f"{a} {b}", min(dist(i), dist(i + gap))) for i, (a, b) in pairs]
     return terms
 
 

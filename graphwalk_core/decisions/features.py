@@ -20,7 +20,7 @@ from graphwalk_core.decisions.coverage import COVERAGE_SCALARS, Coverage
 from graphwalk_core.decisions.views import DecisionView, move_text, path_text
 
 #: The feature set's id; a model of another one is refused.
-FEATURE_VERSION = "coverage-2"
+FEATURE_VERSION = "coverage-3"
 #: The embedding blocks, in column order.
 BLOCKS = ("option", "question*option")
 #: Names of the scalar features, in column order after the embedding blocks.

@@ -40,7 +40,7 @@ from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
 
 #: The model folder's format; a folder of another format (an older feature set) is refused.
-MODEL_FORMAT = "graphwalk-trained-decider/2"
+MODEL_FORMAT = "graphwalk-trained-decider/3"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.npz"
 

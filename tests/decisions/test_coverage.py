@@ -27,10 +27,21 @@ def coverage() -> Coverage:
 
 def test_question_terms_carry_their_distance_to_the_entity() -> None:
     assert question_terms("who directed ENTITY") == [
-        ("who", 2), ("directed", 1), ("who directed", 1), ("directed entity", 0)
+        ("who", 2), ("directed", 1), ("who directed", 1), ("directed entity", 0), ("who entity", 0)
     ]  # fmt: skip
     # plural s dropped; no mention: distance 0
     assert question_terms("Directors films") == [("director", 0), ("film", 0), ("director film", 0)]
+
+
+def test_word_pairs_skip_up_to_four_words() -> None:
+    """Two phrasings of one hop share their pair even with words between them."""
+    pairs = {t for t, _ in question_terms("which films share the same actor of ENTITY") if " " in t}
+    assert {"share actor", "film actor", "share of"} <= pairs and "which actor" not in pairs  # 5 apart
+    assert "share actor" in {t for t, _ in question_terms("the films that share actors with ENTITY")}
+    assert question_terms("a b c d e f", window=2)[6:] == [
+        ("a b", 0), ("b c", 0), ("c d", 0), ("d e", 0), ("e f", 0),
+        ("a c", 0), ("b d", 0), ("c e", 0), ("d f", 0),
+    ]  # fmt: skip
 
 
 def test_fit_learns_the_moves_and_terms(coverage: Coverage) -> None:

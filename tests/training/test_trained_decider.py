@@ -56,7 +56,7 @@ def rel(relation: str, direction: str = "out") -> dict[str, object]:
 
 def test_manifest_records_what_it_was_trained_on(model_dir: Path) -> None:
     manifest = json.loads((model_dir / "manifest.json").read_text())
-    assert manifest["format"] == "graphwalk-trained-decider/2"
+    assert manifest["format"] == "graphwalk-trained-decider/3"
     assert manifest["embedder"] == EMBEDDER.model_id
     assert manifest["relations"] == ["directed_by", "release_year", "starred_actors"]
     assert set(manifest["libraries"]) == {"scikit-learn", "numpy", "graphwalk"}
