@@ -142,6 +142,20 @@ def test_refuses_a_folder_that_is_no_model(tmp_path: Path) -> None:
         TrainedDecisionBackend.load(tmp_path, EMBEDDER)
 
 
+def test_refuses_a_model_of_the_previous_feature_set(model_dir: Path, tmp_path: Path) -> None:
+    """Format 2 (adjacent word pairs only) reads different terms than it was fitted on: retrain."""
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    manifest["format"] = "graphwalk-trained-decider/2"
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    (tmp_path / "weights.npz").write_bytes((model_dir / "weights.npz").read_bytes())
+    expected = (
+        r"format 'graphwalk-trained-decider/2', expected 'graphwalk-trained-decider/3' "
+        r"\(features 'coverage-3'\): a model of an older graphwalk; retrain it"
+    )
+    with pytest.raises(ConfigError, match=expected):
+        TrainedDecisionBackend.load(tmp_path, EMBEDDER)
+
+
 def test_factory_builds_the_trained_decider(model_dir: Path) -> None:
     with pytest.raises(ConfigError, match="GRAPHWALK_DECIDER_MODEL"):
         make_decider(GraphwalkSettings(decider="trained"), embedder=EMBEDDER)
