@@ -205,7 +205,8 @@ class LocalDecisionBackend:
         self.skip_keys = frozenset(skip_keys)
         self.unique_keys = frozenset(unique_keys)
         self._max_options = max_options
-        self.cache = VectorCache(cache_size)
+        #: this decider's own texts; None: the embedder is a pool that keeps every vector already
+        self.cache: VectorCache | None = VectorCache(cache_size)
 
     @property
     def model_id(self) -> str:
@@ -345,7 +346,10 @@ class LocalDecisionBackend:
             )
         )
         texts = list(dict.fromkeys(t for t in wanted if t is not None))
-        matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
+        if self.cache is None:
+            matrix = self.embedder.embed(texts)
+        else:
+            matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
         vecs = dict(zip(texts, matrix, strict=True))
         results = {
             q.key: self._answer(q, text, hint, plan, vecs)

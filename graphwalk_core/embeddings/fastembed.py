@@ -76,6 +76,31 @@ def register_file_variant(text_embedding: type[TextEmbedding], model_name: str, 
     raise ConfigError(f"cannot load another ONNX file for {model_name!r}: not a pooled fastembed text model")
 
 
+@contextmanager
+def _idle_threads_sleep() -> Iterator[None]:
+    """ONNX sessions opened inside sleep their idle threads instead of spinning them.
+
+    ONNX Runtime's worker threads busy-wait between operators by default: on a busy machine, or beside
+    routing's thread (``Router.look_ahead``), they burn a core for nothing, and a name is a handful of tiny
+    operators. fastembed exposes no such session option, so the options it creates while loading are given
+    it (same graph, same kernels: the vectors do not change)."""
+    import onnxruntime as ort
+
+    original = ort.SessionOptions
+
+    def options() -> ort.SessionOptions:
+        made = original()
+        made.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        made.add_session_config_entry("session.inter_op.allow_spinning", "0")
+        return made
+
+    ort.SessionOptions = options
+    try:
+        yield
+    finally:
+        ort.SessionOptions = original
+
+
 def _normalize(rows: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return (rows / np.where(norms > 0.0, norms, 1.0)).astype(np.float32, copy=False)
@@ -135,7 +160,7 @@ class FastEmbedEmbedder:
                 )
             name = register_file_variant(TextEmbedding, self.model_name, self.model_file)
         try:
-            with _quiet_fastembed():
+            with _quiet_fastembed(), _idle_threads_sleep():
                 return TextEmbedding(name, **kwargs)
         except Exception as err:
             where = str(self.model_path) if self.model_path else "fastembed's cache (offline, no download)"
@@ -175,3 +200,15 @@ class FastEmbedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """A (len(texts), dim) float32 array of L2-normalized rows (thread-safe; ONNX runs concurrently)."""
         return self.cache.embed_through(check_texts(texts), self._dim, self._compute)
+
+    def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        """The rows of :meth:`embed`, past the cache (for a caller that keeps the vectors itself)."""
+        items = check_texts(texts)
+        distinct = list(dict.fromkeys(items))
+        if not distinct:
+            return np.empty((0, self._dim), dtype=np.float32)
+        vectors = self._compute(distinct)
+        if len(distinct) == len(items):
+            return vectors
+        row = {text: i for i, text in enumerate(distinct)}
+        return vectors[[row[t] for t in items]]

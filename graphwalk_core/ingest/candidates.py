@@ -4,7 +4,8 @@ It covers the stored graph AND every node planned earlier in the routing window,
 merge into a node that no store holds yet. Between windows :meth:`CandidateIndex.sync` brings it to the
 state a fresh index loaded from the store would have, touching only the nodes that changed. Vectors are
 embedded lazily in batches and looked up by normalized name (a new node reuses its mention's vector);
-every text is embedded at most once per index (:class:`TextVectors`), however many windows it spans.
+every text is embedded at most once per run (a :class:`~graphwalk_core.embeddings.pool.VectorPool`, kept
+across windows and full reloads).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.pool import VectorPool
 from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
 
 DEFAULT_COSINE_THRESHOLD = 0.75
@@ -52,47 +54,6 @@ class Candidate(NamedTuple):
     how: str  # exact | jaccard | cosine
 
 
-class TextVectors:
-    """Text -> float32 vector, each distinct text embedded once, stored in fixed-size blocks of rows (no
-    over-allocation and no copy as it grows)."""
-
-    BLOCK = 4096
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self._row: dict[str, int] = {}
-        self._blocks: list[np.ndarray] = []
-        self.embedded = 0
-
-    def __len__(self) -> int:
-        return len(self._row)
-
-    def rows(self, texts: Sequence[str]) -> list[int]:
-        """Pool rows of ``texts``; the unseen ones are embedded in one batch (in first-seen order)."""
-        missing = list(dict.fromkeys(t for t in texts if t not in self._row))
-        if missing:
-            vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
-            start = len(self._row)
-            for offset in range(len(missing)):
-                row = start + offset
-                if row % self.BLOCK == 0:
-                    self._blocks.append(np.zeros((self.BLOCK, vectors.shape[1]), np.float32))
-                self._blocks[row // self.BLOCK][row % self.BLOCK] = vectors[offset]
-            self._row.update(zip(missing, range(start, start + len(missing)), strict=True))
-            self.embedded += len(missing)
-        return [self._row[t] for t in texts]
-
-    def vectors(self, rows: Sequence[int]) -> np.ndarray:
-        """The vectors of pool ``rows`` (a new array)."""
-        index = np.asarray(rows, dtype=np.intp)
-        out = np.empty((len(index), self.embedder.dim), dtype=np.float32)
-        block, offset = np.divmod(index, self.BLOCK)
-        for b in np.unique(block).tolist():
-            at = block == b
-            out[at] = self._blocks[b][offset[at]]
-        return out
-
-
 class CandidateIndex:
     """Incremental index over node names; ``candidates`` scores a batch of mention names at once."""
 
@@ -104,6 +65,7 @@ class CandidateIndex:
         jaccard_threshold: float = DEFAULT_JACCARD_THRESHOLD,
         max_candidates: int = DEFAULT_MAX_CANDIDATES,
         max_word_df: int = DEFAULT_MAX_WORD_DF,
+        pool: VectorPool | None = None,
     ) -> None:
         self.embedder = embedder
         self.cosine_threshold = cosine_threshold
@@ -117,7 +79,8 @@ class CandidateIndex:
         self._rows: list[str] = []
         self._matrix = np.zeros((0, embedder.dim if embedder else 0), dtype=np.float32)
         self._unembedded: list[str] = []
-        self._texts = TextVectors(embedder) if embedder is not None else None
+        #: every text's vector, embedded once per run (``pool``: carried over from an earlier index)
+        self.pool = pool if pool is not None else VectorPool(embedder) if embedder is not None else None
         self._vectors: dict[str, int] = {}  # normalized name -> pool row of its first spelling
         self._indexed: dict[str, list[str]] = {}  # node -> the names it is indexed under (exact, words)
         #: nodes added or changed since the last :meth:`sync` (routing in the window in flight)
@@ -129,7 +92,7 @@ class CandidateIndex:
     @property
     def embedded_texts(self) -> int:
         """Distinct texts embedded so far (each one once)."""
-        return self._texts.embedded if self._texts is not None else 0
+        return self.pool.embedded if self.pool is not None else 0
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -210,7 +173,7 @@ class CandidateIndex:
         ``changes`` must cover :attr:`dirty` (every node routing added or extended since the last sync)
         and every node the store wrote, re-keyed or deleted since. Other entries are kept as they are;
         exact lists stay in id order, as :meth:`add` in id order builds them; vector rows and the
-        name -> vector map start over (the vectors come from :class:`TextVectors`, never re-embedded).
+        name -> vector map start over (the vectors come from the pool, never re-embedded).
         """
         missing = self.dirty - changes.keys()
         if missing:
@@ -235,7 +198,7 @@ class CandidateIndex:
 
     def embed(self, names: Sequence[str]) -> np.ndarray:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
-        assert self.embedder is not None and self._texts is not None
+        assert self.embedder is not None and self.pool is not None
         keys = [normalize_name(n) for n in names]
         # the first spelling of each unseen name is embedded as written, so the embedder's own text
         # cache also answers the local decider, which embeds mention and card names verbatim
@@ -244,8 +207,8 @@ class CandidateIndex:
             if key not in self._vectors:
                 missing.setdefault(key, name)
         if missing:
-            self._vectors.update(zip(missing, self._texts.rows(list(missing.values())), strict=True))
-        return self._texts.vectors([self._vectors[k] for k in keys])
+            self._vectors.update(zip(missing, self.pool.rows(list(missing.values())), strict=True))
+        return self.pool.vectors([self._vectors[k] for k in keys])
 
     def _flush_vectors(self) -> None:
         if not self._unembedded:

@@ -12,7 +12,7 @@ from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
 from graphwalk_core.ingest.ledger import provenance_source
-from graphwalk_core.ingest.outputs import Cost, RoutingMode, UpdateReport
+from graphwalk_core.ingest.outputs import Cost, DocumentDiff, ExtractionSet, RoutingMode, UpdateReport
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, ROUTING_VERSIONS, Router
 from graphwalk_core.ingest.sources.base import Source
@@ -88,23 +88,45 @@ async def ingest(
 
     if progress:
         progress("ingest", 0, total)
-    written: set[str] = set()  # nodes the last window wrote: what the next refresh reads back
-    for part, pending in document_windows(diff, window):
+
+    async def extracted(part: DocumentDiff) -> ExtractionSet:
+        nonlocal chunks, extraction_cost, cache_hits
         chunk_set = chunk_documents(part, max_chars=max_chars)
         extractions = await extract_chunks(chunk_set, extractor, cache)
         chunks += len(chunk_set.chunks)
         extraction_cost = extraction_cost.plus(extractions.cost)
         cache_hits += extractions.cache_hits
-        lap("extract")
-        await router.refresh({provenance_source(source.source_id, d) for d in pending}, written)
-        plan = await route_extractions(extractions, store, decider, embedder, llm, routing, router=router)
-        mentions += len(plan.mentions)
-        del chunk_set, extractions  # the window's intermediates go before the graph grows
-        lap("route")
-        written = set()
-        await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
-        del plan
-        lap("apply")
+        return extractions
+
+    written: set[str] = set()  # nodes the last window wrote: what the next refresh reads back
+    windows = document_windows(diff, window)
+    current = next(windows, None)
+    extractions = await extracted(current[0]) if current is not None else None
+    lap("extract")
+    try:
+        while current is not None and extractions is not None:
+            part, pending = current
+            current, upcoming = next(windows, None), None
+            if current is not None and router.embeds_ahead:
+                # the next window is extracted now, so its names embed on a worker thread while this
+                # window routes and applies (Router.look_ahead)
+                upcoming = await extracted(current[0])
+                router.look_ahead(upcoming.items)
+                lap("extract")
+            await router.refresh({provenance_source(source.source_id, d) for d in pending}, written)
+            plan = await route_extractions(extractions, store, decider, embedder, llm, routing, router=router)
+            mentions += len(plan.mentions)
+            extractions = None  # the window's intermediates go before the graph grows
+            lap("route")
+            written = set()
+            await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
+            del plan
+            lap("apply")
+            if current is not None:
+                extractions = upcoming if upcoming is not None else await extracted(current[0])
+                lap("extract")
+    finally:
+        router.close()
     return IngestReport(
         source_id=source.source_id,
         routing=routing,

@@ -19,12 +19,14 @@ import asyncio
 import copy
 import json
 import logging
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, DecisionError, DecisionRequest
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.pool import VectorPool
 from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
@@ -40,7 +42,7 @@ from graphwalk_core.ingest.outputs import (
     RoutingPlan,
 )
 from graphwalk_core.ingest.resolution import chunk_edges, mention_node, mention_provenance, new_node_id
-from graphwalk_core.ingest.text import jaccard, name_words
+from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
 from graphwalk_core.model.merge import source_ids
@@ -84,18 +86,26 @@ class _Mention:
     probability: float = 1.0
 
 
-def routing_decider(decider: DecisionBackend | None) -> DecisionBackend | None:
+def routing_decider(
+    decider: DecisionBackend | None, pool: VectorPool | None = None
+) -> DecisionBackend | None:
     """The decider as routing uses it. The local (embedding) decider compares the mention's name with each
     card's name: passage, sentences, types, aliases, summaries and relations are skipped (long texts would
-    swamp the names and cost an embedding per question; bare names hit the embedding cache the candidate
-    index fills). Jev reads everything."""
+    swamp the names and cost an embedding per question). With the candidate index's ``pool`` of the same
+    embedder, it reads its vectors there and keeps no cache of its own: bare names are the index's own
+    texts, so one vector per name is held. Jev reads everything."""
     from graphwalk_core.decisions.local import LocalDecisionBackend
 
-    if isinstance(decider, LocalDecisionBackend) and "passage" not in decider.skip_keys:
+    if not isinstance(decider, LocalDecisionBackend):
+        return decider
+    clone = decider
+    if "passage" not in decider.skip_keys:
         clone = copy.copy(decider)
         clone.skip_keys = frozenset(decider.skip_keys | LOCAL_SKIP_KEYS)
-        return clone
-    return decider
+    if pool is not None and clone.embedder is pool.embedder:
+        clone = clone if clone is not decider else copy.copy(decider)
+        clone.embedder, clone.cache = pool, None
+    return clone
 
 
 def reads_relations(decider: DecisionBackend | None) -> bool:
@@ -138,11 +148,11 @@ class Router:
                 "routing='jev' needs a decider (jev, local or fake); use routing='exact' for none"
             )
         self.store = store
-        self.decider = routing_decider(decider)
         self.llm = llm
         self.routing = routing
         self.route_threshold = route_threshold
         self.index = index or CandidateIndex(embedder if routing == "jev" else None)
+        self.decider = routing_decider(decider, self.index.pool)
         self.card_relations = card_relations if reads_relations(self.decider) else 0
         self.version = ROUTING_VERSIONS[routing]
         self.cost = Cost()
@@ -150,6 +160,8 @@ class Router:
         self.fallbacks = 0
         self._cards: dict[str, dict[str, object]] = {}
         self._loaded = False
+        self._ahead: ThreadPoolExecutor | None = None
+        self._ahead_jobs: list[Future[list[int]]] = []
 
     async def reload(self, exclude_sources: set[str]) -> None:
         """Start over from the store: an empty index (same settings) filled by :meth:`load_graph`.
@@ -164,6 +176,7 @@ class Router:
             jaccard_threshold=old.jaccard_threshold,
             max_candidates=old.max_candidates,
             max_word_df=old.max_word_df,
+            pool=old.pool,
         )
         self._cards = {}
         await self.load_graph(exclude_sources)
@@ -385,24 +398,62 @@ class Router:
             else:
                 mention.action, mention.target = "new", None
 
-    def prefetch(self, items: list[ChunkExtraction]) -> None:
-        """Embed the unseen mention names of many chunks in one batch, ahead of routing them.
-
-        One large batch lets the embedder group names of equal token count (no padding). It runs on the
-        routing thread: on 2 cores a worker thread would only contend with ONNX's own threads.
-        """
+    def _unseen_names(self, items: list[ChunkExtraction]) -> list[str]:
+        """The mention names of ``items`` routing will embed: not pinned, not literal, no exact match."""
         if self.routing != "jev" or self.index.embedder is None:
-            return
-        names = [
+            return []
+        return [
             e.name
             for item in items
             if item.extraction is not None
             for e in item.extraction.entities
             if e.node_id is None and e.type not in LITERAL_TYPES and not self.index.exact(e.name)
         ]
+
+    def prefetch(self, items: list[ChunkExtraction]) -> None:
+        """Embed the unseen mention names of many chunks in one batch, ahead of routing them.
+
+        One large batch lets the embedder group names of equal token count (no padding). Names that
+        :meth:`look_ahead` embedded already come from the pool (or are waited for).
+        """
+        names = self._unseen_names(items)
         if names:
             self.index.embed(names)
             self.index.prefilter(names)
+
+    @property
+    def embeds_ahead(self) -> bool:
+        """Whether :meth:`look_ahead` has anything to do (decider routing with an embedder)."""
+        return self.routing == "jev" and self.index.pool is not None
+
+    def look_ahead(self, items: list[ChunkExtraction]) -> None:
+        """Embed the names of a later window's chunks on a worker thread, while this thread routes and
+        applies the current window: ONNX Runtime computes without the GIL, so on two cores the embedding
+        costs almost no wall time. Only the pool is written (a vector does not depend on when or with
+        what it was embedded); the index and every decision stay this thread's."""
+        pool = self.index.pool
+        if pool is None:
+            return
+        first: dict[str, str] = {}  # the spelling CandidateIndex.embed embeds: a name's first
+        for name in self._unseen_names(items):
+            first.setdefault(normalize_name(name), name)
+        names = [n for n in first.values() if n not in pool]
+        if not names:
+            return
+        if self._ahead is None:
+            self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphwalk-embed-ahead")
+        self._ahead_jobs.append(self._ahead.submit(pool.rows, names))
+
+    def close(self) -> None:
+        """Wait for the look-ahead thread to finish and stop it. A failed look-ahead is only logged: routing
+        embedded those names itself (and failed there if it had to)."""
+        if self._ahead is None:
+            return
+        self._ahead.shutdown(wait=True)
+        for job in self._ahead_jobs:
+            if job.exception() is not None:
+                log.warning("embedding names ahead failed (routing embedded them): %s", job.exception())
+        self._ahead, self._ahead_jobs = None, []
 
     async def route_chunk(
         self, item: ChunkExtraction, source_id: str

@@ -151,3 +151,19 @@ def test_another_onnx_file_of_the_folder(minilm: FastEmbedEmbedder, minilm_dir: 
     factory._fastembed.cache_clear()
     made = make_embedder(GraphwalkSettings(embed_model_path=minilm_dir, embed_model_file=qint8))
     assert made.model_id == fast.model_id
+
+
+def test_idle_onnx_threads_sleep_and_uncached_rows_equal_cached(minilm_dir: Path) -> None:
+    import onnxruntime as ort
+
+    fresh = FastEmbedEmbedder(MINILM_MODEL, minilm_dir)
+    options = fresh._model.model.model.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.get_session_config_entry("session.inter_op.allow_spinning") == "0"
+    with pytest.raises(RuntimeError, match="does not have configuration"):  # later sessions: ORT's default
+        ort.SessionOptions().get_session_config_entry("session.intra_op.allow_spinning")
+    texts = ["Kyoto", "Paris Hilton", "Kyoto", "Warner Bros. Pictures"]
+    uncached = fresh.embed_uncached(texts)
+    assert len(fresh.cache) == 0 and fresh.cache.misses == 0
+    assert uncached.tobytes() == fresh.embed(texts).tobytes()
+    assert fresh.embed_uncached([]).shape == (0, 384)

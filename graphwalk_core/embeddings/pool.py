@@ -1,0 +1,108 @@
+"""VectorPool: the vectors of one run's texts, each embedded once, in fixed blocks; shareable by threads.
+
+Routing keeps every name's vector here (the candidate index's rows, the local decider's names and the
+look-ahead thread that embeds the next window's names all read the one pool), so no vector is held twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from graphwalk_core.embeddings.base import Embedder
+
+
+@runtime_checkable
+class UncachedEmbedding(Protocol):
+    """An embedder with a cache of its own that can also embed past it (the pool is the cache then)."""
+
+    def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        """The rows ``embed`` gives, neither read from nor stored in the embedder's cache."""
+
+
+class VectorPool:
+    """Text -> float32 vector, each distinct text embedded once, stored in fixed-size blocks of rows (no
+    over-allocation and no copy as it grows). An :class:`Embedder` itself (same model id and vectors).
+
+    Thread-safe: a text being embedded by one thread is waited for, not embedded again, by another; the
+    lock is never held while embedding. Row numbers depend on which thread stored a text first; vectors do
+    not (an embedder's row never depends on its batch-mates).
+    """
+
+    BLOCK = 4096
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._compute = embedder.embed_uncached if isinstance(embedder, UncachedEmbedding) else embedder.embed
+        self._row: dict[str, int] = {}
+        self._blocks: list[np.ndarray] = []
+        self._lock = threading.Lock()
+        self._pending: dict[str, threading.Event] = {}  # text -> set once the thread embedding it is done
+        self.embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.embedder.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.embedder.dim
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def __contains__(self, text: object) -> bool:
+        return text in self._row
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A (len(texts), dim) float32 array, as the embedder gives it."""
+        return self.vectors(self.rows(texts))
+
+    def rows(self, texts: Sequence[str]) -> list[int]:
+        """Pool rows of ``texts``; the unseen ones are embedded in one batch (in first-seen order), those
+        another thread is embedding are waited for."""
+        with self._lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._row and t not in self._pending]
+            waits = list({id(e): e for e in (self._pending.get(t) for t in texts) if e is not None}.values())
+            done = threading.Event()
+            self._pending.update(dict.fromkeys(missing, done))
+        if missing:
+            try:
+                vectors = np.asarray(self._compute(missing), dtype=np.float32)
+                with self._lock:
+                    self._store(missing, vectors)
+            finally:
+                with self._lock:
+                    for text in missing:
+                        del self._pending[text]
+                done.set()
+        for event in waits:
+            event.wait()
+        with self._lock:
+            if all(t in self._row for t in texts):
+                return [self._row[t] for t in texts]
+        return self.rows(texts)  # another thread failed to embed some: embed them here (or raise)
+
+    def _store(self, texts: list[str], vectors: np.ndarray) -> None:
+        start = len(self._row)
+        for offset in range(len(texts)):
+            row = start + offset
+            if row % self.BLOCK == 0:
+                self._blocks.append(np.zeros((self.BLOCK, vectors.shape[1]), np.float32))
+            self._blocks[row // self.BLOCK][row % self.BLOCK] = vectors[offset]
+        self._row.update(zip(texts, range(start, start + len(texts)), strict=True))
+        self.embedded += len(texts)
+
+    def vectors(self, rows: Sequence[int]) -> np.ndarray:
+        """The vectors of pool ``rows`` (a new array)."""
+        index = np.asarray(rows, dtype=np.intp)
+        out = np.empty((len(index), self.embedder.dim), dtype=np.float32)
+        block, offset = np.divmod(index, self.BLOCK)
+        blocks = self._blocks  # appending a block never moves the ones before
+        for b in np.unique(block).tolist():
+            at = block == b
+            out[at] = blocks[b][offset[at]]
+        return out

@@ -1,0 +1,79 @@
+"""VectorPool: each text embedded once, across threads; a failed embedding leaves nothing pending."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from graphwalk_core.embeddings import Embedder, HashingEmbedder
+from graphwalk_core.embeddings.pool import VectorPool
+
+
+class GatedEmbedder:
+    """A hashing embedder that records its calls; a call including ``gate_text`` waits for ``release``."""
+
+    def __init__(self, gate_text: str = "", fail_text: str = "") -> None:
+        self.inner = HashingEmbedder()
+        self.calls: list[list[str]] = []
+        self.gate_text, self.fail_text = gate_text, fail_text
+        self.release = threading.Event()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        if self.gate_text in texts:
+            assert self.release.wait(10)
+        if self.fail_text in texts:
+            raise RuntimeError(f"cannot embed {self.fail_text}")
+        return self.inner.embed(texts)
+
+
+def test_the_pool_is_an_embedder_with_the_same_vectors() -> None:
+    inner = HashingEmbedder()
+    pool = VectorPool(inner)
+    assert isinstance(pool, Embedder) and pool.model_id == inner.model_id and pool.dim == inner.dim
+    texts = ["Kyoto", "Paris", "Kyoto"] + [f"name {n}" for n in range(VectorPool.BLOCK + 3)]
+    assert pool.embed(texts).tobytes() == inner.embed(texts).tobytes()
+    assert len(pool) == pool.embedded == VectorPool.BLOCK + 5 and "Paris" in pool
+
+
+def test_a_text_another_thread_is_embedding_is_waited_for_not_embedded_again() -> None:
+    embedder = GatedEmbedder(gate_text="b")
+    pool = VectorPool(embedder)
+    rows: dict[str, list[int]] = {}
+    first = threading.Thread(target=lambda: rows.update(first=pool.rows(["a", "b"])))
+    first.start()
+    while not embedder.calls:  # the first thread is embedding "a" and "b"
+        threading.Event().wait(0.001)
+    second = threading.Thread(target=lambda: rows.update(second=pool.rows(["b", "c"])))
+    second.start()
+    while len(embedder.calls) < 2:  # the second thread embeds "c" only, then waits for "b"
+        threading.Event().wait(0.001)
+    assert second.is_alive()
+    embedder.release.set()
+    first.join(10)
+    second.join(10)
+    assert embedder.calls == [["a", "b"], ["c"]]
+    assert rows["second"][0] == rows["first"][1]
+    assert pool.embed(["a", "b", "c"]).tobytes() == HashingEmbedder().embed(["a", "b", "c"]).tobytes()
+
+
+def test_a_failed_embedding_leaves_nothing_pending() -> None:
+    embedder = GatedEmbedder(fail_text="x")
+    pool = VectorPool(embedder)
+    with pytest.raises(RuntimeError, match="cannot embed x"):
+        pool.rows(["w", "x"])
+    assert len(pool) == 0 and not pool._pending
+    embedder.fail_text = "nothing"
+    assert pool.rows(["x", "w"]) == [0, 1]
+    assert embedder.calls == [["w", "x"], ["x", "w"]]
