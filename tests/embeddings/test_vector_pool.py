@@ -12,22 +12,14 @@ from graphwalk_core.embeddings import Embedder, HashingEmbedder
 from graphwalk_core.embeddings.pool import VectorPool
 
 
-class GatedEmbedder:
+class GatedEmbedder(HashingEmbedder):
     """A hashing embedder that records its calls; a call including ``gate_text`` waits for ``release``."""
 
     def __init__(self, gate_text: str = "", fail_text: str = "") -> None:
-        self.inner = HashingEmbedder()
+        super().__init__()
         self.calls: list[list[str]] = []
         self.gate_text, self.fail_text = gate_text, fail_text
         self.release = threading.Event()
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls.append(list(texts))
@@ -35,7 +27,7 @@ class GatedEmbedder:
             assert self.release.wait(10)
         if self.fail_text in texts:
             raise RuntimeError(f"cannot embed {self.fail_text}")
-        return self.inner.embed(texts)
+        return super().embed(texts)
 
 
 def test_the_pool_is_an_embedder_with_the_same_vectors() -> None:
