@@ -116,6 +116,7 @@ class FastEmbedEmbedder:
     ``model_qint8_dynamic.onnx``: about twice as fast on short names, but its activations are quantized
     per batch, so a text's vector varies slightly (cosine ~0.99) with its batch-mates.
     Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing.
+    ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names).
     """
 
     def __init__(
@@ -125,7 +126,7 @@ class FastEmbedEmbedder:
         *,
         cache_dir: str | Path | None = None,
         model_file: str | None = None,
-        batch_size: int = 64,
+        batch_size: int = 32,
         cache_size: int = 100_000,
         threads: int | None = None,
     ) -> None:
