@@ -63,11 +63,16 @@ def _word(token: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
+def question_words(question: str) -> list[str]:
+    """The question's words, lowercased, plural ``s`` dropped (the mask reads ``entity``)."""
+    return [_word(w) for w in _WORD.findall(question)]
+
+
 def question_terms(question: str, window: int = PAIR_WINDOW) -> list[tuple[str, int]]:
     """(term, distance in words to the nearest entity mention) for every word and every ordered pair of
     words at most ``window`` apart (a skip pair is named like an adjacent one: "share the same actor"
     and "share actors" both hold "share actor"); 0 for every term of a question without a mention."""
-    words = [_word(w) for w in _WORD.findall(question)]
+    words = question_words(question)
     masks = [i for i, w in enumerate(words) if w == _MASK_WORD]
 
     def dist(i: int) -> int:

@@ -34,26 +34,29 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.decisions.coverage import Coverage
 from graphwalk_core.decisions.features import FEATURE_VERSION, distinct_texts, n_features, view_features
 from graphwalk_core.decisions.local import softmax
-from graphwalk_core.decisions.views import view_of
+from graphwalk_core.decisions.plan import Planner
+from graphwalk_core.decisions.views import DecisionView, view_of
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
 
 #: The model folder's format; a folder of another format (an older feature set) is refused.
-MODEL_FORMAT = "graphwalk-trained-decider/3"
+MODEL_FORMAT = "graphwalk-trained-decider/4"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.npz"
 
 
 @dataclass(frozen=True)
 class DeciderModel:
-    """Coverage model, scaler + MLP layers (ReLU hidden, one logit out) and the manifest describing them."""
+    """Coverage model, scaler + MLP layers (ReLU hidden, one logit out), path planner and the manifest
+    describing them."""
 
     mean: np.ndarray
     scale: np.ndarray
     weights: tuple[np.ndarray, ...]
     biases: tuple[np.ndarray, ...]
     coverage: Coverage
+    planner: Planner
     manifest: dict[str, Any]
 
     @property
@@ -64,7 +67,7 @@ class DeciderModel:
     def fingerprint(self) -> str:
         """sha256 over the weights and the manifest: changes whenever the model does."""
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode())
-        arrays = self.coverage.arrays().values()
+        arrays = (self.coverage.arrays() | self.planner.arrays()).values()
         for array in (self.mean, self.scale, *self.weights, *self.biases, *arrays):
             digest.update(np.ascontiguousarray(array).tobytes())
         return digest.hexdigest()
@@ -85,7 +88,7 @@ class DeciderModel:
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
-        arrays |= self.coverage.arrays()
+        arrays |= self.coverage.arrays() | self.planner.arrays()
         np.savez(folder / WEIGHTS, **arrays)
         text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         (folder / MANIFEST).write_text(text, encoding="utf-8")
@@ -113,10 +116,24 @@ class DeciderModel:
                 weights = tuple(npz[f"w{i}"] for i in range(n_layers))
                 biases = tuple(npz[f"b{i}"] for i in range(n_layers))
                 mean, scale = npz["mean"], npz["scale"]
-                coverage = Coverage.from_saved(manifest["coverage"], {k: npz[k] for k in npz.files})
+                saved = {k: npz[k] for k in npz.files}
+                coverage = Coverage.from_saved(manifest["coverage"], saved)
+                planner = Planner.from_saved(manifest["plan"], saved)
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
-        return cls(mean, scale, weights, biases, coverage, manifest)
+        return cls(mean, scale, weights, biases, coverage, planner, manifest)
+
+    def scores(self, view: DecisionView, features: np.ndarray) -> np.ndarray:
+        """Per option of ``view`` (its feature rows), the combined log probability (:meth:`combine`)."""
+        return self.combine(view, self.logits(features))
+
+    def combine(self, view: DecisionView, logits: np.ndarray) -> np.ndarray:
+        """The network's log probabilities times the plan's to the power of its weight (a product of
+        experts), renormalized by the caller's softmax; the network's alone where the planner abstains."""
+        log_p = logits - logits.max()
+        log_p -= np.log(np.exp(log_p).sum())
+        planned = self.planner.distribution(view.question, view.path, view.options)
+        return log_p if planned is None else log_p + self.planner.weight * planned
 
 
 @lru_cache(maxsize=1)
@@ -190,7 +207,7 @@ class TrainedDecisionBackend:
         # a few rows times one small layer: BLAS threads only add waiting (200 ms a call on a busy machine)
         with _blas().limit(limits=1, user_api="blas"):
             logits = [
-                self.model.logits(view_features(view, vecs.__getitem__, self.model.coverage))
+                self.model.scores(view, view_features(view, vecs.__getitem__, self.model.coverage))
                 for view in views
             ]
         results = {}

@@ -24,6 +24,7 @@ import numpy as np
 
 from graphwalk_core.decisions.coverage import Coverage, move_key
 from graphwalk_core.decisions.features import BLOCKS, FEATURE_VERSION, SCALARS, distinct_texts, view_features
+from graphwalk_core.decisions.plan import Planner, schema_of
 from graphwalk_core.decisions.trained import MODEL_FORMAT, DeciderModel
 from graphwalk_core.decisions.views import DecisionView, Move
 from graphwalk_core.embeddings.base import Embedder
@@ -49,6 +50,10 @@ class FitConfig:
     name: str = "decider"
     #: Ridge penalty of the coverage model.
     coverage_alpha: float = 1.0
+    #: The planner's longest path, per-move cost and weight against the network.
+    plan_depth: int = 3
+    plan_move_cost: float = 2.0
+    plan_weight: float = 1.0
 
 
 @dataclass
@@ -124,15 +129,28 @@ def fit_coverage(examples: Sequence[DecisionExample], alpha: float = 1.0) -> Cov
     return Coverage.fit(((q, [move_key(m) for m in path]) for q, path in paths), alpha=alpha)
 
 
+def fit_planner(examples: Sequence[DecisionExample], config: FitConfig) -> Planner:
+    """The path planner of the examples' questions and labeled paths; its schema is what the
+    examples were offered after each move."""
+    paths = labeled_paths(examples).values()
+    schema = schema_of((ex.view.path[-1], ex.view.options) for ex in examples if ex.view.path)
+    return Planner.fit(
+        ((q, [move_key(m) for m in path]) for q, path in paths),
+        schema,
+        max_depth=config.plan_depth,
+        move_cost=config.plan_move_cost,
+        weight=config.plan_weight,
+    )
+
+
 def accuracy(
-    examples: Sequence[DecisionExample], score: Callable[[RowKey], float]
+    examples: Sequence[DecisionExample], score: Callable[[DecisionView], np.ndarray]
 ) -> dict[str, float | None]:
     """Share of examples whose top-scored option has the target's top mass (ties: any of them), per kind
     and overall."""
     right: dict[str, list[bool]] = {k: [] for k in (*KINDS, "all")}
     for ex in examples:
-        v = ex.view
-        scores = [score((v.question, v.path, m)) for m in v.options]
+        scores = score(ex.view)
         ok = ex.target[int(np.argmax(scores))] >= max(ex.target) - 1e-9
         right[ex.kind].append(ok)
         right["all"].append(ok)
@@ -173,6 +191,7 @@ def fit_decider(
 
     t1 = time.perf_counter()
     coverage = fit_coverage(train, config.coverage_alpha)
+    planner = fit_planner(train, config)
     keys, pos, count = _rows(train)
     x = _row_features(keys, lookup.__getitem__, coverage)
     neg = count - pos
@@ -226,6 +245,7 @@ def fit_decider(
         "embedder_dim": embedder.dim,
         "features": {"version": FEATURE_VERSION, "blocks": list(BLOCKS), "scalars": list(SCALARS)},
         "coverage": coverage.manifest(),
+        "plan": planner.manifest(),
         "learner": learner,
         "data_hash": examples_hash(examples),
         "validation_fraction": config.validation_fraction,
@@ -238,16 +258,21 @@ def fit_decider(
         weights=tuple(w.astype(np.float32) for w in mlp.coefs_),
         biases=tuple(b.astype(np.float32) for b in mlp.intercepts_),
         coverage=coverage,
+        planner=planner,
         manifest=model_manifest,
     )
 
     t2 = time.perf_counter()
     cache: dict[RowKey, float] = dict(zip(keys, model.scaled_logits(x).tolist(), strict=True))
 
-    def score(key: RowKey) -> float:
+    def logit(key: RowKey) -> float:
         if key not in cache:
             cache[key] = float(model.logits(_row_features([key], lookup.__getitem__, coverage))[0])
         return cache[key]
+
+    def score(view: DecisionView) -> np.ndarray:
+        logits = np.array([logit((view.question, view.path, m)) for m in view.options])
+        return model.combine(view, logits)
 
     counts = {"examples": len(examples), "train": len(train), "validation": len(val), "rows": len(keys)}
     counts |= {f"source_{s}": sum(1 for ex in examples if ex.source == s) for s in ("weak", "trace")}
