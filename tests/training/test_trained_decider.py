@@ -163,3 +163,35 @@ def test_factory_builds_the_trained_decider(model_dir: Path) -> None:
     assert isinstance(built, TrainedDecisionBackend)
     # the default stays the zero-shot local decider
     assert make_decider(GraphwalkSettings(), embedder=EMBEDDER).model_id.startswith("local:")
+
+
+async def test_a_model_of_one_and_two_hop_questions_walks_a_composed_three_hop_one(tmp_path: Path) -> None:
+    from graphwalk_core.training.examples import LabeledQuestion
+
+    def years_of(films: list[str]) -> list[str]:
+        return sorted({y for f in films for y in year(int(f.split()[1]))})
+
+    labeled = questions(range(9))  # who directed / when released / films sharing the director
+    for d in range(4):
+        director = f"Director {d}"
+        labeled.append(
+            LabeledQuestion(
+                f"years-{d}", f"when were the films directed by {director} released", [director],
+                years_of(films_of_director(d)), "dev", [director],
+            )
+        )  # fmt: skip
+    examples, unlabeled = await weak_examples(store(), labeled)
+    assert unlabeled == 0 and max(len(ex.view.path) for ex in examples) == 2  # no 3-hop question
+    config = FitConfig(hidden=(16,), max_iter=200, name="short")
+    fit_decider(examples, EMBEDDER, config=config, out=tmp_path / "short")
+    backend = TrainedDecisionBackend.load(tmp_path / "short", EMBEDDER)
+    walk = TraversalConfig(hop_mode="relation", strategy="greedy", allow_stop_at_start=False)
+    traverser = Traverser(store(), backend, config=walk)
+    for i in (9, 10, 11):
+        film = f"Film {i}"
+        # the network alone (plan_weight=0) stops after the two hops of "share the director"
+        result = await traverser.walk(
+            f"the films that share the director of {film} were released when", [film]
+        )
+        others = [f for f in films_of_director(i % 4) if f != film]
+        assert sorted(result.answers[0].names) == years_of(others), film
