@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +81,28 @@ def _align_side(gains: np.ndarray) -> tuple[list[float], list[list[int]]]:
     return best, tags
 
 
+def _best_per_mask(gains: np.ndarray) -> np.ndarray:
+    """:func:`_align_side`'s scores for many paths at once: ``gains`` is paths x moves x words, the
+    result paths x masks."""
+    n, k, n_words = gains.shape
+    best = np.full((n, 1 << k), -np.inf)
+    best[:, 0] = 0.0
+    steps = [(mask, t, mask | (1 << t)) for mask in range(1 << k) for t in range(max(_top_bit(mask), 0), k)]
+    for i in range(n_words):
+        new = best.copy()
+        for mask, t, target in steps:
+            np.maximum(new[:, target], best[:, mask] + gains[:, t, i], out=new[:, target])
+        best = new
+    return best
+
+
+def _covering_pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(left mask, right mask) pairs whose union is every one of ``k`` moves."""
+    full = (1 << k) - 1
+    pairs = [(a, b) for a in range(full + 1) for b in range(full + 1) if a | b == full]
+    return np.array([a for a, _ in pairs]), np.array([b for _, b in pairs])
+
+
 @dataclass(frozen=True)
 class Planner:
     """Word/move gains, the schema (moves offered after each move) and the planning depth."""
@@ -131,21 +153,55 @@ class Planner:
         return best, ltags[pick[0]], rtags[pick[1]]
 
     def score(self, question: str, path: Sequence[str]) -> float:
-        """The path's score (cached per question and path)."""
-        key = (question, tuple(path))
-        hit = self._cache.get(key)
-        if hit is None:
-            if len(self._cache) >= 200_000:
-                self._cache.clear()
-            hit = self._cache[key] = self.align(question, path)[0] - self.move_cost * len(path)
-        return hit
+        """The path's score: its best alignment's gain less ``move_cost`` per move."""
+        return float(self.scores(question, [tuple(path)])[0])
 
-    def continuations(self, path: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """``path`` and every schema continuation of it up to ``max_depth`` moves (bounded)."""
+    def scores(self, question: str, paths: Sequence[tuple[str, ...]]) -> np.ndarray:
+        """:meth:`score` of each path, the paths of one length aligned at once (cached per question
+        and path)."""
+        if len(self._cache) >= 200_000:
+            self._cache.clear()
+        missing = [p for p in dict.fromkeys(paths) if (question, p) not in self._cache]
+        if missing:
+            left, right = sides(question)
+            lcols = [self._word_index.get(w, len(self.words)) for w in left]
+            rcols = [self._word_index.get(w, len(self.words)) for w in right]
+            by_length: dict[int, list[tuple[str, ...]]] = defaultdict(list)
+            for p in missing:
+                by_length[len(p)].append(p)
+            for k, group in by_length.items():
+                rows = np.array(
+                    [[self._move_index.get(m, len(self.moves)) for m in p] for p in group], dtype=np.intp
+                )
+                rows = rows.reshape(len(group), k)
+                lbest = _best_per_mask(self._table[rows][:, :, lcols])
+                rbest = _best_per_mask(self._table[rows][:, :, rcols])
+                a, b = _covering_pairs(k)
+                total = (lbest[:, a] + rbest[:, b]).max(axis=1) - self.move_cost * k
+                for p, value in zip(group, total.tolist(), strict=True):
+                    self._cache[(question, p)] = value
+        return np.array([self._cache[(question, p)] for p in paths])
+
+    def asked(self, question: str) -> frozenset[str]:
+        """The moves some word of ``question`` asks for (a positive gain): the only ones a plan
+        continues with (any other move costs at least ``move_cost`` and explains nothing)."""
+        cols = [self._word_index[w] for side in sides(question) for w in side if w in self._word_index]
+        if not cols:
+            return frozenset()
+        wanted = self.gain[:, cols].max(axis=1) > 0
+        return frozenset(m for m, yes in zip(self.moves, wanted.tolist(), strict=True) if yes)
+
+    def continuations(
+        self, path: tuple[str, ...], allowed: Collection[str] | None = None
+    ) -> list[tuple[str, ...]]:
+        """``path`` and every schema continuation of it (through ``allowed`` moves only, when given) up
+        to ``max_depth`` moves (bounded)."""
         out = [path]
         layer = [path]
         while layer and len(layer[0]) < self.max_depth and len(out) < MAX_PATHS:
-            layer = [(*p, m) for p in layer for m in self.follows.get(p[-1], ())]
+            layer = [
+                (*p, m) for p in layer for m in self.follows.get(p[-1], ()) if allowed is None or m in allowed
+            ]
             out += layer[: MAX_PATHS - len(out)]
         return out
 
@@ -158,13 +214,15 @@ class Planner:
         keys = [None if o is None else move_key(o) for o in options]
         if any(k is not None and not self.knows(k) for k in (*walked, *keys)):
             return None
+        allowed = self.asked(question)
+        planned = [[walked] if key is None else self.continuations((*walked, key), allowed) for key in keys]
+        flat = self.scores(question, [p for paths in planned for p in paths])
         mass = np.empty(len(options))
-        for j, key in enumerate(keys):
-            if key is None:
-                mass[j] = self.score(question, walked)
-                continue
-            scores = [self.score(question, p) for p in self.continuations((*walked, key))]
-            mass[j] = _logsumexp(scores)
+        at = 0
+        for j, paths in enumerate(planned):
+            too_long = len(paths[0]) > self.max_depth  # no plan is longer than the labeled paths may be
+            mass[j] = -math.inf if too_long else _logsumexp(flat[at : at + len(paths)].tolist())
+            at += len(paths)
         if not np.isfinite(mass).any():
             return None
         return mass - _logsumexp(mass.tolist())

@@ -78,3 +78,9 @@ def test_save_load_round_trip(planner: Planner) -> None:
     again = Planner.from_saved(planner.manifest(), planner.arrays())
     assert again.manifest() == planner.manifest()
     assert again.align(COMPOSED, [D, DI, Y]) == planner.align(COMPOSED, [D, DI, Y])
+
+
+def test_batched_scores_equal_the_alignment_less_the_move_cost(planner: Planner) -> None:
+    paths = [(D,), (D, DI), (DI, Y), (D, DI, Y), (D, DI, D), ()]
+    expected = [planner.align(COMPOSED, p)[0] - planner.move_cost * len(p) for p in paths]
+    np.testing.assert_allclose(planner.scores(COMPOSED, paths), expected)
