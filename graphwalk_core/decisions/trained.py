@@ -1,11 +1,12 @@
-"""A decider trained on decision examples: a small MLP over coverage features and embedder vectors,
-times a path planner's distribution (a product of experts, :mod:`graphwalk_core.decisions.plan`).
+"""A decider trained on decision examples: a small MLP over coverage features and embedder vectors, times a
+path planner's distribution (a product of experts, :mod:`graphwalk_core.decisions.plan`).
 
 The model folder (written by :mod:`graphwalk_core.training.fit`) holds ``weights.npz`` (the feature
-scaler, the network's layers, the coverage model's weights and the path planner's gains) and ``manifest.json`` (format,
-embedder id, training data hash, example counts, validation metrics, library versions). Inference is
-two matrix products in numpy; the question, path and option texts are embedded once and cached by
-content, so a walk embeds its question once and known option texts never again.
+scaler, the network's layers, the coverage model's weights and the path planner's gains) and
+``manifest.json`` (format, embedder id, training data hash, example counts, validation metrics, library
+versions). The network's inference is two matrix products in numpy; the question, path and option texts
+are embedded once and cached by content, so a walk embeds its question once and known option texts never
+again.
 """
 
 from __future__ import annotations

@@ -1,14 +1,13 @@
 """Fit a trained decider on decision examples (scikit-learn) and save it as a versioned model folder.
 
 First the coverage model (:class:`~graphwalk_core.decisions.coverage.Coverage`) is fitted on the
-training questions' labeled moves: for each question, its longest labeled path (the moves its
-examples take, the top target at every step); the path planner
-(:class:`~graphwalk_core.decisions.plan.Planner`) on the same paths. Every distinct text is embedded once. A feature row
-depends only on (masked question, path, option),
-so the rows of all examples collapse to distinct rows, each with a positive weight (the summed target
-mass it received) and a negative weight (the rest of its occurrences); soft labels from traces fit the
-same way. The learner is scikit-learn's ``MLPClassifier`` behind a ``StandardScaler``; its arrays are
-exported so inference is plain numpy.
+training questions' labeled moves: for each question, its longest labeled path (the moves its examples
+take, the top target at every step); the path planner (:class:`~graphwalk_core.decisions.plan.Planner`)
+on the same paths. Every distinct text is embedded once. A feature row depends only on (masked question,
+path, option), so the rows of all examples collapse to distinct rows, each with a positive weight (the
+summed target mass it received) and a negative weight (the rest of its occurrences); soft labels from
+traces fit the same way. The learner is scikit-learn's ``MLPClassifier`` behind a ``StandardScaler``;
+its arrays are exported so inference is plain numpy.
 """
 
 from __future__ import annotations
