@@ -104,6 +104,17 @@ def _covering_pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
+class _Asked:
+    """One question as the planner reads it: its words' table columns per side, the moves some word
+    asks for, and the scores of the paths aligned so far."""
+
+    lcols: np.ndarray
+    rcols: np.ndarray
+    allowed: frozenset[int]
+    scores: dict[tuple[int, ...], float]
+
+
+@dataclass(frozen=True)
 class Planner:
     """Word/move gains, the schema (moves offered after each move) and the planning depth."""
 
@@ -119,7 +130,8 @@ class Planner:
     _word_index: dict[str, int] = field(init=False, repr=False, compare=False)
     _move_index: dict[str, int] = field(init=False, repr=False, compare=False)
     _table: np.ndarray = field(init=False, repr=False, compare=False)
-    _cache: dict[tuple[str, tuple[str, ...]], float] = field(init=False, repr=False, compare=False)
+    _follows: dict[int, tuple[int, ...]] = field(init=False, repr=False, compare=False)
+    _cache: dict[str, _Asked] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # one extra column (an unknown word: explained by nothing) and one extra row (an unknown move)
@@ -129,6 +141,12 @@ class Planner:
         object.__setattr__(self, "_word_index", {w: i for i, w in enumerate(self.words)})
         object.__setattr__(self, "_move_index", {m: i for i, m in enumerate(self.moves)})
         object.__setattr__(self, "_table", table)
+        index = self._move_index
+        follows = {
+            i: tuple(index[m] for m in self.follows.get(key, ()) if m in index) for key, i in index.items()
+        }
+        follows[len(self.moves)] = ()
+        object.__setattr__(self, "_follows", follows)
         object.__setattr__(self, "_cache", {})
 
     def knows(self, key: str) -> bool:
@@ -157,51 +175,63 @@ class Planner:
         return float(self.scores(question, [tuple(path)])[0])
 
     def scores(self, question: str, paths: Sequence[tuple[str, ...]]) -> np.ndarray:
-        """:meth:`score` of each path, the paths of one length aligned at once (cached per question
-        and path)."""
-        if len(self._cache) >= 200_000:
-            self._cache.clear()
-        missing = [p for p in dict.fromkeys(paths) if (question, p) not in self._cache]
-        if missing:
+        """:meth:`score` of each path (move keys)."""
+        unknown = len(self.moves)
+        return self._scores(question, [tuple(self._move_index.get(m, unknown) for m in p) for p in paths])
+
+    def _asked(self, question: str) -> _Asked:
+        hit = self._cache.get(question)
+        if hit is None:
+            if len(self._cache) >= 20_000:
+                self._cache.clear()
             left, right = sides(question)
-            lcols = [self._word_index.get(w, len(self.words)) for w in left]
-            rcols = [self._word_index.get(w, len(self.words)) for w in right]
-            by_length: dict[int, list[tuple[str, ...]]] = defaultdict(list)
-            for p in missing:
-                by_length[len(p)].append(p)
-            for k, group in by_length.items():
-                rows = np.array(
-                    [[self._move_index.get(m, len(self.moves)) for m in p] for p in group], dtype=np.intp
-                )
-                rows = rows.reshape(len(group), k)
-                lbest = _best_per_mask(self._table[rows][:, :, lcols])
-                rbest = _best_per_mask(self._table[rows][:, :, rcols])
-                a, b = _covering_pairs(k)
-                total = (lbest[:, a] + rbest[:, b]).max(axis=1) - self.move_cost * k
-                for p, value in zip(group, total.tolist(), strict=True):
-                    self._cache[(question, p)] = value
-        return np.array([self._cache[(question, p)] for p in paths])
+            lcols = np.array([self._word_index.get(w, len(self.words)) for w in left], dtype=np.intp)
+            rcols = np.array([self._word_index.get(w, len(self.words)) for w in right], dtype=np.intp)
+            cols = np.concatenate([lcols, rcols])
+            wanted = self._table[: len(self.moves), cols].max(axis=1) > 0 if len(cols) else []
+            allowed = frozenset(i for i, yes in enumerate(np.asarray(wanted).tolist()) if yes)
+            hit = self._cache[question] = _Asked(lcols, rcols, allowed, {})
+        return hit
+
+    def _scores(self, question: str, paths: Sequence[tuple[int, ...]]) -> np.ndarray:
+        """Scores of paths of move indices, the missing ones of one length aligned at once (cached per
+        question)."""
+        asked = self._asked(question)
+        known = asked.scores
+        missing = [p for p in dict.fromkeys(paths) if p not in known]
+        by_length: dict[int, list[tuple[int, ...]]] = defaultdict(list)
+        for p in missing:
+            by_length[len(p)].append(p)
+        for k, group in by_length.items():
+            rows = np.array(group, dtype=np.intp).reshape(len(group), k)
+            gains = self._table[rows]
+            lbest = _best_per_mask(gains[:, :, asked.lcols])
+            rbest = _best_per_mask(gains[:, :, asked.rcols])
+            a, b = _covering_pairs(k)
+            total = (lbest[:, a] + rbest[:, b]).max(axis=1) - self.move_cost * k
+            known.update(zip(group, total.tolist(), strict=True))
+        return np.array([known[p] for p in paths])
 
     def asked(self, question: str) -> frozenset[str]:
         """The moves some word of ``question`` asks for (a positive gain): the only ones a plan
         continues with (any other move costs at least ``move_cost`` and explains nothing)."""
-        cols = [self._word_index[w] for side in sides(question) for w in side if w in self._word_index]
-        if not cols:
-            return frozenset()
-        wanted = self.gain[:, cols].max(axis=1) > 0
-        return frozenset(m for m, yes in zip(self.moves, wanted.tolist(), strict=True) if yes)
+        return frozenset(self.moves[i] for i in self._asked(question).allowed)
 
     def continuations(
         self, path: tuple[str, ...], allowed: Collection[str] | None = None
     ) -> list[tuple[str, ...]]:
         """``path`` and every schema continuation of it (through ``allowed`` moves only, when given) up
         to ``max_depth`` moves (bounded)."""
+        index = self._move_index
+        through = None if allowed is None else frozenset(index[m] for m in allowed if m in index)
+        found = self._continuations(tuple(index[m] for m in path), through)
+        return [tuple(self.moves[i] for i in p) for p in found]
+
+    def _continuations(self, path: tuple[int, ...], allowed: frozenset[int] | None) -> list[tuple[int, ...]]:
         out = [path]
         layer = [path]
         while layer and len(layer[0]) < self.max_depth and len(out) < MAX_PATHS:
-            layer = [
-                (*p, m) for p in layer for m in self.follows.get(p[-1], ()) if allowed is None or m in allowed
-            ]
+            layer = [(*p, m) for p in layer for m in self._follows[p[-1]] if allowed is None or m in allowed]
             out += layer[: MAX_PATHS - len(out)]
         return out
 
@@ -210,22 +240,26 @@ class Planner:
     ) -> np.ndarray | None:
         """Per offered option (None: STOP) the planned log probability, or None when the planner does
         not know every offered move (it abstains)."""
-        walked = tuple(move_key(m) for m in path)
-        keys = [None if o is None else move_key(o) for o in options]
-        if any(k is not None and not self.knows(k) for k in (*walked, *keys)):
+        index = self._move_index
+        keys = [move_key(m) for m in path] + [move_key(o) for o in options if o is not None]
+        if any(k not in index for k in keys):
             return None
-        allowed = self.asked(question)
-        planned = [[walked] if key is None else self.continuations((*walked, key), allowed) for key in keys]
-        flat = self.scores(question, [p for paths in planned for p in paths])
-        mass = np.empty(len(options))
+        walked = tuple(index[move_key(m)] for m in path)
+        allowed = self._asked(question).allowed
+        planned = [
+            [walked] if o is None else self._continuations((*walked, index[move_key(o)]), allowed)
+            for o in options
+        ]
+        flat = self._scores(question, [p for paths in planned for p in paths])
+        mass = np.full(len(options), -np.inf)
         at = 0
         for j, paths in enumerate(planned):
-            too_long = len(paths[0]) > self.max_depth  # no plan is longer than the labeled paths may be
-            mass[j] = -math.inf if too_long else _logsumexp(flat[at : at + len(paths)].tolist())
+            if len(paths[0]) <= self.max_depth:  # no plan is longer than the labeled paths may be
+                mass[j] = _logsumexp(flat[at : at + len(paths)])
             at += len(paths)
         if not np.isfinite(mass).any():
             return None
-        return mass - _logsumexp(mass.tolist())
+        return mass - _logsumexp(mass)
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -321,8 +355,8 @@ def schema_of(transitions: Iterable[tuple[Move, Iterable[Move | None]]]) -> dict
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _logsumexp(values: Sequence[float]) -> float:
-    top = max(values)
+def _logsumexp(values: np.ndarray) -> float:
+    top = float(values.max())
     if top == -math.inf:
         return top
-    return top + math.log(sum(math.exp(v - top) for v in values))
+    return top + math.log(float(np.exp(values - top).sum()))
