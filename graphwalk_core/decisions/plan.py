@@ -83,16 +83,20 @@ def _align_side(gains: np.ndarray) -> tuple[list[float], list[list[int]]]:
 
 def _best_per_mask(gains: np.ndarray) -> np.ndarray:
     """:func:`_align_side`'s scores for many paths at once: ``gains`` is paths x moves x words, the
-    result paths x masks."""
+    result paths x masks. A mask's last move is its top bit; a word aligned to it comes from the mask
+    itself (that move again) or from the mask without it (monotone), always from before the word."""
     n, k, n_words = gains.shape
     best = np.full((n, 1 << k), -np.inf)
     best[:, 0] = 0.0
-    steps = [(mask, t, mask | (1 << t)) for mask in range(1 << k) for t in range(max(_top_bit(mask), 0), k)]
+    if k == 0:
+        return best
+    targets = np.arange(1, 1 << k)
+    tops = np.array([_top_bit(int(m)) for m in targets])
+    sources = targets - (1 << tops)
+    per_mask = gains[:, tops, :]
     for i in range(n_words):
-        new = best.copy()
-        for mask, t, target in steps:
-            np.maximum(new[:, target], best[:, mask] + gains[:, t, i], out=new[:, target])
-        best = new
+        aligned = np.maximum(best[:, sources], best[:, 1:]) + per_mask[:, :, i]
+        np.maximum(best[:, 1:], aligned, out=best[:, 1:])
     return best
 
 
