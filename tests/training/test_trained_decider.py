@@ -56,7 +56,7 @@ def rel(relation: str, direction: str = "out") -> dict[str, object]:
 
 def test_manifest_records_what_it_was_trained_on(model_dir: Path) -> None:
     manifest = json.loads((model_dir / "manifest.json").read_text())
-    assert manifest["format"] == "graphwalk-trained-decider/3"
+    assert manifest["format"] == "graphwalk-trained-decider/4"
     assert manifest["embedder"] == EMBEDDER.model_id
     assert manifest["relations"] == ["directed_by", "release_year", "starred_actors"]
     assert set(manifest["libraries"]) == {"scikit-learn", "numpy", "graphwalk"}
@@ -142,14 +142,16 @@ def test_refuses_a_folder_that_is_no_model(tmp_path: Path) -> None:
         TrainedDecisionBackend.load(tmp_path, EMBEDDER)
 
 
-def test_refuses_a_model_of_the_previous_feature_set(model_dir: Path, tmp_path: Path) -> None:
-    """Format 2 (adjacent word pairs only) reads different terms than it was fitted on: retrain."""
+@pytest.mark.parametrize("older", ["graphwalk-trained-decider/2", "graphwalk-trained-decider/3"])
+def test_refuses_a_model_of_an_older_format(model_dir: Path, tmp_path: Path, older: str) -> None:
+    """Format 2 (adjacent word pairs only) reads different terms than it was fitted on, format 3 has no
+    path planner: retrain."""
     manifest = json.loads((model_dir / "manifest.json").read_text())
-    manifest["format"] = "graphwalk-trained-decider/2"
+    manifest["format"] = older
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     (tmp_path / "weights.npz").write_bytes((model_dir / "weights.npz").read_bytes())
     expected = (
-        r"format 'graphwalk-trained-decider/2', expected 'graphwalk-trained-decider/3' "
+        rf"format '{older}', expected 'graphwalk-trained-decider/4' "
         r"\(features 'coverage-3'\): a model of an older graphwalk; retrain it"
     )
     with pytest.raises(ConfigError, match=expected):
