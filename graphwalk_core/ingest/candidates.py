@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -46,6 +46,16 @@ class IndexEntry:
     summary: str | None = None
     relations: list[str] = field(default_factory=list)
     stored: bool = False
+
+
+def first_spellings(names: Iterable[str]) -> dict[str, str]:
+    """Normalized name -> its first spelling in ``names``, in first-seen order: the text the index embeds
+    for that name, as written, so the embedder's own text cache also answers the local decider (which
+    embeds mention and card names verbatim)."""
+    first: dict[str, str] = {}
+    for name in names:
+        first.setdefault(normalize_name(name), name)
+    return first
 
 
 class Candidate(NamedTuple):
@@ -200,12 +210,7 @@ class CandidateIndex:
         """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
         assert self.embedder is not None and self.pool is not None
         keys = [normalize_name(n) for n in names]
-        # the first spelling of each unseen name is embedded as written, so the embedder's own text
-        # cache also answers the local decider, which embeds mention and card names verbatim
-        missing: dict[str, str] = {}
-        for key, name in zip(keys, names, strict=True):
-            if key not in self._vectors:
-                missing.setdefault(key, name)
+        missing = {k: n for k, n in first_spellings(names).items() if k not in self._vectors}
         if missing:
             self._vectors.update(zip(missing, self.pool.rows(list(missing.values())), strict=True))
         return self.pool.vectors([self._vectors[k] for k in keys])

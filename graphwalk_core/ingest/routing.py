@@ -28,7 +28,7 @@ from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, Decis
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import VectorPool
 from graphwalk_core.errors import BackendError, ConfigError
-from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
+from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry, first_spellings
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, Extraction
 from graphwalk_core.ingest.ledger import provenance_source
 from graphwalk_core.ingest.name_compat import is_short_form, names_compatible
@@ -42,7 +42,7 @@ from graphwalk_core.ingest.outputs import (
     RoutingPlan,
 )
 from graphwalk_core.ingest.resolution import chunk_edges, mention_node, mention_provenance, new_node_id
-from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
+from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
 from graphwalk_core.model.merge import source_ids
@@ -434,10 +434,7 @@ class Router:
         pool = self.index.pool
         if pool is None:
             return
-        first: dict[str, str] = {}  # the spelling CandidateIndex.embed embeds: a name's first
-        for name in self._unseen_names(items):
-            first.setdefault(normalize_name(name), name)
-        names = [n for n in first.values() if n not in pool]
+        names = [n for n in first_spellings(self._unseen_names(items)).values() if n not in pool]
         if not names:
             return
         if self._ahead is None:
