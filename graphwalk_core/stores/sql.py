@@ -74,6 +74,10 @@ _WRITER = "graphwalk_writer"
 #: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
 #: edges come back in the same order whatever the database's locale.
 Key = String().with_variant(String(collation="C"), "postgresql")
+#: Every index costs a random B-tree write per row, so there are only the ones reads use: edges by
+#: (source, type, target) (which also serves lookups by source) and by target. The key-only tables are
+#: stored as their primary key's B-tree on SQLite (``WITHOUT ROWID``). Graphs created before keep their
+#: extra indexes and row ids; both layouts take the same statements.
 schema = MetaData()
 nodes_table = Table(
     "nodes",
@@ -89,14 +93,15 @@ node_names_table = Table(
     Column("name_key", Key, primary_key=True),
     Column("node_id", Key, primary_key=True),
     Index("ix_node_names_node_id", "node_id"),
+    sqlite_with_rowid=False,
 )
 edges_table = Table(
     "edges",
     schema,
     Column("id", Key, primary_key=True),
-    Column("source", Key, nullable=False, index=True),
+    Column("source", Key, nullable=False),
     Column("target", Key, nullable=False, index=True),
-    Column("type", Key, nullable=False, index=True),
+    Column("type", Key, nullable=False),
     Column("data", Text, nullable=False),
     Index("ix_edges_order", "source", "type", "target"),
 )
@@ -107,6 +112,7 @@ provenance_table = Table(
     Column("element_kind", Key, primary_key=True),
     Column("element_id", Key, primary_key=True),
     Index("ix_provenance_element", "element_kind", "element_id"),
+    sqlite_with_rowid=False,
 )
 metadata_table = Table(
     "metadata",

@@ -161,7 +161,20 @@ async def test_schema_is_queryable_sql(tmp_path: Path) -> None:
     tables = {r[0] for r in db.execute("select name from sqlite_master where type = 'table'")}
     assert tables == {"nodes", "node_names", "edges", "provenance", "metadata"}
     indexed = {r[0] for r in db.execute("select name from pragma_index_list('edges')")}
-    assert {"ix_edges_source", "ix_edges_target"} <= indexed
+    # the (source, type, target) index serves lookups by source: no second index repeats its prefix
+    assert indexed == {"ix_edges_order", "ix_edges_target", "sqlite_autoindex_edges_1"}
+    for end in ("source", "target"):
+        query = f"explain query plan select data from edges where {end} = 'a'"
+        plan = " ".join(r[3] for r in db.execute(query))
+        assert "USING INDEX ix_edges_" in plan, plan
+    # key-only tables are their primary key's B-tree (one write per row, not a table and an index)
+    clustered = {r[1]: r[4] for r in db.execute("pragma table_list") if r[0] == "main"}
+    assert {t: clustered[t] for t in ("nodes", "edges", "provenance", "node_names")} == {
+        "nodes": 0,
+        "edges": 0,
+        "provenance": 1,
+        "node_names": 1,
+    }
     assert db.execute("select source_id, element_kind, element_id from provenance order by 2").fetchall() == [
         ("doc/1", "edge", edge_id("a", "r", "b")),
         ("doc/1", "node", "a"),
