@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, insort
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 from graphwalk_core.errors import InputError
@@ -71,25 +72,35 @@ class ProvenanceSet(tuple[Provenance, ...]):
         return self._sources
 
     def adding(self, items: Iterable[Provenance]) -> ProvenanceSet:
-        """This set with ``items`` added (the result :meth:`of` gives, by insertion)."""
-        out = self
-        for item in items:
+        """This set with ``items`` (sorted by ``Provenance.sort_key``) added: the result :meth:`of` gives,
+        by insertion, in one copy. Its support and (when this set knows them) sources are updated from
+        the added records' neighbours, not recounted."""
+        records = list(self)
+        support = self.support
+        added: list[str] = []
+        at = 0
+        for item in items:  # sorted: each one goes at or after the previous one's run of equal keys
             key = item.sort_key()
-            at = bisect_left(out, key, key=Provenance.sort_key)
+            at = bisect_left(records, key, at, key=Provenance.sort_key)
             end = at
-            while end < len(out) and out[end].sort_key() == key:
-                if out[end] == item:
+            while end < len(records) and records[end].sort_key() == key:
+                if records[end] == item:
                     break
                 end += 1
             else:
-                near = out[at - 1 : at + 1] if at else out[:1]
-                new_source = all(p.source_id != item.source_id for p in near)
-                support = out.support + new_source
-                sources = out._sources
-                out = ProvenanceSet((*out[:end], item, *out[end:]))
-                out._support = support
-                if sources is not None:
-                    out._sources = sources | {item.source_id} if new_source else sources
+                source = item.source_id
+                near = records[at - 1 : at + 1] if at else records[:1]
+                if all(p.source_id != source for p in near):
+                    support += 1
+                    added.append(source)
+                records.insert(end, item)
+        if len(records) == len(self):
+            return self
+        out = ProvenanceSet(records)
+        out._support = support
+        sources = self._sources
+        if sources is not None:
+            out._sources = sources.union(added) if added else sources
         return out
 
 
@@ -228,9 +239,18 @@ class TextSources(dict[str, tuple[Provenance, ...]]):
     """Texts in text order, each with the :class:`ProvenanceSet` backing it (what :func:`_union_sources`
     returns), remembering its best text (see :func:`_best_text`) once known. A hub node gets a summary
     per mention: recounting every text's support on each merge would make merges as slow as the node
-    is popular. It equals, pickles and serializes as the plain dict; it is never changed once built."""
+    is popular. It equals, pickles and serializes as the plain dict; it is never changed once built.
+    Its distinct source ids are kept too (grown by each merge, not re-united per text)."""
 
     _best: str | None = None
+    _sources: frozenset[str] | None = None
+
+    @property
+    def sources(self) -> frozenset[str]:
+        """The distinct source ids of every text's provenance."""
+        if self._sources is None:
+            self._sources = frozenset(_texts_sources(self.values()))
+        return self._sources
 
 
 def _name_sources(node: Node) -> Mapping[str, tuple[Provenance, ...]]:
@@ -267,6 +287,10 @@ def _union_sources(
     best = a._best if isinstance(a, TextSources) else None
     if best is not None and out:
         out._best = _best_of(out, [best, *b])
+    known = a._sources if isinstance(a, TextSources) else None
+    if known is not None:  # a's texts kept their provenance or grew by b's: a's sources and b's
+        grown = _texts_sources(b.values())
+        out._sources = known if grown <= known else known | grown
     return out
 
 
@@ -385,15 +409,29 @@ def retract_source(element: _E, source_id: str) -> _E | None:
     return derive_surface(element.model_copy(update=update))
 
 
-def source_ids(element: Node | Edge) -> set[str]:
-    """Every source id an element cites (element, attribute, conflict, name and summary provenance)."""
-    groups: list[Iterable[Provenance]] = [element.provenance, *element.attribute_provenance.values()]
-    groups += [cv.provenance for c in element.conflicts.values() for cv in c.values]
-    if isinstance(element, Node):
-        groups += [*element.name_sources.values(), *element.summary_sources.values()]
+def _group_sources(group: Iterable[Provenance]) -> AbstractSet[str]:
+    return group.sources if isinstance(group, ProvenanceSet) else {p.source_id for p in group}
+
+
+def _texts_sources(groups: Iterable[Iterable[Provenance]]) -> set[str]:
     found: set[str] = set()
     for group in groups:
-        found |= group.sources if isinstance(group, ProvenanceSet) else {p.source_id for p in group}
+        found |= _group_sources(group)
+    return found
+
+
+def source_ids(element: Node | Edge) -> set[str]:
+    """Every source id an element cites (element, attribute, conflict, name and summary provenance).
+    Sets that know their sources (:class:`ProvenanceSet`, :class:`TextSources`) are united whole: a
+    hub's many names and summaries are not visited one by one."""
+    found = set(_group_sources(element.provenance))
+    for group in element.attribute_provenance.values():
+        found |= _group_sources(group)
+    for conflict in element.conflicts.values():
+        found |= _texts_sources(cv.provenance for cv in conflict.values)
+    if isinstance(element, Node):
+        for texts in (element.name_sources, element.summary_sources):
+            found |= texts.sources if isinstance(texts, TextSources) else _texts_sources(texts.values())
     return found
 
 

@@ -129,7 +129,7 @@ class MemoryGraphStore:
             by_provenance: dict[int, tuple[tuple[Provenance, ...], list[Any]]] = {}
             for member, value in values.items():
                 if isinstance(value, Node | Edge):
-                    _index_sources(index, source_ids(value), member, add=True)
+                    _index_keys(index, source_ids(value), member, add=True)
                     continue
                 prov = value if raw_at is None else value[raw_at]
                 group = by_provenance.get(id(prov))
@@ -211,40 +211,47 @@ class MemoryGraphStore:
         if self._undo is not None:
             self._undo.append((kind, key, old))
 
-    def _index_node(self, node_id: NodeId, value: Node | RawNode, add: bool) -> None:
+    def _node_keys(self, node_id: NodeId, value: Node | RawNode | None) -> tuple[set[str], set[str]]:
+        """(name keys, source ids) a node value is indexed under (none for None)."""
+        if value is None:
+            return set(), set()
         if isinstance(value, Node):
-            names = {name_key(n) for n in (value.name, *value.aliases)}
-            sources = source_ids(value)
-        else:
-            names = {name_key(node_id)}
-            sources = {p.source_id for p in value[1]}
-        for name in names:
-            if add:
-                self._names.setdefault(name, set()).add(node_id)
-            else:
-                ids = self._names[name]
-                ids.discard(node_id)
-                if not ids:
-                    del self._names[name]
-        _index_sources(self._node_sources, sources, node_id, add)
+            return {name_key(n) for n in (value.name, *value.aliases)}, source_ids(value)
+        return {name_key(node_id)}, {p.source_id for p in value[1]}
+
+    def _reindex_node(self, node_id: NodeId, old: Node | RawNode | None, new: Node | RawNode | None) -> None:
+        """Move ``node_id``'s name and source index entries from value ``old`` to ``new`` (None: absent),
+        touching only the keys that differ: a hub rewritten per mention keeps its many sources."""
+        old_names, old_sources = self._node_keys(node_id, old)
+        new_names, new_sources = self._node_keys(node_id, new)
+        _index_keys(self._names, old_names - new_names, node_id, add=False)
+        _index_keys(self._names, new_names - old_names, node_id, add=True)
+        _index_keys(self._node_sources, old_sources - new_sources, node_id, add=False)
+        _index_keys(self._node_sources, new_sources - old_sources, node_id, add=True)
 
     def _put_node(self, node_id: NodeId, value: Node | RawNode) -> None:
         old = self._nodes.get(node_id, _MISSING)
         self._log("node", node_id, old)
         self._node_types = None
-        if old is not _MISSING:
-            self._index_node(node_id, old, add=False)
         self._nodes[node_id] = value
-        self._index_node(node_id, value, add=True)
+        self._reindex_node(node_id, None if old is _MISSING else old, value)
 
     def _drop_node(self, node_id: NodeId) -> None:
         old = self._nodes.pop(node_id)
         self._log("node", node_id, old)
         self._node_types = None
-        self._index_node(node_id, old, add=False)
+        self._reindex_node(node_id, old, None)
 
-    def _edge_sources_of(self, value: Edge | RawEdge) -> set[str]:
+    def _edge_sources_of(self, value: Edge | RawEdge | None) -> set[str]:
+        if value is None:
+            return set()
         return source_ids(value) if isinstance(value, Edge) else {p.source_id for p in value}
+
+    def _reindex_edge(self, key: EdgeKey, old: Edge | RawEdge | None, new: Edge | RawEdge | None) -> None:
+        """Move ``key``'s source index entries from value ``old`` to ``new`` (None: absent), by difference."""
+        old_sources, new_sources = self._edge_sources_of(old), self._edge_sources_of(new)
+        _index_keys(self._edge_sources, old_sources - new_sources, key, add=False)
+        _index_keys(self._edge_sources, new_sources - old_sources, key, add=True)
 
     def _put_edge(self, key: EdgeKey, value: Edge | RawEdge) -> None:
         old = self._edges.get(key, _MISSING)
@@ -256,10 +263,8 @@ class MemoryGraphStore:
             self._in.setdefault(target, []).append(Adjacent(relation, source, "in"))
             if self._edge_ids is not None:
                 self._edge_ids[bulk_edge_id(*key)] = key
-        else:
-            _index_sources(self._edge_sources, self._edge_sources_of(old), key, add=False)
         self._edges[key] = value
-        _index_sources(self._edge_sources, self._edge_sources_of(value), key, add=True)
+        self._reindex_edge(key, None if old is _MISSING else old, value)
 
     def _drop_edge(self, key: EdgeKey) -> None:
         old = self._edges.pop(key)
@@ -270,7 +275,7 @@ class MemoryGraphStore:
         self._in[target].remove(Adjacent(relation, source, "in"))
         if self._edge_ids is not None:
             del self._edge_ids[bulk_edge_id(*key)]
-        _index_sources(self._edge_sources, self._edge_sources_of(old), key, add=False)
+        self._reindex_edge(key, old, None)
 
     def _put_metadata(self, key: str, value: str | None) -> None:
         self._log("meta", key, self._metadata.get(key, _MISSING))
@@ -529,13 +534,19 @@ class MemoryGraphStore:
         return sorted(k for k in self._metadata if k.startswith(prefix))
 
 
-def _index_sources(index: dict[str, set[Any]], sources: Iterable[str], member: Any, add: bool) -> None:
-    for source in sources:
+def _index_keys(index: dict[str, set[Any]], keys: Iterable[str], member: Any, add: bool) -> None:
+    """Add ``member`` to (or remove it from) the members of each of ``keys``; a key left with no
+    members is dropped."""
+    for key in keys:
         if add:
-            index.setdefault(source, set()).add(member)
+            members = index.get(key)
+            if members is None:
+                index[key] = {member}
+            else:
+                members.add(member)
         else:
-            members = index.get(source)
+            members = index.get(key)
             if members is not None:
                 members.discard(member)
                 if not members:
-                    del index[source]
+                    del index[key]

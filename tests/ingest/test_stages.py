@@ -15,6 +15,7 @@ from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SourceProfile, load_sources, open_source
 from graphwalk_core.ingest.sources.base import SourceDocument
 from graphwalk_core.ingest.stages import (
+    WINDOW_GC_THRESHOLD,
     apply_plan,
     chunk_documents,
     collector_paused,
@@ -94,9 +95,11 @@ def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows() -> No
 def test_the_collector_skips_older_objects_during_an_apply_and_gets_them_back_after() -> None:
     older = [[i] for i in range(1_000)]
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     with collector_paused():
         assert gc.get_freeze_count() >= len(older)
-    assert gc.get_freeze_count() == 0
+        assert gc.get_threshold() == (max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
     with pytest.raises(RuntimeError), collector_paused():
         raise RuntimeError("a failed window")
-    assert gc.get_freeze_count() == 0
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
