@@ -293,6 +293,28 @@ def test_remembered_best_texts_equal_a_full_recount(chain: list[Node]) -> None:
         assert grown.name == derive_surface(recounted.model_copy(update={"name": "?"})).name
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.lists(mentions, min_size=1, max_size=12), st.lists(st.booleans(), min_size=12, max_size=12))
+def test_remembered_source_ids_equal_a_full_recount(chain: list[Node], asked: list[bool]) -> None:
+    """Source ids kept by the merged sets (grown from the stored node's, once asked for) equal a recount
+    of the re-parsed plain node, every step, whether or not they were asked for in between."""
+    grown = merge_node_data(chain[0], chain[0])
+    for step, mention in enumerate(chain[1:]):
+        if asked[step]:
+            source_ids(grown)
+        known = grown.summary_sources._sources if isinstance(grown.summary_sources, TextSources) else None
+        grown = merge_node_data(grown, mention)
+        plain = Node.model_validate_json(grown.model_dump_json())
+        recount = {p.source_id for group in plain.summary_sources.values() for p in group}
+        if known is not None and grown.summary_sources:  # grown from the stored node's, not recounted
+            assert (
+                isinstance(grown.summary_sources, TextSources) and grown.summary_sources._sources == recount
+            )
+        assert source_ids(grown) == source_ids(plain) == {p.source_id for p in plain.provenance}
+        assert isinstance(grown.name_sources, TextSources)
+        assert grown.name_sources.sources == {p.source_id for g in plain.name_sources.values() for p in g}
+
+
 def test_text_sources_are_plain_dicts_to_models_json_and_pickle() -> None:
     merged = merge_node_data(n("X", (A,), summary="s"), n("Y", (B, C), summary="t"))
     assert isinstance(merged.summary_sources, TextSources)
