@@ -5,14 +5,16 @@ merge into a node that no store holds yet. Between windows :meth:`CandidateIndex
 state a fresh index loaded from the store would have, touching only the nodes that changed. Vectors are
 embedded lazily in batches and looked up by normalized name (a new node reuses its mention's vector);
 every text is embedded at most once per run (a :class:`~graphwalk_core.embeddings.pool.VectorPool`, kept
-across windows and full reloads).
+across windows and full reloads). The index holds no vectors of its own: a row is a pool row number, and the
+rows are scored against the pool's vectors a block of :data:`SCORE_ROWS` rows at a time (plus a small copy
+of the rows appended since the last :meth:`CandidateIndex.prefilter`, bounded by a routing window).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -32,6 +34,8 @@ DEFAULT_MAX_WORD_DF = 200
 COSINE_MARGIN = 1e-3
 #: Queries scored at once by :meth:`CandidateIndex.prefilter` (bounds its scratch matrix).
 PREFILTER_BLOCK = 256
+#: Index rows gathered from the pool and scored at once (bounds the scratch: rows x dim and queries x rows).
+SCORE_ROWS = 4096
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 
 
@@ -86,8 +90,12 @@ class CandidateIndex:
         self._exact: dict[str, list[str]] = {}
         self._words: dict[str, set[str]] = {}
         self._names: dict[str, frozenset[str]] = {}
-        self._rows: list[str] = []
-        self._matrix = np.zeros((0, embedder.dim if embedder else 0), dtype=np.float32)
+        self._rows: list[str] = []  # index row -> node id
+        self._pool_rows: list[int] = []  # index row -> pool row of its vector
+        #: the vectors of rows ``_near_rows`` on (appended since the last prefilter): the first ``_tail_rows``
+        #: rows of ``_tail``, filled as they are scored (its capacity doubles; a window's rows at most)
+        self._tail = np.zeros((0, embedder.dim if embedder else 0), dtype=np.float32)
+        self._tail_rows = 0
         self._unembedded: list[str] = []
         #: every text's vector, embedded once per run (``pool``: carried over from an earlier index)
         self.pool = pool if pool is not None else VectorPool(embedder) if embedder is not None else None
@@ -201,33 +209,35 @@ class CandidateIndex:
                 self._index_name(node_id, name, in_order=True)
             self._names[node_id] = name_words(entry.name)
         self.dirty = set()
-        self._rows = []
+        self._rows, self._pool_rows = [], []
         self._unembedded = sorted(self.entries) if self.embedder is not None else []
         self._vectors = {}
-        self._near, self._near_rows = {}, 0
+        self._near, self._near_rows, self._tail_rows = {}, 0, 0
 
-    def embed(self, names: Sequence[str]) -> np.ndarray:
-        """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
+    def _vector_rows(self, names: Sequence[str]) -> list[int]:
+        """Pool rows of ``names``' vectors (cached by normalized name; unseen ones embedded in one batch)."""
         assert self.embedder is not None and self.pool is not None
-        keys = [normalize_name(n) for n in names]
         missing = {k: n for k, n in first_spellings(names).items() if k not in self._vectors}
         if missing:
             self._vectors.update(zip(missing, self.pool.rows(list(missing.values())), strict=True))
-        return self.pool.vectors([self._vectors[k] for k in keys])
+        return [self._vectors[normalize_name(n)] for n in names]
+
+    def embed(self, names: Sequence[str]) -> np.ndarray:
+        """Vectors for ``names`` (cached by normalized name; unseen ones embedded in one batch)."""
+        assert self.pool is not None
+        return self.pool.vectors(self._vector_rows(names))
+
+    def row_vectors(self, rows: Iterable[int]) -> np.ndarray:
+        """The vectors of the index ``rows`` (a new array, gathered from the pool)."""
+        assert self.pool is not None
+        return self.pool.vectors([self._pool_rows[row] for row in rows])
 
     def _flush_vectors(self) -> None:
         if not self._unembedded:
             return
         ids = self._unembedded
         self._unembedded = []
-        vectors = self.embed([self.entries[i].name for i in ids])
-        start = len(self._rows)
-        needed = start + len(ids)
-        if needed > self._matrix.shape[0]:
-            grown = np.zeros((max(needed + needed // 4, 64), self._matrix.shape[1]), np.float32)
-            grown[:start] = self._matrix[:start]
-            self._matrix = grown
-        self._matrix[start:needed] = vectors
+        self._pool_rows.extend(self._vector_rows([self.entries[i].name for i in ids]))
         self._rows.extend(ids)
 
     def prefilter(self, names: Sequence[str]) -> None:
@@ -240,7 +250,7 @@ class CandidateIndex:
         self._flush_vectors()
         rows = len(self._rows)
         if rows != self._near_rows:
-            self._near, self._near_rows = {}, rows
+            self._near, self._near_rows, self._tail_rows = {}, rows, 0
         first: dict[str, str] = {}  # normalized name -> its first spelling here
         for name in names:
             key = normalize_name(name)
@@ -259,14 +269,38 @@ class CandidateIndex:
                 zip(block, self._near_rows_of(vectors[start : start + PREFILTER_BLOCK], 0), strict=True)
             )
 
+    def _segments(self, start: int) -> Iterator[tuple[int, np.ndarray]]:
+        """The vectors of rows ``start`` on, as (first row, contiguous block) pairs: from the prefiltered
+        rows' end, the tail (extended by the rows appended since it was last read); else gathered from the
+        pool :data:`SCORE_ROWS` rows at a time."""
+        rows = len(self._rows)
+        if start and start == self._near_rows:
+            have, need = self._tail_rows, rows - start
+            if need > len(self._tail):
+                grown = np.empty((max(need, 2 * len(self._tail), 64), self._tail.shape[1]), np.float32)
+                grown[:have] = self._tail[:have]
+                self._tail = grown
+            if have < need:
+                self._tail[have:need] = self.row_vectors(range(start + have, rows))
+            self._tail_rows = need
+            yield start, self._tail[:need]
+            return
+        for first in range(start, rows, SCORE_ROWS):
+            yield first, self.row_vectors(range(first, min(first + SCORE_ROWS, rows)))
+
     def _near_rows_of(self, vectors: np.ndarray, start: int) -> list[np.ndarray]:
         """Per vector, the rows from ``start`` on whose float32 cosine is within the margin of the threshold
-        (a superset of the rows whose exact cosine reaches it)."""
+        (a superset of the rows whose exact cosine reaches it), in row order."""
         bound = self.cosine_threshold - COSINE_MARGIN
-        scores = vectors @ self._matrix[start : len(self._rows)].T
-        cols, rows = np.nonzero(scores >= bound)
-        cuts = np.searchsorted(cols, np.arange(1, len(vectors)))
-        return [(part + start).astype(np.int32) for part in np.split(rows, cuts)]
+        found: list[list[np.ndarray]] = [[] for _ in vectors]
+        for first, block in self._segments(start):
+            cols, rows = np.nonzero(vectors @ block.T >= bound)
+            del block  # before the next block is gathered
+            cuts = np.searchsorted(cols, np.arange(1, len(vectors)))
+            for parts, part in zip(found, np.split(rows, cuts), strict=True):
+                if len(part):
+                    parts.append(part + first)
+        return [np.concatenate(parts).astype(np.int32) if parts else _NO_ROWS for parts in found]
 
     def _cosine(self, names: Sequence[str]) -> list[list[Candidate]]:
         """Per name, up to ``max_candidates`` rows whose cosine reaches the threshold, best first.
@@ -294,7 +328,8 @@ class CandidateIndex:
         for i, rows in near.items():
             if not len(rows):
                 continue
-            exact = (self._matrix[rows].astype(np.float64) @ vectors[i].astype(np.float64)).astype(np.float32)
+            matrix = self.row_vectors(rows.tolist()).astype(np.float64)
+            exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
             hits = [
                 Candidate(self._rows[row], score, "cosine")
                 for row, score in zip(rows.tolist(), exact.tolist(), strict=True)

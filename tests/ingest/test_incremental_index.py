@@ -3,6 +3,7 @@ rebuild from the store gives, routes the same, and no text is embedded twice or 
 
 from __future__ import annotations
 
+import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,9 @@ from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.ingest import pipeline, routing, stages
-from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEntry
+from graphwalk_core.embeddings.pool import VectorPool
+from graphwalk_core.ingest import candidates, pipeline, routing, stages
+from graphwalk_core.ingest.candidates import PREFILTER_BLOCK, Candidate, CandidateIndex, IndexEntry
 from graphwalk_core.ingest.outputs import MentionDecision
 from graphwalk_core.ingest.routing import Router
 from graphwalk_core.ingest.sources import FileSource
@@ -40,7 +42,7 @@ def index_state(index: CandidateIndex) -> dict[str, Any]:
         "words": {w: sorted(v) for w, v in index._words.items() if v},
         "names": {i: sorted(w) for i, w in index._names.items()},
         "rows": list(index._rows),
-        "matrix": index._matrix[:rows].tobytes(),
+        "matrix": index.row_vectors(range(rows)).tobytes(),
     }
 
 
@@ -206,7 +208,7 @@ def cosine_over_every_row(index: CandidateIndex, names: Sequence[str]) -> list[l
     """The cosine tier's answer when every row is scored exactly (no prefilter, no near rows)."""
     rows = len(index._rows)
     vectors = index.embed(names).astype(np.float64)
-    scores = (index._matrix[:rows].astype(np.float64) @ vectors.T).astype(np.float32)
+    scores = (index.row_vectors(range(rows)).astype(np.float64) @ vectors.T).astype(np.float32)
     out = []
     for col in range(len(names)):
         hits = [
@@ -241,6 +243,50 @@ async def test_the_cosine_tier_scores_only_near_rows_and_finds_what_every_row_fi
     assert filtered[1] == full[1] and filtered[0] == full[0]
     cosine_found = [d for d in filtered[1] if d.candidates and d.via == "decider"]
     assert len(cosine_found) > 100
+
+
+async def test_rows_scored_a_few_at_a_time_find_what_every_row_finds(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cosine = CandidateIndex._cosine
+    blocks: list[int] = []  # rows in the index at each cosine call (blocks of 7)
+
+    def checked(self: CandidateIndex, names: Sequence[str]) -> list[list[Candidate]]:
+        found = cosine(self, names)
+        assert found == cosine_over_every_row(self, names)
+        blocks.append(len(self._rows))
+        return found
+
+    monkeypatch.setattr(candidates, "SCORE_ROWS", 7)  # blocks of 7 rows, the tail past them
+    monkeypatch.setattr(CandidateIndex, "_cosine", checked)
+    blockwise = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    whole = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert blockwise[1] == whole[1] and blockwise[0] == whole[0]
+    assert len(blocks) == 123 and max(blocks) == 1140
+
+
+def test_the_index_scores_the_pools_vectors_without_a_copy_of_its_own() -> None:
+    """Rows are pool rows: indexing 30,000 names and scoring 256 names against them allocates scratch for a
+    block of rows only, never a matrix of every row (the pool's blocks are the one copy of the vectors)."""
+    embedder = HashingEmbedder(dim=256)
+    names = [f"Name {n} {n * 7919 % 1000}" for n in range(30_000)]
+    pool = VectorPool(embedder)
+    pool.rows(names)
+    queries = [f"Nome {n} {n * 7919 % 1000}" for n in range(PREFILTER_BLOCK)]
+    pool.rows(queries)
+    index = CandidateIndex(embedder, pool=pool)
+    for n, name in enumerate(names):
+        index.add(IndexEntry(id=f"n{n:05d}", name=name, type="thing"))
+    tracemalloc.start()
+    index._flush_vectors()
+    index.prefilter(queries)
+    found = index.candidates(queries[:8])
+    scratch = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    block = candidates.SCORE_ROWS * 256 * 4  # one block of rows gathered, and 256 x that block's scores
+    every_row = len(names) * 256 * 4
+    assert scratch < 3 * block < every_row / 2
+    assert [c[0].node_id for c in found] == [f"n{n:05d}" for n in range(8)]
 
 
 def test_a_cosine_score_depends_neither_on_the_index_size_nor_on_the_other_names_asked() -> None:
