@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -200,6 +201,19 @@ async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateR
 WINDOW_GC_THRESHOLD = 10_000
 
 
+class _CollectorPause:
+    """What overlapping applies (coroutines or threads of one process) share: the first one in pauses the
+    collector, the last one out restores it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.depth = 0
+        self.thresholds = gc.get_threshold()
+
+
+_PAUSE = _CollectorPause()
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Keep Python's cyclic garbage collector off the objects that existed before a window's apply: they
@@ -208,15 +222,22 @@ def collector_paused() -> Iterator[None]:
     every ``WINDOW_GC_THRESHOLD`` allocations instead of 700: a merge into a hub node allocates
     containers as large as the hub (its provenance, its summaries), which every young collection
     they live through traverses, while the merge's garbage dies by reference count anyway. Nothing is
-    leaked: the thresholds are restored and ``gc.unfreeze`` hands every frozen object back."""
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
+    leaked: when the last overlapping apply ends, the thresholds are restored and ``gc.unfreeze``
+    hands every frozen object back."""
+    with _PAUSE.lock:
+        if _PAUSE.depth == 0:
+            _PAUSE.thresholds = thresholds = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
+        _PAUSE.depth += 1
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+        with _PAUSE.lock:
+            _PAUSE.depth -= 1
+            if _PAUSE.depth == 0:
+                gc.set_threshold(*_PAUSE.thresholds)
+                gc.unfreeze()
 
 
 async def apply_plan(

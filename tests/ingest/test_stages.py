@@ -103,3 +103,15 @@ def test_the_collector_skips_older_objects_during_an_apply_and_gets_them_back_af
     with pytest.raises(RuntimeError), collector_paused():
         raise RuntimeError("a failed window")
     assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+
+
+def test_overlapping_applies_restore_the_collector_when_the_last_one_ends() -> None:
+    thresholds = gc.get_threshold()
+    paused = (max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
+    first, second = collector_paused(), collector_paused()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the other apply still runs: still paused
+    assert gc.get_threshold() == paused and gc.get_freeze_count() > 0
+    second.__exit__(None, None, None)
+    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
