@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from graphwalk_core.decisions.base import DecisionBackend
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.ingest.allocator import release_free_heap
 from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -58,6 +59,8 @@ async def ingest(
     with what the previous window wrote), and commit the
     window as one transaction. So memory holds one window's extractions and plans, not the corpus', and
     a run killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
+    The C heap's free pages go back to the system after each window (:mod:`~graphwalk_core.ingest.allocator`),
+    so the peak memory follows what the window and the graph hold.
     """
     extractor = extractor or NLPExtractor()
     seconds: dict[str, float] = dict.fromkeys(("diff", "extract", "route", "apply"), 0.0)
@@ -121,6 +124,7 @@ async def ingest(
             written = set()
             await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
             del plan
+            release_free_heap()
             lap("apply")
             if current is not None:
                 extractions = upcoming if upcoming is not None else await extracted(current[0])
