@@ -41,6 +41,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -74,10 +75,12 @@ _WRITER = "graphwalk_writer"
 #: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
 #: edges come back in the same order whatever the database's locale.
 Key = String().with_variant(String(collation="C"), "postgresql")
-#: Every index costs a random B-tree write per row, so there are only the ones reads use: edges by
-#: (source, type, target) (which also serves lookups by source) and by target. The key-only tables are
-#: stored as their primary key's B-tree on SQLite (``WITHOUT ROWID``). Graphs created before keep their
-#: extra indexes and row ids; both layouts take the same statements.
+#: Every index costs a random B-tree write per row (ids are hashes), and a window's writes reach most
+#: pages of every such index, so there are only the ones reads use: edges by (source, type, target)
+#: (which also serves lookups by source) and by target, nodes by type. An element's index rows are
+#: deleted by their exact keys, computed from the element the tables hold, never looked up by element
+#: id. The key-only tables are stored as their primary key's B-tree on SQLite (``WITHOUT ROWID``).
+#: Graphs created before keep their extra indexes and row ids; both layouts take the same statements.
 schema = MetaData()
 nodes_table = Table(
     "nodes",
@@ -92,7 +95,6 @@ node_names_table = Table(
     schema,
     Column("name_key", Key, primary_key=True),
     Column("node_id", Key, primary_key=True),
-    Index("ix_node_names_node_id", "node_id"),
     sqlite_with_rowid=False,
 )
 edges_table = Table(
@@ -111,7 +113,6 @@ provenance_table = Table(
     Column("source_id", Key, primary_key=True),
     Column("element_kind", Key, primary_key=True),
     Column("element_id", Key, primary_key=True),
-    Index("ix_provenance_element", "element_kind", "element_id"),
     sqlite_with_rowid=False,
 )
 metadata_table = Table(
@@ -298,6 +299,11 @@ class SQLGraphStore:
         self._stored: dict[tuple[str, str], Node | Edge] = {}
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
         self._inserts = {t.name: insert(t) for t in (provenance_table, node_names_table)}
+        #: a row of an index table, deleted by its whole primary key
+        self._deletes = {
+            t.name: delete(t).where(*(c == bindparam(c.name) for c in t.primary_key.columns))
+            for t in (provenance_table, node_names_table)
+        }
         self._compiled: dict[int, Any] = {}
         self._lookups: dict[tuple[str, str, int], str] = {}
 
@@ -357,12 +363,22 @@ class SQLGraphStore:
 
     # ------------------------------------------------------------------ row helpers
 
-    def _unindex(self, conn: Connection, kind: str, ids: list[str]) -> None:
-        s = provenance_table.c
-        conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(ids)))
-        if kind == "node":
-            conn.execute(delete(node_names_table).where(node_names_table.c.node_id.in_(ids)))
-        for i in ids:
+    def _held(self, conn: Connection, kind: str, ids: Sequence[str]) -> dict[str, Any]:
+        """What the tables hold for ``ids`` (None: nothing): known to the open transaction, else read."""
+        found: dict[str, Any] = {}
+        unknown = self._known(kind, ids, found)
+        if unknown:
+            table, parse = (nodes_table, _parsed.node) if kind == "node" else (edges_table, _parsed.edge)
+            for (data,) in self._select_in(conn, table, "data", unknown):
+                element = parse(data)
+                found[element.id] = element
+        return {i: found.get(i) for i in ids}
+
+    def _unindex(self, conn: Connection, kind: str, held: dict[str, Any]) -> None:
+        """Delete the index rows of the elements ``held`` (id -> what the tables held for it), whose
+        rows are gone: provenance sources, and node names."""
+        self._reindex(conn, kind, dict.fromkeys(held), held)
+        for i in held:
             self._stored.pop((kind, i), None)
 
     def _remember(self, kind: str, elements: Iterable[Node | Edge], absent: Iterable[str] = ()) -> None:
@@ -374,41 +390,30 @@ class SQLGraphStore:
             for i in absent:
                 self._stored[(kind, i)] = None
 
-    def _reindex(self, conn: Connection, kind: str, elements: dict[str, Any]) -> None:
-        """Make the index rows of ``elements`` (just written: provenance sources, and node names) match
-        them: only the differences where this transaction knows the stored state, else all rows."""
-        blind = [i for i in elements if (kind, i) not in self._stored]
-        s, names = provenance_table.c, node_names_table.c
-        if blind:
-            conn.execute(delete(provenance_table).where(s.element_kind == kind, s.element_id.in_(blind)))
-            if kind == "node":
-                conn.execute(delete(node_names_table).where(names.node_id.in_(blind)))
-        added: list[tuple[str, str]] = []
-        gone: list[tuple[str, str]] = []
-        added_names: list[tuple[str, str]] = []
-        gone_names: list[tuple[str, str]] = []
+    def _reindex(self, conn: Connection, kind: str, elements: dict[str, Any], held: dict[str, Any]) -> None:
+        """Make the index rows (provenance sources, and node names) of ``elements`` (id -> the element
+        the tables now hold, None: deleted) match them, given what the tables ``held`` before: only the
+        rows that differ are deleted (by their exact keys) or inserted."""
+        added: list[dict[str, str]] = []
+        gone: list[dict[str, str]] = []
+        added_names: list[dict[str, str]] = []
+        gone_names: list[dict[str, str]] = []
         for i, e in elements.items():
-            before = self._stored.get((kind, i))
+            before = held[i]
             old = source_ids(before) if before is not None else set()
-            new = source_ids(e)
-            added += [(x, i) for x in sorted(new - old)]
-            gone += [(x, i) for x in sorted(old - new)]
+            new = source_ids(e) if e is not None else set()
+            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
+            gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(old - new)]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
-                new = _name_keys(e)
-                added_names += [(x, i) for x in sorted(new - old)]
-                gone_names += [(x, i) for x in sorted(old - new)]
-        for chunk in batched(gone, _CHUNK):
-            pairs = tuple_(s.source_id, s.element_id).in_(chunk)
-            conn.execute(delete(provenance_table).where(s.element_kind == kind, pairs))
-        for chunk in batched(gone_names, _CHUNK):
-            conn.execute(delete(node_names_table).where(tuple_(names.name_key, names.node_id).in_(chunk)))
-        rows = [{"source_id": x, "element_kind": kind, "element_id": i} for x, i in added]
-        self._executemany(conn, self._inserts["provenance"], rows)
-        self._executemany(
-            conn, self._inserts["node_names"], [{"name_key": x, "node_id": i} for x, i in added_names]
-        )
-        self._remember(kind, elements.values())
+                new = _name_keys(e) if e is not None else set()
+                added_names += [{"name_key": x, "node_id": i} for x in sorted(new - old)]
+                gone_names += [{"name_key": x, "node_id": i} for x in sorted(old - new)]
+        self._executemany(conn, self._deletes["provenance"], gone)
+        self._executemany(conn, self._deletes["node_names"], gone_names)
+        self._executemany(conn, self._inserts["provenance"], added)
+        self._executemany(conn, self._inserts["node_names"], added_names)
+        self._remember(kind, [e for e in elements.values() if e is not None])
 
     def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
         """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
@@ -434,8 +439,9 @@ class SQLGraphStore:
                 if kind == "edge":
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
+                held = self._held(conn, kind, ids)
                 self._replace(conn, table, ids, [_row(e) for e in unique.values()])
-                self._reindex(conn, kind, unique)
+                self._reindex(conn, kind, unique, held)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
 
@@ -463,8 +469,9 @@ class SQLGraphStore:
     def _remove_edges(self, conn: Connection, ids: list[EdgeId]) -> None:
         for i in range(0, len(ids), _CHUNK):
             chunk = ids[i : i + _CHUNK]
+            held = self._held(conn, "edge", chunk)
             conn.execute(delete(edges_table).where(edges_table.c.id.in_(chunk)))
-            self._unindex(conn, "edge", chunk)
+            self._unindex(conn, "edge", held)
 
     def _known(self, kind: str, ids: Iterable[str], found: dict[str, Any]) -> list[str]:
         """Put in ``found`` what the open transaction knows the tables hold for ``ids`` (see
@@ -554,8 +561,9 @@ class SQLGraphStore:
         with self._connection(write=True) as conn:
             incident = (edges_table.c.source == node_id) | (edges_table.c.target == node_id)
             self._remove_edges(conn, list(conn.scalars(select(edges_table.c.id).where(incident))))
+            held = self._held(conn, "node", [node_id])
             conn.execute(delete(nodes_table).where(nodes_table.c.id == node_id))
-            self._unindex(conn, "node", [node_id])
+            self._unindex(conn, "node", held)
 
     async def delete_edge(self, edge_id: EdgeId) -> None:
         with self._connection(write=True) as conn:
@@ -582,7 +590,7 @@ class SQLGraphStore:
                 self._write(conn, [], [merge_edge_data(existing[0], moved) if existing else moved])
             merged = merge_node_data(found[keep], found[absorb])
             conn.execute(delete(nodes_table).where(nodes_table.c.id == absorb))
-            self._unindex(conn, "node", [absorb])
+            self._unindex(conn, "node", {absorb: found[absorb]})
             self._write(conn, [merged], [])
         return merged
 

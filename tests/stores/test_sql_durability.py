@@ -167,6 +167,8 @@ async def test_schema_is_queryable_sql(tmp_path: Path) -> None:
         query = f"explain query plan select data from edges where {end} = 'a'"
         plan = " ".join(r[3] for r in db.execute(query))
         assert "USING INDEX ix_edges_" in plan, plan
+    for table in ("provenance", "node_names"):  # index rows are deleted by their whole key
+        assert [r[1] for r in db.execute(f"pragma index_list('{table}')")] == [f"sqlite_autoindex_{table}_1"]
     # key-only tables are their primary key's B-tree (one write per row, not a table and an index)
     clustered = {r[1]: r[4] for r in db.execute("pragma table_list") if r[0] == "main"}
     assert {t: clustered[t] for t in ("nodes", "edges", "provenance", "node_names")} == {
