@@ -230,6 +230,8 @@ class CandidateIndex:
     def row_vectors(self, rows: Iterable[int]) -> np.ndarray:
         """The vectors of the index ``rows`` (a new array, gathered from the pool)."""
         assert self.pool is not None
+        if isinstance(rows, range) and rows.step == 1:  # a block of rows: one list slice
+            return self.pool.vectors(self._pool_rows[rows.start : rows.stop])
         return self.pool.vectors([self._pool_rows[row] for row in rows])
 
     def _flush_vectors(self) -> None:
@@ -325,10 +327,14 @@ class CandidateIndex:
         else:
             near.update((i, found[i]) for i in seen)
         threshold = self.cosine_threshold
-        for i, rows in near.items():
-            if not len(rows):
-                continue
-            matrix = self.row_vectors(rows.tolist()).astype(np.float64)
+        scored = [(i, rows) for i, rows in near.items() if len(rows)]
+        if not scored:
+            return out
+        gathered = self.row_vectors(np.concatenate([rows for _, rows in scored]).tolist())  # one gather
+        start = 0
+        for i, rows in scored:
+            matrix = gathered[start : start + len(rows)].astype(np.float64)
+            start += len(rows)
             exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
             hits = [
                 Candidate(self._rows[row], score, "cosine")
