@@ -14,6 +14,7 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from itertools import takewhile
 from typing import Any
 
@@ -32,8 +33,10 @@ from graphwalk_core.model.merge import (
 from graphwalk_core.stores.base import GraphStore, get_edges, upsert_many
 
 
+@lru_cache(maxsize=1 << 16)
 def base_node_id(name: str) -> str:
-    """The id a new node named ``name`` gets when it is free."""
+    """The id a new node named ``name`` gets when it is free (remembered for recent names: every write
+    re-derives the canonical id of each node it touches)."""
     return "n_" + content_hash(normalize_name(name))[:24]
 
 
