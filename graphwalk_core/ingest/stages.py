@@ -198,7 +198,7 @@ async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateR
 
 
 #: The collector's youngest-generation threshold while a window applies (Python's default is 700).
-WINDOW_GC_THRESHOLD = 10_000
+WINDOW_GC_THRESHOLD = 100_000
 
 
 class _CollectorPause:
