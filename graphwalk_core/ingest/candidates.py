@@ -253,11 +253,7 @@ class CandidateIndex:
         rows = len(self._rows)
         if rows != self._near_rows:
             self._near, self._near_rows, self._tail_rows = {}, rows, 0
-        first: dict[str, str] = {}  # normalized name -> its first spelling here
-        for name in names:
-            key = normalize_name(name)
-            if key not in self._near:
-                first.setdefault(key, name)
+        first = {k: n for k, n in first_spellings(names).items() if k not in self._near}
         if not first:
             return
         keys = list(first)

@@ -363,15 +363,21 @@ class SQLGraphStore:
 
     # ------------------------------------------------------------------ row helpers
 
-    def _held(self, conn: Connection, kind: str, ids: Sequence[str]) -> dict[str, Any]:
-        """What the tables hold for ``ids`` (None: nothing): known to the open transaction, else read."""
+    def _by_id(self, conn: Connection, kind: str, ids: Iterable[str]) -> dict[str, Any]:
+        """The elements the tables hold among ``ids``: known to the open transaction, else read in batches
+        (and remembered, see ``_remember``)."""
         found: dict[str, Any] = {}
         unknown = self._known(kind, ids, found)
         if unknown:
             table, parse = (nodes_table, _parsed.node) if kind == "node" else (edges_table, _parsed.edge)
-            for (data,) in self._select_in(conn, table, "data", unknown):
-                element = parse(data)
-                found[element.id] = element
+            read = [parse(data) for (data,) in self._select_in(conn, table, "data", unknown)]
+            found.update((element.id, element) for element in read)
+            self._remember(kind, read, [i for i in unknown if i not in found])
+        return found
+
+    def _held(self, conn: Connection, kind: str, ids: Sequence[str]) -> dict[str, Any]:
+        """What the tables hold for ``ids`` (None: nothing)."""
+        found = self._by_id(conn, kind, ids)
         return {i: found.get(i) for i in ids}
 
     def _unindex(self, conn: Connection, kind: str, held: dict[str, Any]) -> None:
@@ -505,13 +511,7 @@ class SQLGraphStore:
             yield from conn.exec_driver_sql(sql, tuple(chunk))
 
     def _nodes_by_id(self, conn: Connection, ids: Sequence[NodeId]) -> dict[NodeId, Node]:
-        found: dict[NodeId, Node] = {}
-        unknown = self._known("node", dict.fromkeys(ids), found)
-        if unknown:
-            read = [_parsed.node(data) for (data,) in self._select_in(conn, nodes_table, "data", unknown)]
-            found.update((node.id, node) for node in read)
-            self._remember("node", read, [i for i in unknown if i not in found])
-        return found
+        return self._by_id(conn, "node", dict.fromkeys(ids))
 
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
         order = (edges_table.c.source, edges_table.c.type, edges_table.c.target)
@@ -632,13 +632,8 @@ class SQLGraphStore:
         found = {i: self._pending_edges[i] for i in unique if i in self._pending_edges}
         rest = [i for i in unique if i not in found]
         if rest:
-            unknown = self._known("edge", rest, found)
-            if unknown:
-                with self._connection(pending=True) as conn:
-                    rows = self._select_in(conn, edges_table, "data", unknown)
-                    read = [_parsed.edge(data) for (data,) in rows]
-                found.update((edge.id, edge) for edge in read)
-                self._remember("edge", read, [i for i in unknown if i not in found])
+            with self._connection(pending=True) as conn:
+                found.update(self._by_id(conn, "edge", rest))
         return {i: found[i] for i in unique if i in found}
 
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
