@@ -219,9 +219,9 @@ async def write_elements(
     await upsert_many(store, out_nodes)
     folded_edges: dict[str, Edge] = {}
     for edge in edges:
-        folded_edges[edge.id] = (
-            merge_edge_data(folded_edges[edge.id], edge) if edge.id in folded_edges else edge
-        )
+        key = edge.id  # computed on every access
+        seen = folded_edges.get(key)
+        folded_edges[key] = edge if seen is None else merge_edge_data(seen, edge)
     stored_edges = await get_edges(store, list(folded_edges))
     out_edges: list[Edge] = []
     for edge_id, edge in folded_edges.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,6 +12,8 @@ from pydantic import BaseModel
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys, no whitespace and UTF-8 text: equal values give equal strings."""
+    if isinstance(value, str):  # what json.dumps does for a string, without building an encoder
+        return _json_string(value)
     if isinstance(value, BaseModel):
         value = value.model_dump(mode="json")
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

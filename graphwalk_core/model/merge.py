@@ -14,7 +14,7 @@ lexicographically smallest text (names, summaries).
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from typing import TypeVar
@@ -55,7 +55,10 @@ class ProvenanceSet(tuple[Provenance, ...]):
         """``provenance`` deduplicated and sorted."""
         if isinstance(provenance, ProvenanceSet):
             return provenance
-        return cls(sorted(set(provenance), key=Provenance.sort_key))
+        items = provenance if isinstance(provenance, (tuple, list)) else list(provenance)
+        if len(items) < 2:  # sorted and distinct as it is
+            return cls(items)
+        return cls(sorted(set(items), key=Provenance.sort_key))
 
     @property
     def support(self) -> int:
@@ -119,10 +122,15 @@ def union_provenance(*groups: Iterable[Provenance]) -> ProvenanceSet:
             largest = group
         else:
             rest.extend(group)
-    if largest is not None and len(rest) <= _FEW_INSERTS:
-        return largest.adding(sorted(set(rest), key=Provenance.sort_key)) if rest else largest
-    if largest is not None:
-        rest.extend(largest)
+    if largest is None:
+        return ProvenanceSet.of(rest)
+    if not rest:
+        return largest
+    if len(rest) == 1:
+        return largest.adding(rest)
+    if len(rest) <= _FEW_INSERTS:
+        return largest.adding(sorted(set(rest), key=Provenance.sort_key))
+    rest.extend(largest)
     return ProvenanceSet.of(rest)
 
 
@@ -276,14 +284,16 @@ def _union_sources(
         out = TextSources(a)
     else:
         out = TextSources((k, union_provenance(a[k])) for k in sorted(a))
-    texts = list(out)
+    last = next(reversed(out), None)
+    in_order = True
     for k, v in b.items():
         old = out.get(k)
         if old is None:
-            insort(texts, k)
+            in_order = in_order and (last is None or k > last)
+            last = k
         out[k] = union_provenance(old if old is not None else (), v)
-    if len(texts) > len(a):  # new texts went in at the end: back to text order
-        out = TextSources(zip(texts, map(out.__getitem__, texts), strict=True))
+    if not in_order:  # new texts went in at the end: back to text order (texts are distinct)
+        out = TextSources(sorted(out.items()))
     best = a._best if isinstance(a, TextSources) else None
     if best is not None and out:
         out._best = _best_of(out, [best, *b])
@@ -315,10 +325,18 @@ def derive_surface(node: Node) -> Node:
     """
     if not node.name_sources:
         return node
-    name = _best_text(node.name_sources)
-    aliases = tuple(sorted(n for n in node.name_sources if n != name))
-    summary = _best_text(node.summary_sources) if node.summary_sources else None
-    return node.model_copy(update={"name": name, "aliases": aliases, "summary": summary})
+    return node.model_copy(update=_surface(node.name_sources, node.summary_sources))
+
+
+def _surface(
+    name_sources: Mapping[str, tuple[Provenance, ...]], summary_sources: Mapping[str, tuple[Provenance, ...]]
+) -> dict[str, str | tuple[str, ...] | None]:
+    """The ``name``, ``aliases`` and ``summary`` that (non-empty) ``name_sources`` and ``summary_sources``
+    give."""
+    name = _best_text(name_sources)
+    aliases = tuple(sorted(n for n in name_sources if n != name))
+    summary = _best_text(summary_sources) if summary_sources else None
+    return {"name": name, "aliases": aliases, "summary": summary}
 
 
 def merge_node_data(existing: Node, incoming: Node) -> Node:
@@ -326,19 +344,21 @@ def merge_node_data(existing: Node, incoming: Node) -> Node:
     attributes, attribute_provenance, conflicts = _merged_attributes(existing, incoming)
     type_state = _union_states(_type_state(existing), _type_state(incoming))
     node_type = _apply_type(type_state, attribute_provenance, conflicts)
-    # model_construct: every field comes from validated models (keeps ProvenanceSets, see above)
-    merged = Node.model_construct(
+    name_sources = _union_sources(_name_sources(existing), _name_sources(incoming))  # never empty
+    summary_sources = _union_sources(_summary_sources(existing), _summary_sources(incoming))
+    # model_construct: every field comes from validated models (keeps ProvenanceSets, see above); the
+    # surface is derived here, as derive_surface would, without a second copy of the node
+    return Node.model_construct(
         id=existing.id,
         type=node_type,
-        name=existing.name,
         attributes=attributes,
         attribute_provenance=attribute_provenance,
         conflicts=conflicts,
         provenance=union_provenance(existing.provenance, incoming.provenance),
-        name_sources=_union_sources(_name_sources(existing), _name_sources(incoming)),
-        summary_sources=_union_sources(_summary_sources(existing), _summary_sources(incoming)),
+        name_sources=name_sources,
+        summary_sources=summary_sources,
+        **_surface(name_sources, summary_sources),
     )
-    return derive_surface(merged)
 
 
 def merge_edge_data(existing: Edge, incoming: Edge) -> Edge:

@@ -16,9 +16,8 @@ Writers serialize per graph, readers never wait: on SQLite a write transaction s
 PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two
 processes never merge into the same element from stale reads (no lost update) and never deadlock.
 
-Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (and a 64 MiB page cache, which changes
-no durability) and PostgreSQL sessions with
-``synchronous_commit=off``. A killed process leaves exactly the last committed state; a power loss or
+Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 64 MiB page cache and a 64 MiB log
+between checkpoints change no durability) and PostgreSQL sessions with ``synchronous_commit=off``. A killed process leaves exactly the last committed state; a power loss or
 an operating-system crash may also roll back the last commits, atomically (each document's ledger
 entry goes with its elements, so a rerun redoes exactly those documents).
 """
@@ -27,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -68,6 +68,10 @@ SQLITE_BUSY_TIMEOUT_S = 600
 #: SQLite's page cache per connection, KiB (its default is 2,000): a graph's indexes outgrow the default at
 #: a few thousand documents, and every insert then re-reads B-tree pages from the operating system.
 SQLITE_CACHE_KIB = 65_536
+#: WAL pages after which a SQLite commit copies the log into the database file (its default is 1,000): a
+#: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
+#: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
+SQLITE_CHECKPOINT_PAGES = 16_384
 #: The PostgreSQL advisory lock key of graph writers (one graph per database).
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
 #: Execution option marking write transactions (see the module docstring).
@@ -178,15 +182,16 @@ class _ParsedElements:
 _parsed = _ParsedElements()
 
 
-def _row(element: Node | Edge) -> dict[str, str]:
+def _row(element_id: str, element: Node | Edge) -> dict[str, str]:
+    """The table row of ``element`` (whose id is ``element_id``: an edge's is computed on every access)."""
     if isinstance(element, Node):
         data = element.model_dump_json()
         _parsed.remember(data, element)
-        return {"id": element.id, "type": element.type, "name": element.name, "data": data}
+        return {"id": element_id, "type": element.type, "name": element.name, "data": data}
     data = element.model_dump_json(exclude={"id"})
     _parsed.remember(data, element)
     ends = {"source": element.source, "target": element.target}
-    return {"id": element.id, **ends, "type": element.type, "data": data}
+    return {"id": element_id, **ends, "type": element.type, "data": data}
 
 
 def _name_keys(node: Node) -> set[str]:
@@ -232,6 +237,7 @@ def _sqlite_transactions(engine: Engine) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_CHECKPOINT_PAGES}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -329,7 +335,7 @@ class SQLGraphStore:
         if self._conn is not None and (self._pending_nodes or self._pending_edges):
             nodes, edges = self._pending_nodes, self._pending_edges
             self._pending_nodes, self._pending_edges = {}, {}
-            self._write(self._conn, nodes.values(), edges.values())
+            self._write(self._conn, nodes, edges)
 
     def _discard(self) -> None:
         """Forget what a failed block held or knew about the tables (a savepoint rolled back)."""
@@ -370,8 +376,10 @@ class SQLGraphStore:
         unknown = self._known(kind, ids, found)
         if unknown:
             table, parse = (nodes_table, _parsed.node) if kind == "node" else (edges_table, _parsed.edge)
-            read = [parse(data) for (data,) in self._select_in(conn, table, "data", unknown)]
-            found.update((element.id, element) for element in read)
+            read = {
+                e.id: e for e in (parse(data) for (data,) in self._select_in(conn, table, "data", unknown))
+            }
+            found.update(read)
             self._remember(kind, read, [i for i in unknown if i not in found])
         return found
 
@@ -387,12 +395,12 @@ class SQLGraphStore:
         for i in held:
             self._stored.pop((kind, i), None)
 
-    def _remember(self, kind: str, elements: Iterable[Node | Edge], absent: Iterable[str] = ()) -> None:
-        """Inside a transaction: ``elements`` are what the tables now hold for their ids, and they hold
-        nothing for the ``absent`` ids."""
+    def _remember(self, kind: str, elements: Mapping[str, Node | Edge], absent: Iterable[str] = ()) -> None:
+        """Inside a transaction: ``elements`` (by id) are what the tables now hold, and they hold nothing
+        for the ``absent`` ids."""
         if self._conn is not None:
-            for e in elements:
-                self._stored[(kind, e.id)] = e
+            for i, e in elements.items():
+                self._stored[(kind, i)] = e
             for i in absent:
                 self._stored[(kind, i)] = None
 
@@ -408,18 +416,20 @@ class SQLGraphStore:
             before = held[i]
             old = source_ids(before) if before is not None else set()
             new = source_ids(e) if e is not None else set()
-            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
-            gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(old - new)]
+            if old != new:
+                added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
+                gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(old - new)]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
                 new = _name_keys(e) if e is not None else set()
-                added_names += [{"name_key": x, "node_id": i} for x in sorted(new - old)]
-                gone_names += [{"name_key": x, "node_id": i} for x in sorted(old - new)]
+                if old != new:
+                    added_names += [{"name_key": x, "node_id": i} for x in sorted(new - old)]
+                    gone_names += [{"name_key": x, "node_id": i} for x in sorted(old - new)]
         self._executemany(conn, self._deletes["provenance"], gone)
         self._executemany(conn, self._deletes["node_names"], gone_names)
         self._executemany(conn, self._inserts["provenance"], added)
         self._executemany(conn, self._inserts["node_names"], added_names)
-        self._remember(kind, [e for e in elements.values() if e is not None])
+        self._remember(kind, {i: e for i, e in elements.items() if e is not None})
 
     def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
         """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
@@ -433,20 +443,23 @@ class SQLGraphStore:
         if order is None:
             conn.exec_driver_sql(compiled.string, rows)
         else:
-            conn.exec_driver_sql(compiled.string, [tuple(row[k] for k in order) for row in rows])
+            pick = itemgetter(*order) if len(order) > 1 else lambda row: (row[order[0]],)
+            conn.exec_driver_sql(compiled.string, list(map(pick, rows)))
 
-    def _write(self, conn: Connection, nodes: Iterable[Node], edges: Iterable[Edge]) -> tuple[int, int]:
-        """Insert or replace ``nodes`` then ``edges`` (whose endpoints must exist) in batches."""
+    def _write(
+        self, conn: Connection, nodes: Mapping[str, Node], edges: Mapping[str, Edge]
+    ) -> tuple[int, int]:
+        """Insert or replace ``nodes`` then ``edges`` (by id; their endpoints must exist) in batches."""
         counts = [0, 0]
         for kind, elements in (("node", nodes), ("edge", edges)):
-            for batch in batched(elements, _CHUNK):
-                unique: dict[str, Any] = {e.id: e for e in batch}
+            for batch in batched(elements.items(), _CHUNK):
+                unique: dict[str, Any] = dict(batch)
                 ids = list(unique)
                 if kind == "edge":
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
                 held = self._held(conn, kind, ids)
-                self._replace(conn, table, ids, [_row(e) for e in unique.values()])
+                self._replace(conn, table, ids, [_row(i, e) for i, e in unique.items()])
                 self._reindex(conn, kind, unique, held)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
@@ -548,7 +561,7 @@ class SQLGraphStore:
         an edge's endpoints are checked at once either way."""
         if self._conn is None:
             with self._connection(write=True) as conn:
-                return self._write(conn, nodes, edges)
+                return self._write(conn, {n.id: n for n in nodes}, {e.id: e for e in edges})
         held_nodes = {n.id: n for n in nodes}
         held_edges = {e.id: e for e in edges}
         self._pending_nodes.update(held_nodes)
@@ -587,11 +600,11 @@ class SQLGraphStore:
                 self._remove_edges(conn, [edge.id])
                 moved = rewired(edge, absorb, keep)
                 existing = self._edges_where(conn, edges_table.c.id == moved.id)
-                self._write(conn, [], [merge_edge_data(existing[0], moved) if existing else moved])
+                self._write(conn, {}, {moved.id: merge_edge_data(existing[0], moved) if existing else moved})
             merged = merge_node_data(found[keep], found[absorb])
             conn.execute(delete(nodes_table).where(nodes_table.c.id == absorb))
             self._unindex(conn, "node", {absorb: found[absorb]})
-            self._write(conn, [merged], [])
+            self._write(conn, {merged.id: merged}, {})
         return merged
 
     async def set_metadata(self, key: str, value: str | None) -> None:
