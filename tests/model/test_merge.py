@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 
 import pytest
@@ -9,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import GENERIC_TYPE, AttributeConflict, ConflictValue, Edge, Node, Provenance
+from graphwalk_core.model import (
+    GENERIC_TYPE,
+    AttributeConflict,
+    ConflictValue,
+    Edge,
+    Node,
+    Provenance,
+    canonical_json,
+)
 from graphwalk_core.model.merge import (
     TYPE_CONFLICT_KEY,
     ProvenanceSet,
@@ -323,3 +332,37 @@ def test_text_sources_are_plain_dicts_to_models_json_and_pickle() -> None:
     assert pickle.loads(pickle.dumps(merged)) == merged
     parsed = Node.model_validate_json(merged.model_dump_json())
     assert merged == parsed and merged.model_dump_json() == parsed.model_dump_json()
+
+
+@pytest.mark.parametrize(
+    ("incoming", "order"),
+    [
+        ({"z": (B,), "b": (C,)}, ["b", "m", "z"]),  # new texts before and after, given out of order
+        ({"n": (B,), "o": (C,)}, ["m", "n", "o"]),  # every new text after the last one: no re-sort needed
+        ({"o": (B,), "n": (C,)}, ["m", "n", "o"]),  # after the last one, but given out of order
+        ({"m": (B,)}, ["m"]),  # no new text
+    ],
+)
+def test_merged_summaries_stay_in_text_order(
+    incoming: dict[str, tuple[Provenance, ...]], order: list[str]
+) -> None:
+    stored = merge_node_data(n("X", (A,), summary="m"), n("X", (A,), summary="m"))
+    assert isinstance(stored.summary_sources, TextSources)
+    mention = n("X", (B, C), summary_sources=incoming, summary=next(iter(incoming)))
+    merged = merge_node_data(stored, mention)
+    assert list(merged.summary_sources) == order
+    assert merged.summary_sources["m"] == ((A, B) if "m" in incoming else (A,))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.text(),
+        st.text(alphabet=st.characters(max_codepoint=0x40)),
+        st.sampled_from(["", '"\\\n\t\x00', "é✓😀"]),
+    )
+)
+def test_canonical_json_of_a_string_is_what_json_dumps_gives(text: str) -> None:
+    expected = json.dumps(text, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    assert canonical_json(text) == expected
+    assert canonical_json([text]) == f"[{expected}]"
