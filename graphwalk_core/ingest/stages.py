@@ -197,10 +197,6 @@ async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateR
     return renames
 
 
-#: The collector's youngest-generation threshold while a window applies (Python's default is 700).
-WINDOW_GC_THRESHOLD = 100_000
-
-
 class _CollectorPause:
     """What overlapping applies (coroutines or threads of one process) share: the first one in pauses the
     collector, the last one out restores it."""
@@ -208,7 +204,7 @@ class _CollectorPause:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.depth = 0
-        self.thresholds = gc.get_threshold()
+        self.enabled = gc.isenabled()
 
 
 _PAUSE = _CollectorPause()
@@ -216,19 +212,18 @@ _PAUSE = _CollectorPause()
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
-    """Keep Python's cyclic garbage collector off the objects that existed before a window's apply: they
-    are frozen (not scanned) while the window writes and thawed after, so collections during the
-    window scan only what it allocates, not a heap that grows with the graph. Young collections run
-    every ``WINDOW_GC_THRESHOLD`` allocations instead of 700: a merge into a hub node allocates
-    containers as large as the hub (its provenance, its summaries), which every young collection
-    they live through traverses, while the merge's garbage dies by reference count anyway. Nothing is
-    leaked: when the last overlapping apply ends, the thresholds are restored and ``gc.unfreeze``
+    """Python's cyclic garbage collector stays off while a window applies. A merge into a hub node
+    allocates containers as large as the hub (its provenance, its summaries), which every collection
+    they live through traverses, while the merge's garbage dies by reference count anyway; and the
+    objects that existed before the window are frozen, so the collection that may follow the window
+    scans what it allocated, not a heap that grows with the graph. Nothing is leaked: when the last
+    overlapping apply ends, the collector is back as it was (on, unless it was off) and ``gc.unfreeze``
     hands every frozen object back."""
     with _PAUSE.lock:
         if _PAUSE.depth == 0:
-            _PAUSE.thresholds = thresholds = gc.get_threshold()
+            _PAUSE.enabled = gc.isenabled()
             gc.freeze()
-            gc.set_threshold(max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
+            gc.disable()
         _PAUSE.depth += 1
     try:
         yield
@@ -236,7 +231,8 @@ def collector_paused() -> Iterator[None]:
         with _PAUSE.lock:
             _PAUSE.depth -= 1
             if _PAUSE.depth == 0:
-                gc.set_threshold(*_PAUSE.thresholds)
+                if _PAUSE.enabled:
+                    gc.enable()
                 gc.unfreeze()
 
 

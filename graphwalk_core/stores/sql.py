@@ -200,6 +200,13 @@ def _name_keys(node: Node) -> set[str]:
     return {name_key(x) for x in (node.name, *node.aliases)}
 
 
+def _changes(old: set[str], new: set[str]) -> tuple[list[str], list[str]]:
+    """(keys ``new`` adds, keys it drops), each sorted."""
+    if old == new:
+        return [], []
+    return sorted(new - old) if new - old else [], sorted(old - new) if old - new else []
+
+
 def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***``."""
     try:
@@ -417,15 +424,15 @@ class SQLGraphStore:
             before = held[i]
             old = source_ids(before) if before is not None else set()
             new = source_ids(e) if e is not None else set()
-            if old != new:
-                added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(new - old)]
-                gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in sorted(old - new)]
+            more, less = _changes(old, new)
+            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in more]
+            gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in less]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
                 new = _name_keys(e) if e is not None else set()
-                if old != new:
-                    added_names += [{"name_key": x, "node_id": i} for x in sorted(new - old)]
-                    gone_names += [{"name_key": x, "node_id": i} for x in sorted(old - new)]
+                more, less = _changes(old, new)
+                added_names += [{"name_key": x, "node_id": i} for x in more]
+                gone_names += [{"name_key": x, "node_id": i} for x in less]
         self._executemany(conn, self._deletes["provenance"], gone)
         self._executemany(conn, self._deletes["node_names"], gone_names)
         self._executemany(conn, self._inserts["provenance"], added)

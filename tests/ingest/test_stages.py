@@ -15,7 +15,6 @@ from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SourceProfile, load_sources, open_source
 from graphwalk_core.ingest.sources.base import SourceDocument
 from graphwalk_core.ingest.stages import (
-    WINDOW_GC_THRESHOLD,
     apply_plan,
     chunk_documents,
     collector_paused,
@@ -92,26 +91,33 @@ def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows() -> No
     assert resumed == full[2:]
 
 
-def test_the_collector_skips_older_objects_during_an_apply_and_gets_them_back_after() -> None:
+def test_the_collector_is_off_during_an_apply_and_back_after() -> None:
     older = [[i] for i in range(1_000)]
-    assert gc.get_freeze_count() == 0
-    thresholds = gc.get_threshold()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
     with collector_paused():
         assert gc.get_freeze_count() >= len(older)
-        assert gc.get_threshold() == (max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+        assert not gc.isenabled()
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
     with pytest.raises(RuntimeError), collector_paused():
         raise RuntimeError("a failed window")
-    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_a_collector_that_was_off_stays_off() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled() and gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
 
 
 def test_overlapping_applies_restore_the_collector_when_the_last_one_ends() -> None:
-    thresholds = gc.get_threshold()
-    paused = (max(thresholds[0], WINDOW_GC_THRESHOLD), *thresholds[1:])
     first, second = collector_paused(), collector_paused()
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)  # the other apply still runs: still paused
-    assert gc.get_threshold() == paused and gc.get_freeze_count() > 0
+    assert not gc.isenabled() and gc.get_freeze_count() > 0
     second.__exit__(None, None, None)
-    assert gc.get_threshold() == thresholds and gc.get_freeze_count() == 0
+    assert gc.isenabled() and gc.get_freeze_count() == 0
