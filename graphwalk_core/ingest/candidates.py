@@ -8,6 +8,7 @@ every text is embedded at most once per run (a :class:`~graphwalk_core.embedding
 across windows and full reloads). The index holds no vectors of its own: a row is a pool row number, and the
 rows are scored against the pool's vectors a block of :data:`SCORE_ROWS` rows at a time (plus a small copy
 of the rows appended since the last :meth:`CandidateIndex.prefilter`, bounded by a routing window).
+A node costs little else: a slotted entry, its ids in tuples (a set only for a word many names share).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -36,20 +37,48 @@ COSINE_MARGIN = 1e-3
 PREFILTER_BLOCK = 256
 #: Index rows gathered from the pool and scored at once (bounds the scratch: rows x dim and queries x rows).
 SCORE_ROWS = 4096
+#: A word's node ids are a tuple up to this many, then a set (a set costs 216 bytes from its first id).
+WORD_TUPLE_MAX = 16
 _NO_ROWS = np.zeros(0, dtype=np.int32)
+#: The ids of the nodes carrying a word.
+Postings: TypeAlias = tuple[str, ...] | set[str]
 
 
-@dataclass
+@dataclass(slots=True)
 class IndexEntry:
-    """What routing knows about one node (stored or planned in this run)."""
+    """What routing knows about one node (stored or planned in this run); ``words``: its name's words."""
 
     id: str
     name: str
     type: str
-    aliases: list[str] = field(default_factory=list)
+    aliases: tuple[str, ...] = ()
     summary: str | None = None
-    relations: list[str] = field(default_factory=list)
+    relations: tuple[str, ...] = ()
     stored: bool = False
+    words: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.words = name_words(self.name)
+
+
+def _posted(ids: Postings | None, node_id: str) -> Postings:
+    """``ids`` with ``node_id`` (a new tuple, or the set itself)."""
+    if ids is None:
+        return (node_id,)
+    if isinstance(ids, set):
+        ids.add(node_id)
+        return ids
+    if node_id in ids:
+        return ids
+    return (*ids, node_id) if len(ids) < WORD_TUPLE_MAX else {*ids, node_id}
+
+
+def _unposted(ids: Postings, node_id: str) -> Postings:
+    """``ids`` without ``node_id`` (a new tuple, or the set itself)."""
+    if isinstance(ids, set):
+        ids.discard(node_id)
+        return ids
+    return tuple(i for i in ids if i != node_id) if node_id in ids else ids
 
 
 def first_spellings(names: Iterable[str]) -> dict[str, str]:
@@ -87,9 +116,8 @@ class CandidateIndex:
         self.max_candidates = max_candidates
         self.max_word_df = max_word_df
         self.entries: dict[str, IndexEntry] = {}
-        self._exact: dict[str, list[str]] = {}
-        self._words: dict[str, set[str]] = {}
-        self._names: dict[str, frozenset[str]] = {}
+        self._exact: dict[str, tuple[str, ...]] = {}  # normalized name or alias -> node ids
+        self._words: dict[str, Postings] = {}  # normalized word -> ids of the nodes whose names carry it
         self._rows: list[str] = []  # index row -> node id
         self._pool_rows: list[int] = []  # index row -> pool row of its vector
         #: the vectors of rows ``_near_rows`` on (appended since the last prefilter): the first ``_tail_rows``
@@ -100,7 +128,6 @@ class CandidateIndex:
         #: every text's vector, embedded once per run (``pool``: carried over from an earlier index)
         self.pool = pool if pool is not None else VectorPool(embedder) if embedder is not None else None
         self._vectors: dict[str, int] = {}  # normalized name -> pool row of its first spelling
-        self._indexed: dict[str, list[str]] = {}  # node -> the names it is indexed under (exact, words)
         #: nodes added or changed since the last :meth:`sync` (routing in the window in flight)
         self.dirty: set[str] = set()
         #: normalized name -> its rows near the cosine threshold among the first ``_near_rows`` rows
@@ -136,7 +163,6 @@ class CandidateIndex:
         self.entries[entry.id] = entry
         for name in (entry.name, *entry.aliases):
             self._index_name(entry.id, name)
-        self._names[entry.id] = name_words(entry.name)
         if self.embedder is not None and embed:
             self._unembedded.append(entry.id)
 
@@ -145,43 +171,47 @@ class CandidateIndex:
         entry = self.entries[node_id]
         self.dirty.add(node_id)
         if name != entry.name and name not in entry.aliases:
-            entry.aliases.append(name)
+            entry.aliases = (*entry.aliases, name)
         self._index_name(node_id, name)
 
     def add_relation(self, node_id: str, text: str, limit: int = 8) -> None:
         entry = self.entries.get(node_id)
         if entry is not None and len(entry.relations) < limit and text not in entry.relations:
             self.dirty.add(node_id)
-            entry.relations.append(text)
+            entry.relations = (*entry.relations, text)
 
     def _index_name(self, node_id: str, name: str, *, in_order: bool = False) -> None:
-        """Index ``name`` for ``node_id``: appended to its exact list (``in_order``: inserted in id order)."""
-        ids = self._exact.setdefault(normalize_name(name), [])
+        """Index ``name`` for ``node_id``: appended to its exact ids (``in_order``: inserted in id order)."""
+        key = normalize_name(name)
+        ids = self._exact.get(key, ())
         if node_id not in ids:
-            if in_order:
-                bisect.insort(ids, node_id)
-            else:
-                ids.append(node_id)
+            at = bisect.bisect(ids, node_id) if in_order else len(ids)
+            self._exact[key] = (*ids[:at], node_id, *ids[at:])
+        words = self._words
         for word in name_words(name):
-            self._words.setdefault(word, set()).add(node_id)
-        self._indexed.setdefault(node_id, []).append(name)
+            words[word] = _posted(words.get(word), node_id)
 
     def _unindex(self, node_id: str) -> None:
-        """Forget ``node_id`` entirely (entry, names, words, vector row)."""
-        self.entries.pop(node_id, None)
-        self._names.pop(node_id, None)
-        for name in self._indexed.pop(node_id, ()):
+        """Forget ``node_id`` entirely (entry, names, words, vector row): the names it is indexed under are
+        its entry's name and aliases."""
+        entry = self.entries.pop(node_id, None)
+        if entry is None:
+            return
+        for name in (entry.name, *entry.aliases):
             key = normalize_name(name)
             ids = self._exact.get(key)
             if ids is not None and node_id in ids:
-                ids.remove(node_id)
-                if not ids:
+                if len(ids) == 1:
                     del self._exact[key]
+                else:
+                    self._exact[key] = tuple(i for i in ids if i != node_id)
             for word in name_words(name):
                 members = self._words.get(word)
                 if members is not None:
-                    members.discard(node_id)
-                    if not members:
+                    members = _unposted(members, node_id)
+                    if members:
+                        self._words[word] = members
+                    else:
                         del self._words[word]
 
     def sync(self, changes: Mapping[str, IndexEntry | None]) -> None:
@@ -204,10 +234,9 @@ class CandidateIndex:
             entry = changes[node_id]
             if entry is None:
                 continue
-            self.entries[node_id] = entry
+            self.entries[entry.id] = entry  # its own id string: one copy per node
             for name in (entry.name, *entry.aliases):
-                self._index_name(node_id, name, in_order=True)
-            self._names[node_id] = name_words(entry.name)
+                self._index_name(entry.id, name, in_order=True)
         self.dirty = set()
         self._rows, self._pool_rows = [], []
         self._unembedded = sorted(self.entries) if self.embedder is not None else []
@@ -350,6 +379,7 @@ class CandidateIndex:
         out: list[list[Candidate]] = []
         need_vectors: list[int] = []
         threshold = self.jaccard_threshold
+        entries = self.entries
         for i, name in enumerate(names):
             exact = self._exact.get(normalize_name(name), ())
             found: dict[str, Candidate] = {nid: Candidate(nid, 1.0, "exact") for nid in exact}
@@ -367,7 +397,7 @@ class CandidateIndex:
                     else:
                         hub_words += 1
                 for nid, count in shared.items():
-                    other = self._names[nid]
+                    other = entries[nid].words
                     m = len(other)
                     # |a ∩ b| <= count + hub_words: skip nodes that cannot reach the threshold
                     most = min(count + hub_words, n, m)

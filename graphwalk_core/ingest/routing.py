@@ -108,22 +108,22 @@ def routing_decider(
     return clone
 
 
-def reads_relations(decider: DecisionBackend | None) -> bool:
-    """Whether the decider reads a card's relations: the local decider as routing uses it skips them, so
-    routing need not read any node's neighbours from the store to build its cards."""
+def reads_card_key(decider: DecisionBackend | None, key: str) -> bool:
+    """Whether the decider reads ``key`` of a card: the local decider as routing uses it skips relations
+    and summaries, so routing need not read any node's neighbours from the store, nor keep summaries."""
     from graphwalk_core.decisions.local import LocalDecisionBackend
 
-    return not (isinstance(decider, LocalDecisionBackend) and "relations" in decider.skip_keys)
+    return not (isinstance(decider, LocalDecisionBackend) and key in decider.skip_keys)
 
 
-def _entry(node: Node) -> IndexEntry:
-    """What routing indexes of a stored node."""
+def _entry(node: Node, *, summary: bool) -> IndexEntry:
+    """What routing indexes of a stored node (``summary``: with its summary)."""
     return IndexEntry(
         id=node.id,
         name=node.name,
         type=node.type,
-        aliases=list(node.aliases),
-        summary=node.summary,
+        aliases=tuple(node.aliases),
+        summary=node.summary if summary else None,
         stored=True,
     )
 
@@ -153,7 +153,9 @@ class Router:
         self.route_threshold = route_threshold
         self.index = index or CandidateIndex(embedder if routing == "jev" else None)
         self.decider = routing_decider(decider, self.index.pool)
-        self.card_relations = card_relations if reads_relations(self.decider) else 0
+        self.card_relations = card_relations if reads_card_key(self.decider, "relations") else 0
+        #: whether the index keeps node summaries (for the cards of a decider that reads them)
+        self.summaries = reads_card_key(self.decider, "summary")
         self.version = ROUTING_VERSIONS[routing]
         self.cost = Cost()
         self.escalations = 0
@@ -194,7 +196,9 @@ class Router:
             return
         ids = sorted(self.index.dirty | written)
         stored = await self.store.get_nodes(ids)
-        self.index.sync({node_id: _entry(stored[node_id]) if node_id in stored else None for node_id in ids})
+        self.index.sync(
+            {node_id: self._entry(stored[node_id]) if node_id in stored else None for node_id in ids}
+        )
         self._cards = {}
         nodes, _ = await self.store.counts()
         if nodes != len(self.index):
@@ -210,16 +214,22 @@ class Router:
         async for node in self.store.iter_nodes():
             if exclude_sources and source_ids(node) <= exclude_sources:
                 continue
-            self.index.add(_entry(node))
+            self.index.add(self._entry(node))
         self.index.dirty = set()
         self._loaded = True
+
+    def _entry(self, node: Node) -> IndexEntry:
+        return _entry(node, summary=self.summaries)
+
+    def _summary(self, entity: ExtractedEntity) -> str | None:
+        return entity.description if self.summaries else None
 
     async def _card(self, node_id: str) -> dict[str, object]:
         """An option card: name, type, aliases, summary and a few relations."""
         if node_id in self._cards:
             return self._cards[node_id]
         entry = self.index.entries[node_id]
-        relations = entry.relations[: self.card_relations]
+        relations = list(entry.relations[: self.card_relations])
         if entry.stored and len(relations) < self.card_relations:
             adjacent = (await self.store.adjacent(node_id))[: self.card_relations - len(relations)]
             names = await self.store.get_nodes([a.neighbor for a in adjacent])
@@ -472,7 +482,7 @@ class Router:
             if entity.node_id is not None:
                 target, action, via = entity.node_id, "pinned", "pinned"
                 self.index.add(
-                    IndexEntry(id=target, name=entity.name, type=entity.type, summary=entity.description)
+                    IndexEntry(id=target, name=entity.name, type=entity.type, summary=self._summary(entity))
                 )
             else:
                 if mention.via == "none":  # no question was asked
@@ -488,7 +498,7 @@ class Router:
                     salt = f"{doc_source}@{chunk.index}#{i}"
                     target = new_node_id(entity.name, entity.type, salt, lambda nid: nid in self.index)
                     entry = IndexEntry(
-                        id=target, name=entity.name, type=entity.type, summary=entity.description
+                        id=target, name=entity.name, type=entity.type, summary=self._summary(entity)
                     )
                     self.index.add(entry, embed=entity.type not in LITERAL_TYPES)
                     mention.action = "new"
@@ -511,8 +521,10 @@ class Router:
         entities = [m.entity for m in mentions]
         edges = chunk_edges(extraction.relations, entities, resolved, nodes)
         for edge in edges:
-            self.index.add_relation(edge.source, f"{edge.type} -> {self.index.entries[edge.target].name}")
-            self.index.add_relation(edge.target, f"{self.index.entries[edge.source].name} -> {edge.type}")
+            if self.card_relations:
+                entries = self.index.entries
+                self.index.add_relation(edge.source, f"{edge.type} -> {entries[edge.target].name}")
+                self.index.add_relation(edge.target, f"{entries[edge.source].name} -> {edge.type}")
             self._cards.pop(edge.source, None)
             self._cards.pop(edge.target, None)
         for target in resolved:

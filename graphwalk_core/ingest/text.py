@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from functools import lru_cache
 
@@ -21,8 +22,9 @@ def normalize_name(name: str) -> str:
 
 @lru_cache(maxsize=200_000)
 def name_words(name: str) -> frozenset[str]:
-    """The set of normalized words of a name (for Jaccard similarity)."""
-    return frozenset(_WORDS.findall(normalize_name(name)))
+    """The set of normalized words of a name (for Jaccard similarity); each word interned, so the names
+    sharing a word share one string."""
+    return frozenset(map(sys.intern, _WORDS.findall(normalize_name(name))))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:

@@ -31,7 +31,7 @@ def test_exact_alias_jaccard_and_cosine() -> None:
     assert jac == [Candidate("n1", 0.5, "jaccard")]
     assert [(c.node_id, c.how) for c in cos] == [("n2", "cosine")] and cos[0].score > 0.75
     assert none == []
-    assert idx.entries["n1"].aliases == ["Chris Nolan"]
+    assert idx.entries["n1"].aliases == ("Chris Nolan",)
     assert idx.exact("1999") == ["n3"] and len(idx) == 3
     assert idx.candidates(["Nolan"], fuzzy=False) == [[]]
 

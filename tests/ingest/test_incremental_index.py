@@ -40,7 +40,7 @@ def index_state(index: CandidateIndex) -> dict[str, Any]:
         },
         "exact": {k: list(v) for k, v in index._exact.items() if v},
         "words": {w: sorted(v) for w, v in index._words.items() if v},
-        "names": {i: sorted(w) for i, w in index._names.items()},
+        "names": {i: sorted(e.words) for i, e in index.entries.items()},
         "rows": list(index._rows),
         "matrix": index.row_vectors(range(rows)).tobytes(),
     }
@@ -313,7 +313,7 @@ async def test_local_decider_routing_reads_no_neighbours_and_decides_the_same(
     lean = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
     assert reads == []
     monkeypatch.setattr(MemoryGraphStore, "adjacent", counted)
-    monkeypatch.setattr(routing, "reads_relations", lambda decider: True)  # the cards as before
+    monkeypatch.setattr(routing, "reads_card_key", lambda decider, key: True)  # the cards as before
     full = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
     assert len(reads) == 72  # stored candidates' neighbours, read for cards the local decider skips
     assert lean[1] == full[1] and lean[0] == full[0]
