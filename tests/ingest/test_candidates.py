@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
@@ -10,6 +11,7 @@ from graphwalk_core.ingest.candidates import Candidate, CandidateIndex, IndexEnt
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.routing import LOCAL_SKIP_KEYS, routing_decider
 from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import ScriptedExtractor
@@ -34,6 +36,26 @@ def test_exact_alias_jaccard_and_cosine() -> None:
     assert idx.entries["n1"].aliases == ("Chris Nolan",)
     assert idx.exact("1999") == ["n3"] and len(idx) == 3
     assert idx.candidates(["Nolan"], fuzzy=False) == [[]]
+
+
+def test_an_indexed_node_costs_under_600_bytes_beyond_its_strings() -> None:
+    """20,000 stored nodes (every fourth with an alias, 997 surnames): slotted entries, ids in tuples and no
+    per-node name list or words map cost 477 bytes a node here (a dict-backed entry and lists: 893)."""
+    count = 20_000
+    ids = [f"person:given_{n}_family_{n % 997}" for n in range(count)]
+    names = [f"Given{n} Family{n % 997}" for n in range(count)]
+    aliases = [(f"G. Family{n % 997}",) if n % 4 == 0 else () for n in range(count)]
+    for name in names + [a for pair in aliases for a in pair]:  # the name caches are not the index's
+        normalize_name(name), name_words(name)
+    idx, summary = CandidateIndex(None), "a summary " * 12
+    tracemalloc.start()
+    for node_id, name, alias in zip(ids, names, aliases, strict=True):
+        idx.add(IndexEntry(id=node_id, name=name, type="person", aliases=alias, summary=summary, stored=True))
+    idx.dirty = set()
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert len(idx) == count and idx.word_df("family5") == 21 and idx.exact("G. Family5")[:2] == [ids[2996], ids[6984]]
+    assert held < 600 * count
 
 
 def test_local_decider_compares_names_only(tmp_path: Path) -> None:
