@@ -6,7 +6,8 @@ every source an element cites anywhere (the full provenance records live in ``da
 Calls run synchronously inside the async methods. ``transaction()`` wraps every write inside in one
 SQL transaction; nested blocks are savepoints. While a transaction is open, every call on this store
 object uses it (one logical writer per store object). Writes are set-based: a batch of elements is
-one multi-row upsert (``INSERT … ON CONFLICT``) per table plus one delete per index table. Inside a
+one upsert (``INSERT … ON CONFLICT``) per table plus one delete per index table, handed to the driver's
+``executemany`` on SQLite and sent as ONE statement over an array per column on PostgreSQL. Inside a
 transaction, upserts are held in memory (by-id reads see them) and written together when the
 transaction commits, a savepoint starts or ends, or any other read or a delete needs the tables: a
 window of documents that merges into one hub node writes that node once, not once per document.
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
 from operator import itemgetter
@@ -283,6 +284,27 @@ def _upsert(engine: Engine, table: Table) -> Any | None:
     return statement.on_conflict_do_update(index_elements=primary, set_=updated)
 
 
+def _array_statement(action: str, table: Table, quote: Callable[[str], str]) -> tuple[str, tuple[str, ...]]:
+    """PostgreSQL: ``action`` ("upsert", "insert" or "delete" by primary key) on many rows of ``table`` as
+    ONE statement over one text array per column (``unnest``), and the columns in parameter order: a
+    batch costs one round trip and one plan, not one per row."""
+    columns = (
+        tuple(c.name for c in table.c) if action != "delete" else tuple(c.name for c in table.primary_key)
+    )
+    names = ", ".join(quote(c) for c in columns)
+    rows = f"SELECT * FROM unnest({', '.join(['%b::text[]'] * len(columns))})"
+    if action == "delete":
+        return f"DELETE FROM {quote(table.name)} WHERE ({names}) IN ({rows})", columns
+    sql = f"INSERT INTO {quote(table.name)} ({names}) {rows}"
+    if action == "upsert":
+        keys = ", ".join(quote(c.name) for c in table.primary_key)
+        updates = ", ".join(
+            f"{quote(c.name)} = EXCLUDED.{quote(c.name)}" for c in table.c if not c.primary_key
+        )
+        sql += f" ON CONFLICT ({keys}) DO UPDATE SET {updates}"
+    return sql, columns
+
+
 class SQLGraphStore:
     """A :class:`~graphwalk_core.stores.base.GraphStore` in a SQL database (see the module docstring)."""
 
@@ -320,6 +342,16 @@ class SQLGraphStore:
         }
         self._compiled: dict[int, Any] = {}
         self._lookups: dict[tuple[str, str, int], str] = {}
+        self._arrays: dict[int, tuple[str, tuple[str, ...]]] = {}
+        if self._engine.dialect.name == "postgresql":
+            quote = self._engine.dialect.identifier_preparer.quote
+            for action, statements in (
+                ("upsert", self._upserts),
+                ("insert", self._inserts),
+                ("delete", self._deletes),
+            ):
+                for name, statement in statements.items():
+                    self._arrays[id(statement)] = _array_statement(action, schema.tables[name], quote)
 
     def __repr__(self) -> str:
         return f"SQLGraphStore({redact_url(self.url)!r})"
@@ -441,8 +473,14 @@ class SQLGraphStore:
 
     def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
         """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
-        statement layer's per-row work costs more than the database's on bulk writes)."""
+        statement layer's per-row work costs more than the database's on bulk writes); on PostgreSQL,
+        one statement over arrays (see ``_array_statement``)."""
         if not rows:
+            return
+        arrays = self._arrays.get(id(statement))
+        if arrays is not None:
+            sql, columns = arrays
+            conn.exec_driver_sql(sql, tuple([row[c] for row in rows] for c in columns))
             return
         compiled = self._compiled.get(id(statement))
         if compiled is None:
