@@ -285,9 +285,9 @@ def _upsert(engine: Engine, table: Table) -> Any | None:
 
 
 def _array_statement(action: str, table: Table, quote: Callable[[str], str]) -> tuple[str, tuple[str, ...]]:
-    """PostgreSQL: ``action`` ("upsert", "insert" or "delete" by primary key) on many rows of ``table`` as
-    ONE statement over one text array per column (``unnest``), and the columns in parameter order: a
-    batch costs one round trip and one plan, not one per row."""
+    """PostgreSQL with psycopg: ``action`` ("upsert", "insert" or "delete" by primary key) on many rows of
+    ``table`` as ONE statement over one text array per column (``unnest``, sent in binary: no escaping),
+    and the columns in parameter order: a batch costs one round trip and one plan, not one per row."""
     columns = (
         tuple(c.name for c in table.c) if action != "delete" else tuple(c.name for c in table.primary_key)
     )
@@ -343,7 +343,11 @@ class SQLGraphStore:
         self._compiled: dict[int, Any] = {}
         self._lookups: dict[tuple[str, str, int], str] = {}
         self._arrays: dict[int, tuple[str, tuple[str, ...]]] = {}
-        if self._engine.dialect.name == "postgresql":
+        #: psycopg (3) on PostgreSQL: batches as arrays in binary format (``%b``)
+        self._binary_arrays = (
+            self._engine.dialect.name == "postgresql" and self._engine.dialect.driver == "psycopg"
+        )
+        if self._binary_arrays:
             quote = self._engine.dialect.identifier_preparer.quote
             for action, statements in (
                 ("upsert", self._upserts),
@@ -555,7 +559,13 @@ class SQLGraphStore:
 
     def _select_in(self, conn: Connection, table: Table, column: str, ids: list[str]) -> Iterator[Any]:
         """Rows of ``SELECT column FROM table WHERE id IN ids``, in batches: the driver's own statement
-        (one per batch size, kept), as statement building costs more than these lookups."""
+        (one per batch size, kept), as statement building costs more than these lookups; on PostgreSQL
+        (psycopg) the batch is one array (``= ANY``)."""
+        if self._binary_arrays:
+            sql = f"SELECT {column} FROM {table.name} WHERE id = ANY(%b::text[])"
+            for chunk in batched(ids, _CHUNK):
+                yield from conn.exec_driver_sql(sql, (chunk,))
+            return
         style = self._engine.dialect.paramstyle
         mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(style)
         for chunk in batched(ids, _CHUNK):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from servers.postgres_server import PostgresServer
 from sqlalchemy import event
 
 from graphwalk_core.model import Edge, Node, Provenance
@@ -97,5 +98,30 @@ async def test_sqlite_hands_each_batch_to_executemany(tmp_path: object) -> None:
             + [("INSERT INTO edges", True)] * 2
         )
         assert await store.get_nodes([n.id for n in nodes]) == {n.id: n for n in nodes}
+    finally:
+        await store.close()
+
+
+async def test_other_postgresql_drivers_hand_each_batch_to_executemany(
+    postgres_server: PostgresServer,
+) -> None:
+    url = postgres_server.url(postgres_server.create_database(), driver="postgresql+psycopg2")
+    store = SQLGraphStore(url)
+    try:
+        nodes, edges = graph(1203)
+        with writes(store) as seen:
+            await store.upsert_many(nodes, edges)
+        assert (
+            seen
+            == [
+                ("INSERT INTO nodes", True),
+                ("INSERT INTO provenance", True),
+                ("INSERT INTO node_names", True),
+            ]
+            * 3
+            + [("INSERT INTO edges", True)] * 2
+        )
+        assert await store.get_nodes([n.id for n in nodes]) == {n.id: n for n in nodes}
+        assert await store.get_edges([e.id for e in edges]) == {e.id: e for e in edges}
     finally:
         await store.close()
