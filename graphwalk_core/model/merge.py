@@ -82,8 +82,16 @@ class ProvenanceSet(tuple[Provenance, ...]):
         support = self.support
         added: list[str] = []
         at = 0
+        last = records[-1].sort_key() if records else None
         for item in items:  # sorted: each one goes at or after the previous one's run of equal keys
             key = item.sort_key()
+            if last is None or key > last:  # after every record (a later document's, most often)
+                if not records or records[-1].source_id != item.source_id:
+                    support += 1
+                    added.append(item.source_id)
+                records.append(item)
+                last, at = key, len(records) - 1
+                continue
             at = bisect_left(records, key, at, key=Provenance.sort_key)
             end = at
             while end < len(records) and records[end].sort_key() == key:
