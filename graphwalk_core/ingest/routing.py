@@ -449,7 +449,9 @@ class Router:
             return
         if self._ahead is None:
             self._ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphwalk-embed-ahead")
-        self._ahead_jobs.append(self._ahead.submit(pool.rows, names))
+        # jobs done without error go (their row lists would pile up over a corpus); failures stay for close()
+        jobs = [job for job in self._ahead_jobs if not job.done() or job.exception() is not None]
+        self._ahead_jobs = [*jobs, self._ahead.submit(pool.rows, names)]
 
     def close(self) -> None:
         """Wait for the look-ahead thread to finish and stop it. A failed look-ahead is only logged: routing

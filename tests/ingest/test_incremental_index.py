@@ -317,3 +317,24 @@ async def test_local_decider_routing_reads_no_neighbours_and_decides_the_same(
     full = await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
     assert len(reads) == 72  # stored candidates' neighbours, read for cards the local decider skips
     assert lean[1] == full[1] and lean[0] == full[0]
+
+
+async def test_the_look_ahead_keeps_no_finished_jobs(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight windows embed seven later windows' names ahead; a job done without error is dropped at the
+    next one, so a corpus of any size leaves the last job or two (not one row list per window)."""
+    close, look_ahead = Router.close, Router.look_ahead
+    submitted: list[int] = []
+    kept: list[int] = []
+
+    def counted(self: Router, items: Any) -> None:
+        look_ahead(self, items)
+        submitted.append(len(self._ahead_jobs))
+
+    def closing(self: Router) -> None:
+        kept.append(len(self._ahead_jobs))
+        close(self)
+
+    monkeypatch.setattr(Router, "look_ahead", counted)
+    monkeypatch.setattr(Router, "close", closing)
+    await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
+    assert len(submitted) == 7 and len(kept) == 1 and 1 <= kept[0] <= 2
