@@ -232,6 +232,18 @@ def _type_state(node: Node) -> _ValueState:
     return {canonical_json(node.type): (node.type, _tuple(provenance))}
 
 
+def _merged_type_state(existing: Node, incoming: Node, provenance: tuple[Provenance, ...]) -> _ValueState:
+    """The union of both nodes' type states, given the union of their ``provenance``: when one type is
+    backed by each node's whole provenance (a node without a recorded backing), its union is that one,
+    not a second copy (a hub's type backing is as long as its provenance)."""
+    mine, theirs = _type_state(existing), _type_state(incoming)
+    if len(mine) == 1 and mine.keys() == theirs.keys():
+        [(key, (value, backing))] = mine.items()
+        if backing is existing.provenance and theirs[key][1] is incoming.provenance:
+            return {key: (value, provenance)}
+    return _union_states(mine, theirs)
+
+
 def _apply_type(
     state: _ValueState,
     attribute_provenance: dict[str, tuple[Provenance, ...]],
@@ -350,8 +362,10 @@ def _surface(
 def merge_node_data(existing: Node, incoming: Node) -> Node:
     """Fold ``incoming`` into ``existing`` (``existing.id`` kept); see the module docstring."""
     attributes, attribute_provenance, conflicts = _merged_attributes(existing, incoming)
-    type_state = _union_states(_type_state(existing), _type_state(incoming))
-    node_type = _apply_type(type_state, attribute_provenance, conflicts)
+    provenance = union_provenance(existing.provenance, incoming.provenance)
+    node_type = _apply_type(
+        _merged_type_state(existing, incoming, provenance), attribute_provenance, conflicts
+    )
     name_sources = _union_sources(_name_sources(existing), _name_sources(incoming))  # never empty
     summary_sources = _union_sources(_summary_sources(existing), _summary_sources(incoming))
     # model_construct: every field comes from validated models (keeps ProvenanceSets, see above); the
@@ -362,7 +376,7 @@ def merge_node_data(existing: Node, incoming: Node) -> Node:
         attributes=attributes,
         attribute_provenance=attribute_provenance,
         conflicts=conflicts,
-        provenance=union_provenance(existing.provenance, incoming.provenance),
+        provenance=provenance,
         name_sources=name_sources,
         summary_sources=summary_sources,
         **_surface(name_sources, summary_sources),

@@ -271,8 +271,9 @@ def test_provenance_set_is_a_plain_tuple_to_models_and_json() -> None:
 
 
 mentions = st.builds(
-    lambda prov, name, summary: Node(
+    lambda prov, name, summary, kind: Node(
         id="n",
+        type=kind,
         name=name,
         provenance=(prov,),
         name_sources={name: (prov,)},
@@ -282,6 +283,7 @@ mentions = st.builds(
     prov=records,
     name=st.sampled_from(["Al", "Bob", "al", "Alan"]),
     summary=st.one_of(st.none(), st.sampled_from(["s", "s1", "s22", "t1"])),
+    kind=st.sampled_from([GENERIC_TYPE, GENERIC_TYPE, "PERSON", "ORG"]),
 )
 
 
