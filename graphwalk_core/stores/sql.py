@@ -17,7 +17,7 @@ Writers serialize per graph, readers never wait: on SQLite a write transaction s
 PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two
 processes never merge into the same element from stale reads (no lost update) and never deadlock.
 
-Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 64 MiB page cache and a 64 MiB log
+Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 16 MiB page cache and a 64 MiB log
 between checkpoints change no durability) and PostgreSQL sessions with ``synchronous_commit=off``. A
 killed process leaves exactly the last committed state; a power loss or an operating-system crash may
 also roll back the last commits, atomically (each document's ledger entry goes with its elements, so a
@@ -68,8 +68,9 @@ _CHUNK = 500
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 600
 #: SQLite's page cache per connection, KiB (its default is 2,000): a graph's indexes outgrow the default at
-#: a few thousand documents, and every insert then re-reads B-tree pages from the operating system.
-SQLITE_CACHE_KIB = 65_536
+#: a few thousand documents, and every insert then re-reads B-tree pages from the operating system. 16 MiB
+#: keeps their inner pages; 64 MiB applied 6,119 passages 3% faster for 55 MB more resident memory.
+SQLITE_CACHE_KIB = 16_384
 #: WAL pages after which a SQLite commit copies the log into the database file (its default is 1,000): a
 #: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
 #: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.

@@ -196,7 +196,7 @@ async def test_sqlite_connections_run_wal_with_the_larger_page_cache_and_log(tmp
         with store._engine.connect() as conn:
             settings = [conn.exec_driver_sql(f"PRAGMA {p}").scalar() for p in ("journal_mode", "synchronous")]
             assert settings == ["wal", 1]  # 1: NORMAL
-            assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -65_536
+            assert conn.exec_driver_sql("PRAGMA cache_size").scalar() == -16_384
             assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 16_384
     finally:
         await store.close()
