@@ -204,9 +204,9 @@ def _name_keys(node: Node) -> set[str]:
 
 def _changes(old: set[str], new: set[str]) -> tuple[list[str], list[str]]:
     """(keys ``new`` adds, keys it drops), each sorted."""
-    if old == new:
+    if old == new:  # most rewrites of an element
         return [], []
-    return sorted(new - old) if new - old else [], sorted(old - new) if old - new else []
+    return sorted(new - old), sorted(old - new)
 
 
 def redact_url(url: str) -> str:
@@ -478,8 +478,8 @@ class SQLGraphStore:
 
     def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
         """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
-        statement layer's per-row work costs more than the database's on bulk writes); on PostgreSQL,
-        one statement over arrays (see ``_array_statement``)."""
+        statement layer's per-row work costs more than the database's on bulk writes); with psycopg on
+        PostgreSQL, one statement over arrays (see ``_array_statement``)."""
         if not rows:
             return
         arrays = self._arrays.get(id(statement))
