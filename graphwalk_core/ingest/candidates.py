@@ -17,7 +17,7 @@ import bisect
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -79,6 +79,17 @@ def _unposted(ids: Postings, node_id: str) -> Postings:
         ids.discard(node_id)
         return ids
     return tuple(i for i in ids if i != node_id) if node_id in ids else ids
+
+
+def _drop_posting(index: dict[str, Any], key: str, node_id: str) -> None:
+    """``node_id`` out of ``index[key]``'s ids; the key goes when none are left."""
+    ids = index.get(key)
+    if ids is not None:
+        ids = _unposted(ids, node_id)
+        if ids:
+            index[key] = ids
+        else:
+            del index[key]
 
 
 def first_spellings(names: Iterable[str]) -> dict[str, str]:
@@ -198,21 +209,9 @@ class CandidateIndex:
         if entry is None:
             return
         for name in (entry.name, *entry.aliases):
-            key = normalize_name(name)
-            ids = self._exact.get(key)
-            if ids is not None and node_id in ids:
-                if len(ids) == 1:
-                    del self._exact[key]
-                else:
-                    self._exact[key] = tuple(i for i in ids if i != node_id)
+            _drop_posting(self._exact, normalize_name(name), node_id)
             for word in name_words(name):
-                members = self._words.get(word)
-                if members is not None:
-                    members = _unposted(members, node_id)
-                    if members:
-                        self._words[word] = members
-                    else:
-                        del self._words[word]
+                _drop_posting(self._words, word, node_id)
 
     def sync(self, changes: Mapping[str, IndexEntry | None]) -> None:
         """Make the index what a fresh index loaded from the store would be, given the entry of every node

@@ -116,18 +116,6 @@ def reads_card_key(decider: DecisionBackend | None, key: str) -> bool:
     return not (isinstance(decider, LocalDecisionBackend) and key in decider.skip_keys)
 
 
-def _entry(node: Node, *, summary: bool) -> IndexEntry:
-    """What routing indexes of a stored node (``summary``: with its summary)."""
-    return IndexEntry(
-        id=node.id,
-        name=node.name,
-        type=node.type,
-        aliases=tuple(node.aliases),
-        summary=node.summary if summary else None,
-        stored=True,
-    )
-
-
 class Router:
     """Routes chunk after chunk against one growing index (strictly sequential, so order is the plan)."""
 
@@ -219,7 +207,15 @@ class Router:
         self._loaded = True
 
     def _entry(self, node: Node) -> IndexEntry:
-        return _entry(node, summary=self.summaries)
+        """What routing indexes of a stored node (its summary only for a decider that reads it)."""
+        return IndexEntry(
+            id=node.id,
+            name=node.name,
+            type=node.type,
+            aliases=tuple(node.aliases),
+            summary=node.summary if self.summaries else None,
+            stored=True,
+        )
 
     def _summary(self, entity: ExtractedEntity) -> str | None:
         return entity.description if self.summaries else None
@@ -522,9 +518,9 @@ class Router:
             )
         entities = [m.entity for m in mentions]
         edges = chunk_edges(extraction.relations, entities, resolved, nodes)
+        entries = self.index.entries
         for edge in edges:
             if self.card_relations:
-                entries = self.index.entries
                 self.index.add_relation(edge.source, f"{edge.type} -> {entries[edge.target].name}")
                 self.index.add_relation(edge.target, f"{entries[edge.source].name} -> {edge.type}")
             self._cards.pop(edge.source, None)
