@@ -214,11 +214,12 @@ _PAUSE = _CollectorPause()
 def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector stays off while a window applies. A merge into a hub node
     allocates containers as large as the hub (its provenance, its summaries), which every collection
-    they live through traverses, while the merge's garbage dies by reference count anyway; and the
-    objects that existed before the window are frozen, so the collection that may follow the window
-    scans what it allocated, not a heap that grows with the graph. Nothing is leaked: when the last
-    overlapping apply ends, the collector is back as it was (on, unless it was off) and ``gc.unfreeze``
-    hands every frozen object back."""
+    they live through traverses, while the merge's garbage dies by reference count anyway. The objects
+    that existed before the window are frozen, and what the window keeps joins them unscanned when it
+    ends (frozen too, then all handed back to the oldest generation): a young collection after each
+    window would traverse every hub the window grew. Nothing is leaked: when the last overlapping apply
+    ends, the collector is back as it was (on, unless it was off), and full collections still see
+    everything."""
     with _PAUSE.lock:
         if _PAUSE.depth == 0:
             _PAUSE.enabled = gc.isenabled()
@@ -231,9 +232,10 @@ def collector_paused() -> Iterator[None]:
         with _PAUSE.lock:
             _PAUSE.depth -= 1
             if _PAUSE.depth == 0:
+                gc.freeze()  # the window's survivors join the old objects unscanned (see above)
+                gc.unfreeze()
                 if _PAUSE.enabled:
                     gc.enable()
-                gc.unfreeze()
 
 
 async def apply_plan(

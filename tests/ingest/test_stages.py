@@ -104,6 +104,17 @@ def test_the_collector_is_off_during_an_apply_and_back_after() -> None:
     assert gc.get_freeze_count() == 0 and gc.isenabled()
 
 
+def test_what_a_window_keeps_is_not_left_to_the_young_collection() -> None:
+    """A window's survivors (the graph it wrote, a hub's grown provenance) go to the oldest generation
+    unscanned: a young collection after each window would traverse hub-sized containers every time."""
+    with collector_paused():
+        kept = [[i] for i in range(1_000)]
+    young = {id(o) for o in gc.get_objects(generation=0)}
+    assert sum(id(x) in young for x in kept) == 0
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert sum(id(x) in oldest for x in kept) == len(kept)
+
+
 def test_a_collector_that_was_off_stays_off() -> None:
     gc.disable()
     try:
