@@ -1,8 +1,12 @@
 """SQL graph store on SQLAlchemy 2: the durable system of record (SQLite file by default, any URL).
 
-Elements are stored whole as JSON (``data``) next to queryable columns; ``node_names`` indexes
+Elements are stored whole as JSON (``data``) next to queryable columns, except a large node: its
+records live in ``node_parts``, which later writes append to (a hub mentioned by every document is not
+rewritten whole by each window; see :mod:`~graphwalk_core.stores.node_parts`). ``node_names`` indexes
 names and aliases case-insensitively and ``provenance`` holds one row per (source id, element) for
-every source an element cites anywhere (the full provenance records live in ``data``).
+every source an element cites anywhere (the full provenance records live in ``data`` or the parts).
+A store object keeps the large nodes it read or wrote across transactions while the ``generation``
+row, which every write transaction increments, says no other writer came in between.
 Calls run synchronously inside the async methods. ``transaction()`` wraps every write inside in one
 SQL transaction; nested blocks are savepoints. While a transaction is open, every call on this store
 object uses it (one logical writer per store object). Writes are set-based: a batch of elements is
@@ -39,6 +43,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     Index,
+    Integer,
     MetaData,
     String,
     Table,
@@ -61,6 +66,7 @@ from sqlalchemy.schema import CreateTable
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
+from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.memory import check_direction, name_key
 
@@ -75,6 +81,9 @@ SQLITE_CACHE_KIB = 16_384
 #: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
 #: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
 SQLITE_CHECKPOINT_PAGES = 16_384
+#: Provenance records of the large nodes a store object keeps in memory across transactions (see
+#: ``node_parts``): beyond them, a large node is read back from its head and parts.
+LARGE_RECORDS_KEPT = 500_000
 #: The PostgreSQL advisory lock key of graph writers (one graph per database).
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
 #: Execution option marking write transactions (see the module docstring).
@@ -127,6 +136,22 @@ metadata_table = Table(
     schema,
     Column("key", Key, primary_key=True),
     Column("value", Text, nullable=False),
+)
+#: A large node's records (see :mod:`~graphwalk_core.stores.node_parts`), in part order.
+node_parts_table = Table(
+    "node_parts",
+    schema,
+    Column("node_id", Key, primary_key=True),
+    Column("part", Integer, primary_key=True, autoincrement=False),
+    Column("data", Text, nullable=False),
+)
+#: One row: a number every write transaction increments, so a store object knows whether the large nodes
+#: it keeps in memory across transactions are still what the tables hold.
+generation_table = Table(
+    "generation",
+    schema,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("value", Integer, nullable=False),
 )
 
 
@@ -235,6 +260,8 @@ def create_schema(engine: Engine) -> None:
                 conn.execute(CreateTable(table))
             for index in sorted(table.indexes, key=lambda i: str(i.name)):
                 index.create(conn, checkfirst=True)
+        if conn.scalar(select(generation_table.c.value)) is None:
+            conn.execute(insert(generation_table).values(id=1, value=0))
 
 
 def _sqlite_transactions(engine: Engine) -> None:
@@ -319,6 +346,12 @@ class SQLGraphStore:
             elif self._engine.dialect.name == "postgresql":
                 _postgresql_writer_lock(self._engine)
             self._writer = self._engine.execution_options(**{_WRITER: True})
+            #: reads outside a transaction see one snapshot (SQLite's deferred transactions always do)
+            self._reader = (
+                self._engine.execution_options(isolation_level="REPEATABLE READ")
+                if self._engine.dialect.name == "postgresql"
+                else self._engine
+            )
             create_schema(self._writer)  # as a writer: processes may open a new graph at once
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
@@ -334,8 +367,13 @@ class SQLGraphStore:
         #: elements as the open transaction read or wrote them in the tables, so rewriting one (a hub
         #: node merged again) changes only its provenance index rows that differ (see ``_reindex``)
         self._stored: dict[tuple[str, str], Node | Edge] = {}
+        #: the large nodes the tables hold as head and parts (id -> (node, parts)), kept across
+        #: transactions while the tables' generation is ``_seen`` (None: unknown, keep nothing)
+        self._large: dict[NodeId, tuple[Node, int]] = {}
+        self._seen: int | None = None
         self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
         self._inserts = {t.name: insert(t) for t in (provenance_table, node_names_table)}
+        self._part_insert = insert(node_parts_table)
         #: a row of an index table, deleted by its whole primary key
         self._deletes = {
             t.name: delete(t).where(*(c == bindparam(c.name) for c in t.primary_key.columns))
@@ -371,9 +409,19 @@ class SQLGraphStore:
             if not pending:
                 self._flush()
             yield self._conn
-        else:
-            with (self._writer if write else self._engine).begin() as conn:
+        elif not write:
+            with self._reader.begin() as conn:
                 yield conn
+        else:
+            with self._writer.begin() as conn:
+                generation = self._sync(conn)
+                try:
+                    yield conn
+                    generation = self._advance(conn, generation)
+                except BaseException:
+                    self._forget_large()
+                    raise
+            self._committed(generation)
 
     def _flush(self) -> None:
         """Write the held upserts: every node, then every edge, set-based."""
@@ -386,6 +434,38 @@ class SQLGraphStore:
         """Forget what a failed block held or knew about the tables (a savepoint rolled back)."""
         self._pending_nodes, self._pending_edges = {}, {}
         self._stored = {}
+        self._forget_large()
+
+    def _forget_large(self) -> None:
+        self._large = {}
+        self._seen = None
+
+    def _sync(self, conn: Connection) -> int:
+        """The tables' generation; the large nodes kept are forgotten unless it is the one they are from."""
+        generation = conn.scalar(select(generation_table.c.value).where(generation_table.c.id == 1)) or 0
+        if generation != self._seen:
+            self._large = {}
+            self._seen = generation
+        return generation
+
+    def _advance(self, conn: Connection, generation: int) -> int:
+        """Count a write transaction (before it commits): its generation is ``generation + 1``. What is
+        kept stays unvalidated (``_seen`` None) until the commit succeeds."""
+        conn.execute(generation_table.update().where(generation_table.c.id == 1).values(value=generation + 1))
+        self._seen = None
+        return generation + 1
+
+    def _committed(self, generation: int) -> None:
+        """A write transaction committed: the large nodes kept are the tables' at ``generation``, the
+        least recently written first out beyond ``LARGE_RECORDS_KEPT`` records (never during a
+        transaction: a large node it read or wrote stays known)."""
+        self._seen = generation
+        large = self._large
+        records = sum(len(node.provenance) for node, _ in large.values())
+        for node_id in list(large):
+            if records <= LARGE_RECORDS_KEPT:
+                break
+            records -= len(large.pop(node_id)[0].provenance)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SQLGraphStore]:
@@ -403,14 +483,17 @@ class SQLGraphStore:
         with self._writer.begin() as conn:
             self._conn = conn
             try:
+                generation = self._sync(conn)
                 yield self
                 self._flush()
+                generation = self._advance(conn, generation)
             except BaseException:
                 self._discard()
                 raise
             finally:
                 self._conn = None
                 self._stored = {}
+        self._committed(generation)
 
     # ------------------------------------------------------------------ row helpers
 
@@ -420,10 +503,14 @@ class SQLGraphStore:
         found: dict[str, Any] = {}
         unknown = self._known(kind, ids, found)
         if unknown:
-            table, parse = (nodes_table, _parsed.node) if kind == "node" else (edges_table, _parsed.edge)
-            read = {
-                e.id: e for e in (parse(data) for (data,) in self._select_in(conn, table, "data", unknown))
-            }
+            read: dict[str, Any]
+            if kind == "node":
+                read = {
+                    n.id: n
+                    for n in self._nodes_of(conn, self._select_in(conn, nodes_table, "id, data", unknown))
+                }
+            else:
+                read = {e.id: e for e in map(_parsed.edge, self._column(conn, edges_table, "data", unknown))}
             found.update(read)
             self._remember(kind, read, [i for i in unknown if i not in found])
         return found
@@ -439,6 +526,8 @@ class SQLGraphStore:
         self._reindex(conn, kind, dict.fromkeys(held), held)
         for i in held:
             self._stored.pop((kind, i), None)
+        if kind == "node":
+            self._drop_parts(conn, [i for i in held if self._large.pop(i, None) is not None])
 
     def _remember(self, kind: str, elements: Mapping[str, Node | Edge], absent: Iterable[str] = ()) -> None:
         """Inside a transaction: ``elements`` (by id) are what the tables now hold, and they hold nothing
@@ -510,10 +599,53 @@ class SQLGraphStore:
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
                 held = self._held(conn, kind, ids)
-                self._replace(conn, table, ids, [_row(i, e) for i, e in unique.items()])
+                if kind == "node":
+                    self._replace(conn, table, ids, self._node_rows(conn, unique, held))
+                else:
+                    self._replace(conn, table, ids, [_row(i, e) for i, e in unique.items()])
                 self._reindex(conn, kind, unique, held)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
+
+    def _node_rows(
+        self, conn: Connection, nodes: Mapping[str, Node], held: Mapping[str, Any]
+    ) -> list[dict[str, str]]:
+        """The nodes table's rows of ``nodes`` (``held``: what the tables hold for them), their parts
+        written first: a large node the tables hold gets one more part when it only gained records,
+        else its parts are replaced by one (see :mod:`~graphwalk_core.stores.node_parts`)."""
+        rows: list[dict[str, str]] = []
+        dropped: list[str] = []
+        parts: list[dict[str, Any]] = []
+        large = self._large
+        for i, node in nodes.items():
+            kept = large.get(i)  # within a transaction: every large node it read or wrote
+            if kept is None and not node_parts.is_large(node):
+                rows.append(_row(i, node))
+                continue
+            before, count = kept if kept is not None else (None, 0)
+            added = None
+            if before is not None and before is held[i] and count < node_parts.MAX_PARTS:
+                added = node_parts.added_records(before, node)
+            if added is None:  # its parts replaced by one holding every record, or by none
+                if kept is not None:
+                    dropped.append(i)
+                large.pop(i, None)
+                if not node_parts.is_large(node):
+                    rows.append(_row(i, node))
+                    continue
+                added, count = node_parts.whole(node), 0
+            parts.append({"node_id": i, "part": count, "data": added})
+            large.pop(i, None)  # to the end: the most recently written
+            large[i] = (node, count + 1)
+            rows.append({"id": i, "type": node.type, "name": node.name, "data": node_parts.head(node)})
+        self._drop_parts(conn, dropped)
+        self._executemany(conn, self._part_insert, parts)
+        return rows
+
+    def _drop_parts(self, conn: Connection, ids: list[str]) -> None:
+        """Delete the parts of the nodes ``ids``."""
+        for chunk in batched(ids, _CHUNK):
+            conn.execute(delete(node_parts_table).where(node_parts_table.c.node_id.in_(chunk)))
 
     def _replace(self, conn: Connection, table: Table, ids: list[str], rows: list[dict[str, str]]) -> None:
         """Insert or replace ``rows`` (keyed by ``ids``): one upsert, or a delete and an insert."""
@@ -530,7 +662,7 @@ class SQLGraphStore:
         known |= {n for n in ends - known if self._stored.get(("node", n)) is not None}
         unknown = sorted(ends - known)
         if unknown:
-            known |= {i for (i,) in self._select_in(conn, nodes_table, "id", unknown)}
+            known |= set(self._column(conn, nodes_table, "id", unknown))
         for e in edges:
             missing = [n for n in (e.source, e.target) if n not in known]
             if missing:
@@ -558,8 +690,39 @@ class SQLGraphStore:
                 unknown.append(i)
         return unknown
 
+    def _column(self, conn: Connection, table: Table, column: str, ids: list[str]) -> Iterator[Any]:
+        """``column`` of the rows of ``table`` among ``ids`` (see ``_select_in``)."""
+        return map(itemgetter(0), self._select_in(conn, table, column, ids))
+
+    def _nodes_of(self, conn: Connection, rows: Iterable[tuple[str, str]]) -> list[Node]:
+        """The nodes of (id, data) rows of the nodes table: a large node's from its head and parts, or as
+        kept from an earlier read or write at the tables' current generation."""
+        rows = list(rows)
+        large = [i for i, data in rows if data.startswith(node_parts.HEAD)]
+        if large:
+            if conn is not self._conn:  # a transaction checks it when it starts
+                self._sync(conn)
+            self._read_parts(
+                conn,
+                {i: data for i, data in rows if i not in self._large and data.startswith(node_parts.HEAD)},
+            )
+        kept = self._large
+        return [kept[i][0] if data.startswith(node_parts.HEAD) else _parsed.node(data) for i, data in rows]
+
+    def _read_parts(self, conn: Connection, heads: Mapping[str, str]) -> None:
+        """Assemble (and keep) the large nodes of ``heads`` (id -> head row data) from their parts."""
+        parts: dict[str, list[str]] = {i: [] for i in heads}
+        p = node_parts_table.c
+        for chunk in batched(heads, _CHUNK):
+            query = select(p.node_id, p.data).where(p.node_id.in_(chunk)).order_by(p.node_id, p.part)
+            for node_id, data in conn.execute(query):
+                parts[node_id].append(data)
+        for i, head in heads.items():
+            self._large[i] = (node_parts.assemble(head, parts[i]), len(parts[i]))
+
     def _select_in(self, conn: Connection, table: Table, column: str, ids: list[str]) -> Iterator[Any]:
-        """Rows of ``SELECT column FROM table WHERE id IN ids``, in batches: the driver's own statement
+        """Rows of ``SELECT column FROM table WHERE id IN ids`` (``column``: one or more, comma-separated),
+        in batches: the driver's own statement
         (one per batch size, kept), as statement building costs more than these lookups; on PostgreSQL
         (psycopg) the batch is one array (``= ANY``)."""
         if self._binary_arrays:
@@ -571,7 +734,8 @@ class SQLGraphStore:
         mark = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(style)
         for chunk in batched(ids, _CHUNK):
             if mark is None:
-                yield from conn.execute(select(table.c[column]).where(table.c.id.in_(chunk)))
+                columns = [table.c[c.strip()] for c in column.split(",")]
+                yield from conn.execute(select(*columns).where(table.c.id.in_(chunk)))
                 continue
             key = (table.name, column, len(chunk))
             sql = self._lookups.get(key)
@@ -676,7 +840,9 @@ class SQLGraphStore:
         self._stored = {}
         with self._connection(write=True) as conn:
             for table in reversed(schema.sorted_tables):
-                conn.execute(delete(table))
+                if table is not generation_table:
+                    conn.execute(delete(table))
+            self._large = {}
 
     async def close(self) -> None:
         self._engine.dispose()
@@ -753,14 +919,14 @@ class SQLGraphStore:
         self, *, name: str | None = None, type: str | None = None, limit: int | None = None
     ) -> list[Node]:
         """Nodes whose name or an alias equals ``name`` (case-insensitive), filtered by type, by id."""
-        query = select(nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
+        query = select(nodes_table.c.id, nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
         if name is not None:
             named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == name_key(name))
             query = query.where(nodes_table.c.id.in_(named))
         if type is not None:
             query = query.where(nodes_table.c.type == type)
         with self._connection() as conn:
-            return [_parsed.node(data) for (data,) in conn.execute(query)]
+            return self._nodes_of(conn, conn.execute(query))
 
     async def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
         """Every node, ordered by id, read in batches."""
@@ -771,9 +937,11 @@ class SQLGraphStore:
                 query = query.where(nodes_table.c.id > last)
             with self._connection() as conn:
                 rows = conn.execute(query).all()
-            for node_id, data in rows:
-                last = node_id
-                yield _parsed.node(data)
+                nodes = self._nodes_of(conn, rows)
+            if rows:
+                last = rows[-1][0]
+            for node in nodes:
+                yield node
             if len(rows) < batch_size:
                 return
 
@@ -799,11 +967,11 @@ class SQLGraphStore:
         cited = select(s.element_id).where(s.source_id == source_id)
         with self._connection() as conn:
             node_rows = conn.execute(
-                select(nodes_table.c.data)
+                select(nodes_table.c.id, nodes_table.c.data)
                 .where(nodes_table.c.id.in_(cited.where(s.element_kind == "node")))
                 .order_by(nodes_table.c.id)
             )
-            nodes = [_parsed.node(d) for (d,) in node_rows]
+            nodes = self._nodes_of(conn, node_rows)
             edges = self._edges_where(conn, edges_table.c.id.in_(cited.where(s.element_kind == "edge")))
         return nodes, edges
 

@@ -21,6 +21,7 @@ import pytest
 import typer
 
 from graphwalk_core.cli.ingest import ingest as cli_ingest
+from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.sql import SQLGraphStore
 
 from .conftest import graph_tables, write_hotpotqa_paragraphs
@@ -161,10 +162,26 @@ def fork_routed_ingest(corpus: Path, graph: Path) -> int:
 
 def sorted_tables(graph: Path) -> dict[str, list[tuple[object, ...]]]:
     """Every table of a SQLite graph as sorted rows (nodes, edges, names, provenance, ledger); ledger
-    entries without their ingestion time."""
+    entries without their ingestion time; a large node as the node its head and parts give (how its
+    records are split into parts, and the count of write transactions, depend on where runs stopped)."""
     with closing(sqlite3.connect(graph)) as conn:
         names = [n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         tables = {name: sorted(conn.execute(f"SELECT * FROM {name}")) for name in names}
+    assert tables.pop("generation")[0][1] > 0
+    parts: dict[str, list[str]] = {}
+    for node_id, _, data in tables.pop("node_parts"):  # sorted: in part order
+        parts.setdefault(node_id, []).append(data)
+    tables["large"] = [(i,) for i, _, _, d in tables["nodes"] if d.startswith(node_parts.HEAD)]
+    tables["nodes"] = [
+        (
+            i,
+            t,
+            n,
+            node_parts.assemble(d, parts.pop(i)).model_dump_json() if d.startswith(node_parts.HEAD) else d,
+        )
+        for i, t, n, d in tables["nodes"]
+    ]
+    assert not parts  # no part without its head
     tables["metadata"] = sorted(
         (key, json.dumps({**json.loads(value), "ingested_at": None}, sort_keys=True))
         for key, value in tables["metadata"]
@@ -185,7 +202,8 @@ def test_sigkilled_default_routing_ingest_resumes_to_the_uninterrupted_graph(tmp
     assert wait(fork_routed_ingest(corpus, tmp_path / "clean.sqlite")) == 0
     duration = time.perf_counter() - started
     clean = sorted_tables(tmp_path / "clean.sqlite")
-    assert sorted(clean) == ["edges", "metadata", "node_names", "nodes", "provenance"]
+    assert sorted(clean) == ["edges", "large", "metadata", "node_names", "nodes", "provenance"]
+    assert len(clean["large"]) > 3  # hubs kept as head and parts, resumed mid-way
     assert len(clean["metadata"]) == 200 and len(clean["nodes"]) > 1000 and len(clean["provenance"]) > 5000
     rng = random.Random(20261205)
     kills = chains = runs = 0

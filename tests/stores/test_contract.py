@@ -10,7 +10,7 @@ import pytest
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import Edge, Node, Provenance, edge_id
 from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
-from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore
+from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore, node_parts
 from graphwalk_core.stores.base import (
     EdgeLookup,
     GroupedAdjacency,
@@ -27,11 +27,18 @@ S1 = Provenance(source_id="doc/1", content_hash="h1")
 S2 = Provenance(source_id="doc/2", content_hash="h2")
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql", "sqlite-parts", "postgresql-parts"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[GraphStore]:
-    if request.param == "memory":
+    """Every store; "-parts": a SQL store that keeps every node with a record as a head and parts,
+    rewritten whole at the third part (see ``node_parts``)."""
+    backend, _, parts = request.param.partition("-")
+    if parts:
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        monkeypatch.setattr(node_parts, "SPLIT_RECORDS", 0)
+        monkeypatch.setattr(node_parts, "MAX_PARTS", 3)
+    if backend == "memory":
         made: GraphStore = MemoryGraphStore()
-    elif request.param == "sqlite":
+    elif backend == "sqlite":
         made = SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")
     else:
         made = SQLGraphStore(request.getfixturevalue("postgres_url"))

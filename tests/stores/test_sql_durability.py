@@ -159,7 +159,7 @@ async def test_schema_is_queryable_sql(tmp_path: Path) -> None:
     await store.close()
     db = sqlite3.connect(tmp_path / "g.db")
     tables = {r[0] for r in db.execute("select name from sqlite_master where type = 'table'")}
-    assert tables == {"nodes", "node_names", "edges", "provenance", "metadata"}
+    assert tables == {"nodes", "node_names", "node_parts", "edges", "provenance", "metadata", "generation"}
     indexed = {r[0] for r in db.execute("select name from pragma_index_list('edges')")}
     # the (source, type, target) index serves lookups by source: no second index repeats its prefix
     assert indexed == {"ix_edges_order", "ix_edges_target", "sqlite_autoindex_edges_1"}
