@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
-from typing import Any, TypeAlias
+from typing import Annotated, Any, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
 
 from graphwalk_core.model.hashing import content_hash
 
@@ -66,13 +67,42 @@ class Provenance(BaseModel):
         )
 
 
+def plain_provenance(group: Iterable[Provenance]) -> tuple[Provenance, ...]:
+    """``group`` as the plain tuple it serializes as (merges keep provenance in shared, growable sets)."""
+    return group if type(group) is tuple else tuple(group)
+
+
+def plain_groups(groups: Mapping[str, Iterable[Provenance]]) -> dict[str, tuple[Provenance, ...]]:
+    """``groups`` as the plain dict of plain tuples it serializes as (in its own key order)."""
+    if type(groups) is dict:
+        if all(type(group) is tuple for group in groups.values()):
+            return groups  # type: ignore[return-value]
+    else:
+        as_dict = getattr(groups, "as_dict", None)  # a mapping that knows its plain form
+        if as_dict is not None:
+            return as_dict()  # type: ignore[no-any-return]
+    return {key: group if type(group) is tuple else tuple(group) for key, group in groups.items()}
+
+
+#: A provenance tuple; merges may hold any sequence of records here (see ``merge.ProvenanceSet``), which
+#: serializes exactly as the tuple of its records.
+ProvenanceTuple: TypeAlias = Annotated[
+    tuple[Provenance, ...], PlainSerializer(plain_provenance, return_type=tuple[Provenance, ...])
+]
+#: Provenance per key (attribute, name, summary); serializes as a plain dict of plain tuples.
+ProvenanceGroups: TypeAlias = Annotated[
+    dict[str, tuple[Provenance, ...]],
+    PlainSerializer(plain_groups, return_type=dict[str, tuple[Provenance, ...]]),
+]
+
+
 class ConflictValue(BaseModel):
     """One competing attribute value with the sources that back it."""
 
     model_config = ConfigDict(frozen=True)
 
     value: JSONValue
-    provenance: tuple[Provenance, ...]
+    provenance: ProvenanceTuple
 
 
 class AttributeConflict(BaseModel):
@@ -89,9 +119,9 @@ class _Element(BaseModel):
 
     attributes: dict[str, JSONValue] = Field(default_factory=dict)
     #: Which sources back each attribute; a missing key falls back to the element's provenance.
-    attribute_provenance: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    attribute_provenance: ProvenanceGroups = Field(default_factory=dict)
     conflicts: dict[str, AttributeConflict] = Field(default_factory=dict)
-    provenance: tuple[Provenance, ...] = ()
+    provenance: ProvenanceTuple = ()
 
 
 class Node(_Element):
@@ -103,9 +133,9 @@ class Node(_Element):
     summary: str | None = None
     aliases: tuple[str, ...] = ()
     #: Every name this node was given, with the sources that used it (name and aliases derive from it).
-    name_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    name_sources: ProvenanceGroups = Field(default_factory=dict)
     #: Every summary this node was given, with the sources that gave it.
-    summary_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    summary_sources: ProvenanceGroups = Field(default_factory=dict)
 
 
 class Edge(_Element):

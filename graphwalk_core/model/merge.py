@@ -14,10 +14,13 @@ lexicographically smallest text (names, summaries).
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
-from typing import TypeVar
+from itertools import chain, islice
+from operator import attrgetter
+from typing import TypeVar, overload
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model.elements import (
@@ -40,15 +43,28 @@ _E = TypeVar("_E", Node, Edge)
 _ValueState = dict[str, tuple[JSONValue, tuple[Provenance, ...]]]
 
 
-class ProvenanceSet(tuple[Provenance, ...]):
-    """A provenance tuple known to be deduplicated and sorted by ``Provenance.sort_key`` (what
-    :func:`union_provenance` returns), with its support counted once. Adding a few records to a large
-    set costs a few comparisons and one copy, not a re-sort: a hub node mentioned by every document
-    would otherwise make each merge as slow as its provenance is long (quadratic ingests). It equals,
-    hashes and serializes as the plain tuple."""
+class ProvenanceSet:
+    """Provenance deduplicated and sorted by ``Provenance.sort_key`` (what :func:`union_provenance`
+    returns), with its support counted once. It equals, hashes, pickles and serializes as the plain tuple
+    of its records.
 
-    _support: int | None = None
-    _sources: frozenset[str] | None = None
+    Versions share one list of records: a set is the first ``len`` records of its list. Records that sort
+    after all of a set's (a later document's: the usual merge into a hub node) are appended to that list
+    in place when the set is its newest version, so a merge costs what it adds, not what the hub holds;
+    an older version never sees them (it stops at its own length), and adding to an older version (or
+    inserting among the records) copies. Its source ids are counted when asked for, from those of the
+    version it grew from when that one knew them."""
+
+    __slots__ = ("__weakref__", "_known", "_len", "_records", "_sources", "_support")
+
+    def __init__(self, records: list[Provenance], length: int | None = None, support: int | None = None):
+        """A set over ``records[:length]`` (all of them by default), which must be sorted and distinct."""
+        self._records = records
+        self._len = len(records) if length is None else length
+        self._support = support
+        self._sources: frozenset[str] | None = None
+        #: (the source ids of the first ``n`` records, n), from an older version, or None
+        self._known: tuple[frozenset[str], int] | None = None
 
     @classmethod
     def of(cls, provenance: Iterable[Provenance]) -> ProvenanceSet:
@@ -57,8 +73,62 @@ class ProvenanceSet(tuple[Provenance, ...]):
             return provenance
         items = provenance if isinstance(provenance, (tuple, list)) else list(provenance)
         if len(items) < 2:  # sorted and distinct as it is
-            return cls(items)
+            return cls(list(items))
         return cls(sorted(set(items), key=Provenance.sort_key))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[Provenance]:
+        return islice(self._records, self._len)
+
+    @overload
+    def __getitem__(self, index: int) -> Provenance: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Provenance, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Provenance | tuple[Provenance, ...]:
+        if isinstance(index, slice):
+            return self.as_tuple()[index]
+        at = index + self._len if index < 0 else index
+        if not 0 <= at < self._len:
+            raise IndexError("ProvenanceSet index out of range")
+        return self._records[at]
+
+    def as_tuple(self) -> tuple[Provenance, ...]:
+        """The records as a plain tuple."""
+        return tuple(islice(self._records, self._len))
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.as_tuple()
+
+    def __reversed__(self) -> Iterator[Provenance]:
+        return reversed(self.as_tuple())
+
+    def index(self, item: Provenance) -> int:
+        return self.as_tuple().index(item)
+
+    def count(self, item: Provenance) -> int:
+        return self.as_tuple().count(item)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ProvenanceSet):
+            if other._records is self._records:
+                return other._len == self._len
+            return self._len == other._len and self.as_tuple() == other.as_tuple()
+        if isinstance(other, tuple):
+            return self._len == len(other) and self.as_tuple() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.as_tuple())
+
+    def __repr__(self) -> str:
+        return repr(self.as_tuple())
+
+    def __reduce__(self) -> tuple[type[ProvenanceSet], tuple[list[Provenance], None, int | None]]:
+        return ProvenanceSet, (list(self), None, self._support)
 
     @property
     def support(self) -> int:
@@ -71,50 +141,86 @@ class ProvenanceSet(tuple[Provenance, ...]):
     def sources(self) -> frozenset[str]:
         """Its distinct source ids."""
         if self._sources is None:
-            self._sources = frozenset(p.source_id for p in self)
+            known = self._known
+            if known is None:
+                self._sources = frozenset(map(_SOURCE_ID, self))
+            else:  # an older version's, and those of the records appended since
+                self._sources = _with(known[0], map(_SOURCE_ID, islice(self._records, known[1], self._len)))
+                self._known = None
         return self._sources
 
-    def adding(self, items: Iterable[Provenance]) -> ProvenanceSet:
-        """This set with ``items`` (sorted by ``Provenance.sort_key``) added: the result :meth:`of` gives,
-        by insertion, in one copy. Its support and (when this set knows them) sources are updated from
-        the added records' neighbours, not recounted."""
-        records = list(self)
+    def since(self, older: ProvenanceSet) -> Iterator[Provenance] | None:
+        """The records this set holds beyond ``older``'s when it grew from ``older`` by appends (then it
+        holds all of ``older``'s records); None when that is not known."""
+        if older._records is self._records and older._len <= self._len:
+            return islice(self._records, older._len, self._len)
+        return None
+
+    def adding(self, items: Sequence[Provenance]) -> ProvenanceSet:
+        """This set with ``items`` (sorted by ``Provenance.sort_key``) added: the result :meth:`of` gives.
+        Records after every record are appended (see the class docstring); others are inserted into a
+        copy. Its support is updated from the added records' neighbours, not recounted."""
+        records, length = self._records, self._len
+        if not items:
+            return self
+        if length and items[0].sort_key() > records[length - 1].sort_key():
+            return self._appending(items)
+        out = records[:length]
         support = self.support
-        added: list[str] = []
         at = 0
-        last = records[-1].sort_key() if records else None
         for item in items:  # sorted: each one goes at or after the previous one's run of equal keys
             key = item.sort_key()
-            if last is None or key > last:  # after every record (a later document's, most often)
-                if not records or records[-1].source_id != item.source_id:
-                    support += 1
-                    added.append(item.source_id)
-                records.append(item)
-                last, at = key, len(records) - 1
-                continue
-            at = bisect_left(records, key, at, key=Provenance.sort_key)
+            at = bisect_left(out, key, at, key=Provenance.sort_key)
             end = at
-            while end < len(records) and records[end].sort_key() == key:
-                if records[end] == item:
+            while end < len(out) and out[end].sort_key() == key:
+                if out[end] == item:
                     break
                 end += 1
             else:
                 source = item.source_id
-                near = records[at - 1 : at + 1] if at else records[:1]
+                near = out[at - 1 : at + 1] if at else out[:1]
                 if all(p.source_id != source for p in near):
                     support += 1
-                    added.append(source)
-                records.insert(end, item)
-        if len(records) == len(self):
+                out.insert(end, item)
+        if len(out) == length:
             return self
-        out = ProvenanceSet(records)
-        out._support = support
-        sources = self._sources
-        if sources is not None:
-            out._sources = sources.union(added) if added else sources
+        return ProvenanceSet(out, support=support)
+
+    def _appending(self, items: Sequence[Provenance]) -> ProvenanceSet:
+        """This non-empty set with ``items`` (sorted, all after its last record) appended."""
+        records, length = self._records, self._len
+        fresh: list[Provenance] = []
+        support = self.support
+        previous = records[length - 1]
+        for item in items:
+            if item == previous:
+                continue
+            if item.source_id != previous.source_id:
+                support += 1
+            fresh.append(item)
+            previous = item
+        with _APPENDING:  # the newest version grows its list; any other copies it
+            if len(records) == length:
+                records.extend(fresh)
+            else:
+                records = [*islice(records, length), *fresh]
+        out = ProvenanceSet(records, length + len(fresh), support)
+        out._known = (self._sources, length) if self._sources is not None else self._known
         return out
 
 
+Sequence.register(ProvenanceSet)
+_SOURCE_ID = attrgetter("source_id")
+
+
+def _with(known: frozenset[str], more: Iterable[str]) -> frozenset[str]:
+    """``known`` with ``more`` (itself when they add nothing)."""
+    extra = set(more)
+    return known if extra <= known else known | extra
+
+
+#: Held while a set checks that it is its list's newest version and appends to it.
+_APPENDING = threading.RLock()
 #: Up to this many records are inserted into a large ProvenanceSet rather than re-sorted with it.
 _FEW_INSERTS = 16
 
@@ -128,16 +234,16 @@ def union_provenance(*groups: Iterable[Provenance]) -> ProvenanceSet:
             if largest is not None:
                 rest.extend(largest)
             largest = group
-        else:
+        elif group is not largest:  # the same set twice adds nothing
             rest.extend(group)
     if largest is None:
         return ProvenanceSet.of(rest)
     if not rest:
         return largest
-    if len(rest) == 1:
+    if len(rest) > 1:
+        rest = sorted(set(rest), key=Provenance.sort_key)
+    if len(rest) <= _FEW_INSERTS or not largest or rest[0].sort_key() > largest[-1].sort_key():
         return largest.adding(rest)
-    if len(rest) <= _FEW_INSERTS:
-        return largest.adding(sorted(set(rest), key=Provenance.sort_key))
     rest.extend(largest)
     return ProvenanceSet.of(rest)
 
@@ -151,7 +257,7 @@ def support(provenance: Iterable[Provenance]) -> int:
 
 def _tuple(provenance: Iterable[Provenance]) -> tuple[Provenance, ...]:
     """``provenance`` as a tuple (a ProvenanceSet stays one)."""
-    return provenance if isinstance(provenance, tuple) else tuple(provenance)
+    return provenance if isinstance(provenance, (tuple, ProvenanceSet)) else tuple(provenance)  # type: ignore[return-value]
 
 
 def _best_value(state: _ValueState) -> str:
@@ -263,22 +369,194 @@ def _apply_type(
     return value
 
 
-class TextSources(dict[str, tuple[Provenance, ...]]):
-    """Texts in text order, each with the :class:`ProvenanceSet` backing it (what :func:`_union_sources`
-    returns), remembering its best text (see :func:`_best_text`) once known. A hub node gets a summary
-    per mention: recounting every text's support on each merge would make merges as slow as the node
-    is popular. It equals, pickles and serializes as the plain dict; it is never changed once built.
-    Its distinct source ids are kept too (grown by each merge, not re-united per text)."""
+class _TextLog:
+    """What the versions of one :class:`TextSources` share: every (text, provenance) they were given, in
+    the order given, and where each text's entries are."""
 
-    _best: str | None = None
-    _sources: frozenset[str] | None = None
+    __slots__ = ("at", "latest", "texts", "values")
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+        self.values: list[tuple[Provenance, ...]] = []
+        #: text -> positions of its entries (increasing); the last one is the newest version's
+        self.at: dict[str, list[int]] = {}
+        #: text -> its provenance in the newest version (the one as long as the log)
+        self.latest: dict[str, tuple[Provenance, ...]] = {}
+
+    def append(self, text: str, value: tuple[Provenance, ...]) -> None:
+        positions = self.at.get(text)
+        if positions is None:
+            self.at[text] = [len(self.texts)]
+        else:
+            positions.append(len(self.texts))
+        self.texts.append(text)
+        self.values.append(value)
+        self.latest[text] = value
+
+
+_ABSENT: object = object()
+#: Up to this many texts, a new version's text order is derived from its parent's right away.
+_FEW_TEXTS = 64
+
+
+class TextSources:
+    """Texts in text order, each with the :class:`ProvenanceSet` backing it (what :func:`_union_sources`
+    returns), remembering its best text (see :func:`_best_text`) once known. It equals, pickles and
+    serializes as the plain dict; it is never changed once built.
+
+    A hub node gets a summary per mention, so versions share one log of entries (:class:`_TextLog`): a
+    version is its log's first entries, a merge appends what it changed to the log when its map is the
+    newest version (else the map is copied first), and the text order and source ids are found when
+    asked for, not rebuilt per merge (source ids from those of the version it grew from when that one
+    knew them). An older version never sees a later one's entries."""
+
+    __slots__ = ("_best", "_keys", "_known", "_log", "_n", "_size", "_sources")
+
+    def __init__(self, items: Iterable[tuple[str, tuple[Provenance, ...]]] = ()) -> None:
+        """A map of ``items`` (a text given twice keeps its last provenance)."""
+        log = _TextLog()
+        for text, value in items:
+            log.append(text, value)
+        self._log, self._n, self._size = log, len(log.texts), len(log.at)
+        self._best: str | None = None
+        self._keys: tuple[str, ...] | None = None
+        self._sources: frozenset[str] | None = None
+        #: (the source ids of the log's first ``n`` entries, n), from an older version, or None
+        self._known: tuple[frozenset[str], int] | None = None
+
+    def _get(self, text: str) -> object:
+        positions = self._log.at.get(text)
+        if positions is None:
+            return _ABSENT
+        n = self._n
+        at = positions[-1]
+        if at >= n:  # an older version: its own last entry
+            if positions[0] >= n:
+                return _ABSENT
+            at = positions[bisect_left(positions, n) - 1]
+        return self._log.values[at]
+
+    def __getitem__(self, text: str) -> tuple[Provenance, ...]:
+        value = self._get(text)
+        if value is _ABSENT:
+            raise KeyError(text)
+        return value  # type: ignore[return-value]
+
+    def get(self, text: str, default: object = None) -> object:  # type: ignore[override]
+        value = self._get(text)
+        return default if value is _ABSENT else value
+
+    def __contains__(self, text: object) -> bool:
+        positions = self._log.at.get(text)  # type: ignore[call-overload]
+        return positions is not None and positions[0] < self._n
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._texts())
+
+    def keys(self) -> KeysView[str]:
+        return KeysView(self)  # type: ignore[arg-type]
+
+    def items(self) -> ItemsView[str, tuple[Provenance, ...]]:
+        return ItemsView(self)  # type: ignore[arg-type]
+
+    def values(self) -> ValuesView[tuple[Provenance, ...]]:
+        return ValuesView(self)  # type: ignore[arg-type]
+
+    def _values(self) -> list[tuple[Provenance, ...]]:
+        """Its texts' provenance (in no particular order)."""
+        log = self._log
+        with _APPENDING:
+            if len(log.texts) == self._n:
+                return list(log.latest.values())
+        return [self[t] for t in self._texts()]
+
+    def _texts(self) -> tuple[str, ...]:
+        """Its texts in text order."""
+        if self._keys is None:
+            log, n = self._log, self._n
+            with _APPENDING:
+                newest = len(log.texts) == n
+                keys = list(log.latest) if newest else [t for t, at in log.at.items() if at[0] < n]
+            keys.sort()
+            self._keys = tuple(keys)
+        return self._keys
+
+    def as_dict(self) -> dict[str, tuple[Provenance, ...]]:
+        """A plain dict of plain tuples, in text order (what it serializes as)."""
+        texts = self._texts()
+        log = self._log
+        with _APPENDING:
+            newest = len(log.texts) == self._n
+            values = list(map(log.latest.__getitem__, texts)) if newest else [self[t] for t in texts]
+        return {t: v if type(v) is tuple else tuple(v) for t, v in zip(texts, values, strict=True)}
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TextSources):
+            if other._log is self._log and other._n == self._n:
+                return True
+            other = other.as_dict()
+        elif not isinstance(other, Mapping):
+            return NotImplemented
+        return self._size == len(other) and self.as_dict() == dict(other.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TextSources({self.as_dict()!r})"
+
+    def __reduce__(self) -> tuple[type[TextSources], tuple[list[tuple[str, tuple[Provenance, ...]]]]]:
+        return TextSources, (list(self.items()),)
+
+    def changing(self, changed: Mapping[str, tuple[Provenance, ...]]) -> TextSources:
+        """This map with the texts of ``changed`` given its provenance (new texts added)."""
+        added = sorted(t for t in changed if t not in self)
+        known = (self._sources, self._n) if self._sources is not None else self._known
+        with _APPENDING:  # the newest version grows its log; any other copies it first
+            log = self._log
+            if len(log.texts) != self._n:
+                log = _TextLog()
+                for text in self._texts():
+                    log.append(text, self[text])
+                known = (self._sources, len(log.texts)) if self._sources is not None else None
+            for text, value in changed.items():
+                log.append(text, value)
+            length = len(log.texts)
+        out = TextSources.__new__(TextSources)
+        out._log, out._n, out._size = log, length, self._size + len(added)
+        out._best = out._sources = None
+        out._known = known
+        keys = self._keys
+        out._keys = None
+        if keys is not None and (not added or len(keys) <= _FEW_TEXTS):
+            out._keys = tuple(sorted((*keys, *added))) if added else keys
+        return out
+
+    def since(self, older: TextSources) -> list[str] | None:
+        """The texts whose provenance this map changed since ``older`` when it grew from ``older`` (then
+        its other texts have ``older``'s provenance); None when that is not known."""
+        log = self._log
+        if older._log is log and older._n <= self._n:
+            return log.texts[older._n : self._n]
+        return None
 
     @property
     def sources(self) -> frozenset[str]:
         """The distinct source ids of every text's provenance."""
         if self._sources is None:
-            self._sources = frozenset(_texts_sources(self.values()))
+            known = self._known
+            if known is None:
+                self._sources = frozenset(map(_SOURCE_ID, chain.from_iterable(self._values())))
+            else:  # an older version's, and those of the texts changed since
+                changed = islice(self._log.values, known[1], self._n)
+                self._sources = _with(known[0], map(_SOURCE_ID, chain.from_iterable(changed)))
+                self._known = None
         return self._sources
+
+
+Mapping.register(TextSources)
 
 
 def _name_sources(node: Node) -> Mapping[str, tuple[Provenance, ...]]:
@@ -298,29 +576,19 @@ def _union_sources(
     a: Mapping[str, tuple[Provenance, ...]], b: Mapping[str, tuple[Provenance, ...]]
 ) -> TextSources:
     """Every text of ``a`` and ``b`` (in text order) with the union of its provenance. Only ``b``'s texts
-    are united (a hub's many texts keep their sets), and the best text is found among ``a``'s best
-    and ``b``'s texts (their support only grew) when ``a``'s is known."""
-    if isinstance(a, TextSources):
-        out = TextSources(a)
-    else:
-        out = TextSources((k, union_provenance(a[k])) for k in sorted(a))
-    last = next(reversed(out), None)
-    in_order = True
+    are united and written (a hub's many texts are shared, see :class:`TextSources`), and the best text
+    is found among ``a``'s best and ``b``'s texts (their support only grew) when ``a``'s is known."""
+    base = a if isinstance(a, TextSources) else TextSources((k, union_provenance(a[k])) for k in sorted(a))
+    changed = {}
     for k, v in b.items():
-        old = out.get(k)
-        if old is None:
-            in_order = in_order and (last is None or k > last)
-            last = k
-        out[k] = union_provenance(old if old is not None else (), v)
-    if not in_order:  # new texts went in at the end: back to text order (texts are distinct)
-        out = TextSources(sorted(out.items()))
-    best = a._best if isinstance(a, TextSources) else None
-    if best is not None and out:
+        old = base.get(k)
+        grown = union_provenance(old if old is not None else (), v)
+        if grown is not old:
+            changed[k] = grown
+    out = base.changing(changed) if changed else base
+    best = base._best
+    if best is not None and out and out._best is None:
         out._best = _best_of(out, [best, *b])
-    known = a._sources if isinstance(a, TextSources) else None
-    if known is not None:  # a's texts kept their provenance or grew by b's: a's sources and b's
-        grown = _texts_sources(b.values())
-        out._sources = known if grown <= known else known | grown
     return out
 
 
@@ -475,6 +743,70 @@ def source_ids(element: Node | Edge) -> set[str]:
         for texts in (element.name_sources, element.summary_sources):
             found |= texts.sources if isinstance(texts, TextSources) else _texts_sources(texts.values())
     return found
+
+
+def grown_sources(old: Node | Edge, new: Node | Edge) -> set[str] | None:
+    """Source ids ``new`` cites beyond ``old``'s, when each provenance set of ``old`` is part of the one
+    ``new`` holds in its place (what merging anything into ``old`` gives): then ``source_ids(new)`` is
+    ``source_ids(old)`` united with the result, which is part of it (and may repeat some of ``old``'s).
+    None when that does not hold (a retraction, another element): compare :func:`source_ids` in full.
+
+    Sets that grew by appends (:meth:`ProvenanceSet.since`) and texts a merge did not change
+    (:meth:`TextSources.since`) are not visited: a merge into a hub costs what it added."""
+    if type(old) is not type(new):
+        return None
+    found: set[str] = set()
+    if not (
+        _grown_group(old.provenance, new.provenance, found)
+        and _grown_groups(old.attribute_provenance, new.attribute_provenance, found)
+    ):
+        return None
+    if old.conflicts or new.conflicts:
+        if old.conflicts.keys() - new.conflicts.keys():
+            return None
+        for key, conflict in new.conflicts.items():
+            was = old.conflicts.get(key)
+            before = {canonical_json(cv.value): cv.provenance for cv in was.values} if was else {}
+            now = {canonical_json(cv.value): cv.provenance for cv in conflict.values}
+            if not _grown_groups(before, now, found):
+                return None
+    if isinstance(old, Node) and isinstance(new, Node):
+        pairs = ((old.name_sources, new.name_sources), (old.summary_sources, new.summary_sources))
+        if not all(_grown_groups(texts, grown, found) for texts, grown in pairs):
+            return None
+    return found
+
+
+def _grown_group(old: Iterable[Provenance], new: Iterable[Provenance], found: set[str]) -> bool:
+    """Whether ``old``'s sources are all ``new``'s; adds to ``found`` what ``new`` may add."""
+    if new is old:
+        return True
+    if isinstance(new, ProvenanceSet) and isinstance(old, ProvenanceSet):
+        added = new.since(old)
+        if added is not None:
+            found.update(p.source_id for p in added)
+            return True
+    sources = _group_sources(new)
+    if not _group_sources(old) <= sources:
+        return False
+    found |= sources
+    return True
+
+
+def _grown_groups(
+    old: Mapping[str, Iterable[Provenance]], new: Mapping[str, Iterable[Provenance]], found: set[str]
+) -> bool:
+    """:func:`_grown_group` for every key of ``old`` and ``new`` (keys of ``old`` must stay)."""
+    if new is old:
+        return True
+    changed = new.since(old) if isinstance(new, TextSources) and isinstance(old, TextSources) else None
+    if changed is not None:
+        keys: Iterable[str] = changed  # the other texts kept their sets
+    elif old.keys() <= new.keys():
+        keys = new
+    else:
+        return False
+    return all(_grown_group(old.get(k, ()), new[k], found) for k in keys)
 
 
 def rewired(edge: Edge, old: str, new: str) -> Edge:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import GENERIC_TYPE, Edge, EdgeId, Node, NodeId, Provenance, bulk_edge_id
-from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
+from graphwalk_core.model.merge import grown_sources, merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor, NeighborGroups
 
 if TYPE_CHECKING:
@@ -221,7 +221,17 @@ class MemoryGraphStore:
 
     def _reindex_node(self, node_id: NodeId, old: Node | RawNode | None, new: Node | RawNode | None) -> None:
         """Move ``node_id``'s name and source index entries from value ``old`` to ``new`` (None: absent),
-        touching only the keys that differ: a hub rewritten per mention keeps its many sources."""
+        touching only the keys that differ: a hub rewritten per mention keeps its many sources. When
+        ``new`` is ``old`` merged with something, only the sources the merge added are visited."""
+        if isinstance(old, Node) and isinstance(new, Node):
+            grown = grown_sources(old, new)
+            if grown is not None:
+                old_names = {name_key(n) for n in (old.name, *old.aliases)}
+                new_names = {name_key(n) for n in (new.name, *new.aliases)}
+                _index_keys(self._names, old_names - new_names, node_id, add=False)
+                _index_keys(self._names, new_names - old_names, node_id, add=True)
+                _index_keys(self._node_sources, grown, node_id, add=True)
+                return
         old_names, old_sources = self._node_keys(node_id, old)
         new_names, new_sources = self._node_keys(node_id, new)
         _index_keys(self._names, old_names - new_names, node_id, add=False)
@@ -248,7 +258,13 @@ class MemoryGraphStore:
         return source_ids(value) if isinstance(value, Edge) else {p.source_id for p in value}
 
     def _reindex_edge(self, key: EdgeKey, old: Edge | RawEdge | None, new: Edge | RawEdge | None) -> None:
-        """Move ``key``'s source index entries from value ``old`` to ``new`` (None: absent), by difference."""
+        """Move ``key``'s source index entries from value ``old`` to ``new`` (None: absent), by difference
+        (of what a merge added, when ``new`` is ``old`` merged with something)."""
+        if isinstance(old, Edge) and isinstance(new, Edge):
+            grown = grown_sources(old, new)
+            if grown is not None:
+                _index_keys(self._edge_sources, grown, key, add=True)
+                return
         old_sources, new_sources = self._edge_sources_of(old), self._edge_sources_of(new)
         _index_keys(self._edge_sources, old_sources - new_sources, key, add=False)
         _index_keys(self._edge_sources, new_sources - old_sources, key, add=True)

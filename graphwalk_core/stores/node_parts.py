@@ -14,13 +14,14 @@ The node the rows give (:func:`assemble`) equals, field by field and in its JSON
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
 from operator import is_not, not_
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from graphwalk_core.model import Node, Provenance
+from graphwalk_core.model.elements import ProvenanceGroups, ProvenanceTuple
 from graphwalk_core.model.merge import ProvenanceSet, TextSources, union_provenance
 
 #: A node with more provenance records than this is stored as a head and parts.
@@ -38,10 +39,10 @@ class NodeRecords(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    provenance: tuple[Provenance, ...] = ()
-    attribute_provenance: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
-    name_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
-    summary_sources: dict[str, tuple[Provenance, ...]] = Field(default_factory=dict)
+    provenance: ProvenanceTuple = ()
+    attribute_provenance: ProvenanceGroups = Field(default_factory=dict)
+    name_sources: ProvenanceGroups = Field(default_factory=dict)
+    summary_sources: ProvenanceGroups = Field(default_factory=dict)
 
 
 def is_large(node: Node) -> bool:
@@ -79,6 +80,10 @@ def _added(old: Sequence[Provenance], new: Sequence[Provenance]) -> list[Provena
         return []
     if not isinstance(new, ProvenanceSet):
         return None
+    if isinstance(old, ProvenanceSet):
+        appended = new.since(old)  # grown by appends from ``old``: what it added, without a look at the rest
+        if appended is not None:
+            return list(appended)
     known = set(map(id, old))
     fresh = list(compress(new, map(not_, map(known.__contains__, map(id, new)))))
     return fresh if len(new) - len(fresh) == len(old) else None
@@ -89,10 +94,14 @@ def _added_groups(old: _Groups, new: _Groups) -> dict[str, tuple[Provenance, ...
     key of ``old``."""
     if new is old:
         return {}
-    if not old.keys() <= new.keys():
+    texts = new.since(old) if isinstance(new, TextSources) and isinstance(old, TextSources) else None
+    if texts is not None:  # grown from ``old``: only the texts it changed can add records
+        changed: Iterable[tuple[str, Sequence[Provenance]]] = ((k, new[k]) for k in dict.fromkeys(texts))
+    elif not old.keys() <= new.keys():
         return None
+    else:
+        changed = compress(new.items(), map(is_not, new.values(), map(old.get, new)))
     out: dict[str, tuple[Provenance, ...]] = {}
-    changed = compress(new.items(), map(is_not, new.values(), map(old.get, new)))
     for key, records in changed:
         fresh = _added(old.get(key, ()), records)
         if fresh is None:

@@ -24,6 +24,7 @@ from graphwalk_core.model.merge import (
     ProvenanceSet,
     TextSources,
     derive_surface,
+    grown_sources,
     merge_edge_data,
     merge_node_data,
     retract_source,
@@ -306,24 +307,72 @@ def test_remembered_best_texts_equal_a_full_recount(chain: list[Node]) -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(st.lists(mentions, min_size=1, max_size=12), st.lists(st.booleans(), min_size=12, max_size=12))
-def test_remembered_source_ids_equal_a_full_recount(chain: list[Node], asked: list[bool]) -> None:
-    """Source ids kept by the merged sets (grown from the stored node's, once asked for) equal a recount
-    of the re-parsed plain node, every step, whether or not they were asked for in between."""
-    grown = merge_node_data(chain[0], chain[0])
+def test_grown_sources_are_what_a_merge_added(chain: list[Node], reparse: list[bool]) -> None:
+    """After each merge, the stored node's source ids united with what ``grown_sources`` reports are the
+    merged node's (a recount on the re-parsed plain node), and the report is part of them; whether the
+    stored node was grown by merges or re-parsed from its JSON (then nothing is shared)."""
+    stored = merge_node_data(chain[0], chain[0])
     for step, mention in enumerate(chain[1:]):
-        if asked[step]:
-            source_ids(grown)
-        known = grown.summary_sources._sources if isinstance(grown.summary_sources, TextSources) else None
-        grown = merge_node_data(grown, mention)
-        plain = Node.model_validate_json(grown.model_dump_json())
-        recount = {p.source_id for group in plain.summary_sources.values() for p in group}
-        if known is not None and grown.summary_sources:  # grown from the stored node's, not recounted
-            assert (
-                isinstance(grown.summary_sources, TextSources) and grown.summary_sources._sources == recount
-            )
-        assert source_ids(grown) == source_ids(plain) == {p.source_id for p in plain.provenance}
-        assert isinstance(grown.name_sources, TextSources)
-        assert grown.name_sources.sources == {p.source_id for g in plain.name_sources.values() for p in g}
+        if reparse[step]:
+            stored = Node.model_validate_json(stored.model_dump_json())
+        merged = merge_node_data(stored, mention)
+        grown = grown_sources(stored, merged)
+        recount = source_ids(Node.model_validate_json(merged.model_dump_json()))
+        assert recount == source_ids(merged)
+        if grown is None:  # only when a value's backing changed hands (a conflict): compared in full
+            assert merged.conflicts
+        else:
+            assert source_ids(stored) | grown == recount and grown <= recount
+        stored = merged
+
+
+def test_a_merge_into_a_hub_shares_its_sets_and_reports_only_what_it_added() -> None:
+    """A mention merged into a node of 2,000 mentions appends to the node's record list and summary log
+    (the older version still sees only its own), and ``grown_sources`` reports the mention's source."""
+    mentions = [mention_of(i) for i in range(2001)]
+    hub = merge_node_data(mentions[0], mentions[0])
+    for mention in mentions[1:2000]:
+        hub = merge_node_data(hub, mention)
+    before = hub.model_dump_json()
+    grown = merge_node_data(hub, mentions[2000])
+    assert grown.provenance.since(hub.provenance) is not None  # shared: appended, not copied
+    assert grown.summary_sources.since(hub.summary_sources) == ["about 2000"]
+    assert grown_sources(hub, grown) == {"wiki/2000"}
+    assert hub.model_dump_json() == before  # the older version is unchanged
+    assert len(hub.provenance) == 2000 and len(grown.provenance) == 2001
+    assert "about 2000" not in hub.summary_sources and len(hub.summary_sources) == 2000
+    again = merge_node_data(hub, mentions[2000].model_copy(update={"summary": "other"}))  # from the older
+    assert again.provenance == grown.provenance
+    assert again.summary_sources["about 2000"] == grown.provenance[-1:]
+    assert again.provenance.since(hub.provenance) is None  # copied: the list has a newer version
+    assert grown.model_dump_json() == Node.model_validate_json(grown.model_dump_json()).model_dump_json()
+
+
+def mention_of(i: int) -> Node:
+    prov = (Provenance(source_id=f"wiki/{i:04d}", content_hash=f"h{i}"),)
+    summary = f"about {i}"
+    return Node(
+        id="hub",
+        name="Hub",
+        provenance=prov,
+        name_sources={"Hub": prov},
+        summary=summary,
+        summary_sources={summary: prov},
+    )
+
+
+def test_grown_sources_refuses_what_is_not_a_merge() -> None:
+    stored = merge_node_data(n("X", (A, B)), n("X", (C,)))
+    assert grown_sources(stored, retract_source(stored, "wiki/a")) is None  # a source left
+    assert grown_sources(stored, n("X", (C,))) is None  # another node
+    assert grown_sources(stored, stored) == set()
+    edge = Edge(source="a", target="b", type="r", provenance=(A,))
+    assert grown_sources(stored, edge) is None
+    merged = merge_edge_data(edge, edge.model_copy(update={"provenance": (B,)}))
+    assert grown_sources(edge, merged) == {"wiki/a", "wiki/b"}  # a plain tuple grew: its whole new set
+    assert grown_sources(merged, merge_edge_data(merged, edge.model_copy(update={"provenance": (C,)}))) == {
+        "wiki/c"
+    }
 
 
 def test_text_sources_are_plain_dicts_to_models_json_and_pickle() -> None:
@@ -368,3 +417,72 @@ def test_canonical_json_of_a_string_is_what_json_dumps_gives(text: str) -> None:
     expected = json.dumps(text, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     assert canonical_json(text) == expected
     assert canonical_json([text]) == f"[{expected}]"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(records, max_size=6),
+    st.lists(st.tuples(st.integers(0, 50), st.lists(records, min_size=1, max_size=3)), max_size=12),
+)
+def test_provenance_set_versions_never_see_each_others_records(
+    base: list[Provenance], steps: list[tuple[int, list[Provenance]]]
+) -> None:
+    """Sets grown from any earlier version (the newest appends in place, others copy) each equal a full
+    sort of what they were given, also after every later version was made; and equal, hash, pickle and
+    serialize as that tuple."""
+    versions = [(union_provenance(base), list(base))]
+    for pick, add in steps:
+        parent, given_so_far = versions[pick % len(versions)]
+        versions.append((union_provenance(parent, add), given_so_far + add))
+    for version, given_records in versions:
+        expected = tuple(sorted(set(given_records), key=Provenance.sort_key))
+        assert isinstance(version, ProvenanceSet)
+        assert version == expected and expected == version and tuple(version) == expected
+        assert len(version) == len(expected) and list(version) == list(expected)
+        assert hash(version) == hash(expected) and version.support == len({p.source_id for p in expected})
+        assert version[-1:] == expected[-1:] and (not expected or version[0] == expected[0])
+        assert pickle.loads(pickle.dumps(version)) == expected
+        node = n("X", expected or (A,)).model_copy(update={"provenance": version})
+        assert (
+            node.model_dump_json()
+            == n("X", expected or (A,)).model_copy(update={"provenance": expected}).model_dump_json()
+        )
+
+
+texts = st.sampled_from(["a", "b", "c", "m", "z", "é"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(texts, st.lists(records, min_size=1, max_size=2).map(tuple), max_size=3),
+    st.lists(
+        st.tuples(
+            st.integers(0, 50), st.dictionaries(texts, st.lists(records, min_size=1, max_size=2).map(tuple))
+        ),
+        max_size=10,
+    ),
+)
+def test_text_sources_versions_are_plain_sorted_dicts(
+    base: dict[str, tuple[Provenance, ...]],
+    steps: list[tuple[int, dict[str, tuple[Provenance, ...]]]],
+) -> None:
+    """Maps grown from any earlier version (the newest appends to the shared log, others copy it) each
+    equal the plain dict in text order their changes give, also after every later version; and equal,
+    pickle and serialize as that dict."""
+    first = TextSources((k, base[k]) for k in sorted(base))
+    versions = [(first, dict(sorted(base.items())))]
+    for pick, changed in steps:
+        parent, plain = versions[pick % len(versions)]
+        if pick % 3 == 0:
+            list(parent)  # its text order known before it grows
+        versions.append((parent.changing(changed), dict(sorted({**plain, **changed}.items()))))
+    for version, plain in versions:
+        assert list(version) == list(plain) and list(version.items()) == list(plain.items())
+        assert version == plain and plain == version and len(version) == len(plain)
+        assert version.as_dict() == plain and list(version.as_dict()) == list(plain)
+        assert all(version.get(k) == v and k in version for k, v in plain.items())
+        assert "absent" not in version and version.get("absent") is None
+        assert pickle.loads(pickle.dumps(version)) == plain
+        node = n("X", (A,), summary_sources=plain, summary=next(iter(plain), None))
+        grown = node.model_copy(update={"summary_sources": version})
+        assert grown.model_dump_json() == node.model_dump_json()
