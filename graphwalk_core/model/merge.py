@@ -189,16 +189,22 @@ class ProvenanceSet:
     def _appending(self, items: Sequence[Provenance]) -> ProvenanceSet:
         """This non-empty set with ``items`` (sorted, all after its last record) appended."""
         records, length = self._records, self._len
-        fresh: list[Provenance] = []
         support = self.support
         previous = records[length - 1]
-        for item in items:
-            if item == previous:
-                continue
-            if item.source_id != previous.source_id:
-                support += 1
-            fresh.append(item)
-            previous = item
+        if len(items) == 1:  # after the last record, so new
+            fresh = [items[0]]
+            support += items[0].source_id != previous.source_id
+        else:
+            fresh = []
+            last_key = None
+            for item in items:
+                key = item.sort_key()
+                if key == last_key:  # a total order: the same record again
+                    continue
+                if item.source_id != previous.source_id:
+                    support += 1
+                fresh.append(item)
+                previous, last_key = item, key
         with _APPENDING:  # the newest version grows its list; any other copies it
             if len(records) == length:
                 records.extend(fresh)
@@ -425,16 +431,19 @@ class TextSources:
         self._known: tuple[frozenset[str], int] | None = None
 
     def _get(self, text: str) -> object:
-        positions = self._log.at.get(text)
+        log, n = self._log, self._n
+        value = log.latest.get(text, _ABSENT)
+        if len(log.texts) == n:  # the newest version when read (a log only grows): its latest values
+            return value
+        positions = log.at.get(text)
         if positions is None:
             return _ABSENT
-        n = self._n
         at = positions[-1]
         if at >= n:  # an older version: its own last entry
             if positions[0] >= n:
                 return _ABSENT
             at = positions[bisect_left(positions, n) - 1]
-        return self._log.values[at]
+        return log.values[at]
 
     def __getitem__(self, text: str) -> tuple[Provenance, ...]:
         value = self._get(text)
@@ -447,8 +456,7 @@ class TextSources:
         return default if value is _ABSENT else value
 
     def __contains__(self, text: object) -> bool:
-        positions = self._log.at.get(text)  # type: ignore[call-overload]
-        return positions is not None and positions[0] < self._n
+        return self._get(text) is not _ABSENT  # type: ignore[arg-type]
 
     def __len__(self) -> int:
         return self._size
@@ -512,7 +520,7 @@ class TextSources:
 
     def changing(self, changed: Mapping[str, tuple[Provenance, ...]]) -> TextSources:
         """This map with the texts of ``changed`` given its provenance (new texts added)."""
-        added = sorted(t for t in changed if t not in self)
+        added = [t for t in changed if t not in self]
         known = (self._sources, self._n) if self._sources is not None else self._known
         with _APPENDING:  # the newest version grows its log; any other copies it first
             log = self._log
@@ -521,8 +529,9 @@ class TextSources:
                 for text in self._texts():
                     log.append(text, self[text])
                 known = (self._sources, len(log.texts)) if self._sources is not None else None
+            append = log.append
             for text, value in changed.items():
-                log.append(text, value)
+                append(text, value)
             length = len(log.texts)
         out = TextSources.__new__(TextSources)
         out._log, out._n, out._size = log, length, self._size + len(added)
@@ -531,7 +540,7 @@ class TextSources:
         keys = self._keys
         out._keys = None
         if keys is not None and (not added or len(keys) <= _FEW_TEXTS):
-            out._keys = tuple(sorted((*keys, *added))) if added else keys
+            out._keys = tuple(sorted((*keys, *added))) if added else keys  # texts are distinct
         return out
 
     def since(self, older: TextSources) -> list[str] | None:
