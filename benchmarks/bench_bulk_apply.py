@@ -11,7 +11,9 @@ and routed (local decider, the shared MiniLM embedder: the offline defaults) onc
 store; then the same plan is applied to a fresh database of each store and only ``apply_plan`` is
 timed, in wall seconds and in this process's CPU seconds (user + system: the number to compare on a
 shared machine; PostgreSQL's own server processes are not in it). Rows: nodes and edges added plus
-merges; ms/pass.: apply milliseconds per passage (flat when the apply is linear). The memory store
+merges; ms/pass.: apply milliseconds per passage (flat when the apply is linear); KB/pass.: what this
+process wrote to disk per passage during the apply (SQLite's log and checkpoints; "-" where the writes
+are another process's, or unknown: the memory store, PostgreSQL, no ``/proc``). The memory store
 (``--stores memory``) is the reference without any database. Goal at 6,119 passages: apply <= 20 s on
 SQLite, <= 40 s on PostgreSQL, linear in the corpus size.
 """
@@ -51,7 +53,16 @@ from graphwalk_core.stores.sql import SQLGraphStore
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
 sys.path.insert(0, str(REPO / "tests"))
-WIDTHS = (8, 10, 7, 8, 7, 8, 8, 8, 7, 7)
+WIDTHS = (8, 10, 7, 8, 7, 8, 8, 8, 8, 7, 7)
+
+
+def written_bytes() -> int | None:
+    """Bytes this process has caused to be written to storage (Linux ``/proc/self/io``), else None."""
+    try:
+        lines = Path("/proc/self/io").read_text().splitlines()
+    except OSError:
+        return None
+    return int(dict(line.split(": ") for line in lines)["write_bytes"])
 
 
 def write_passages(folder: Path, limit: int) -> None:
@@ -77,19 +88,22 @@ async def plan_for(folder: Path) -> tuple[DocumentDiff, RoutingPlan, float]:
 
 async def timed_apply(
     url: str | None, diff: DocumentDiff, plan: RoutingPlan
-) -> tuple[float, float, int, tuple[int, int]]:
+) -> tuple[float, float, int, tuple[int, int], int | None]:
     """Wall and CPU seconds to apply ``plan`` to the empty store at ``url`` (None: a memory store),
-    rows written, final (nodes, edges)."""
+    rows written, final (nodes, edges), bytes this process wrote to storage (None: unknown)."""
     store = MemoryGraphStore() if url is None else SQLGraphStore(url)
     try:
+        written = written_bytes()
         started, cpu = time.perf_counter(), time.process_time()
         report = UpdateReport(source_id=diff.source_id)
         for start in range(0, len(plan.documents), DEFAULT_WINDOW):
             window = plan.model_copy(update={"documents": plan.documents[start : start + DEFAULT_WINDOW]})
             await apply_plan(store, diff, window, report=report)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        after = written_bytes()
         rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
-        return seconds, cpu, rows, await store.counts()
+        wrote = after - written if after is not None and written is not None else None
+        return seconds, cpu, rows, await store.counts(), wrote
     finally:
         await store.close()
 
@@ -111,7 +125,7 @@ def main() -> int:
 
         server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
-    columns = ("passages", "store", "plan s", "apply s", "cpu s", "rows", "rows/s", "ms/pass.")
+    columns = ("passages", "store", "plan s", "apply s", "cpu s", "rows", "rows/s", "ms/pass.", "KB/pass.")
     columns += ("nodes", "edges")
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
     try:
@@ -131,10 +145,12 @@ def main() -> int:
                     else:
                         assert server is not None
                         url = server.url(server.create_database(f"bench{size}"))
-                    seconds, cpu, rows, (nodes, edges) = asyncio.run(timed_apply(url, diff, plan))
+                    seconds, cpu, rows, (nodes, edges), wrote = asyncio.run(timed_apply(url, diff, plan))
+                    per = f"{wrote / 1000 / size:.0f}" if wrote is not None and kind == "sqlite" else "-"
+                    ms = 1000 * seconds / size
                     print(
                         f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {cpu:>7.1f} {rows:>8} "
-                        f"{rows / seconds:>8.0f} {1000 * seconds / size:>8.2f} {nodes:>7} {edges:>7}",
+                        f"{rows / seconds:>8.0f} {ms:>8.2f} {per:>8} {nodes:>7} {edges:>7}",
                         flush=True,
                     )
     finally:
