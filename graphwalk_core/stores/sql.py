@@ -31,12 +31,11 @@ rerun redoes exactly those documents).
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
 from operator import itemgetter
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import (
     Column,
@@ -162,64 +161,17 @@ def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield batch
 
 
-ElementT = TypeVar("ElementT", Node, Edge)
-
-
-class _ParsedElements:
-    """The models of recently written or read large ``data`` texts, so a hub node merged again and again
-    (its provenance grows with every mention) is not parsed back from the JSON this process just wrote,
-    and keeps the sorted provenance sets its merges grow by insertion. Keyed by the text itself, so it
-    is never stale; elements are frozen, so sharing them is safe. Bounded by the characters of the texts
-    it keeps (least recently used first out), so the largest elements, which cost most to parse, stay."""
-
-    MIN_CHARS = 4_000
-
-    def __init__(self, budget_chars: int = 16_000_000) -> None:
-        self._budget = budget_chars
-        self._chars = 0
-        self._items: OrderedDict[str, Node | Edge] = OrderedDict()
-
-    def remember(self, data: str, element: Node | Edge) -> None:
-        if len(data) < self.MIN_CHARS:
-            return
-        if self._items.get(data) is None:
-            self._chars += len(data)
-        self._items[data] = element
-        self._items.move_to_end(data)
-        while self._chars > self._budget:
-            dropped, _ = self._items.popitem(last=False)
-            self._chars -= len(dropped)
-
-    def parse(self, data: str, kind: type[ElementT]) -> ElementT:
-        """``data`` as a ``kind`` model: the remembered one, else parsed (and remembered if large)."""
-        found = self._items.get(data)
-        if isinstance(found, kind):
-            self._items.move_to_end(data)
-            return found
-        element = kind.model_validate_json(data)
-        self.remember(data, element)
-        return element
-
-    def node(self, data: str) -> Node:
-        return self.parse(data, Node)
-
-    def edge(self, data: str) -> Edge:
-        return self.parse(data, Edge)
-
-
-_parsed = _ParsedElements()
-
-
 def _row(element_id: str, element: Node | Edge) -> dict[str, str]:
     """The table row of ``element`` (whose id is ``element_id``: an edge's is computed on every access)."""
     if isinstance(element, Node):
-        data = element.model_dump_json()
-        _parsed.remember(data, element)
-        return {"id": element_id, "type": element.type, "name": element.name, "data": data}
-    data = element.model_dump_json(exclude={"id"})
-    _parsed.remember(data, element)
+        return {
+            "id": element_id,
+            "type": element.type,
+            "name": element.name,
+            "data": element.model_dump_json(),
+        }
     ends = {"source": element.source, "target": element.target}
-    return {"id": element_id, **ends, "type": element.type, "data": data}
+    return {"id": element_id, **ends, "type": element.type, "data": element.model_dump_json(exclude={"id"})}
 
 
 def _name_keys(node: Node) -> set[str]:
@@ -510,7 +462,10 @@ class SQLGraphStore:
                     for n in self._nodes_of(conn, self._select_in(conn, nodes_table, "id, data", unknown))
                 }
             else:
-                read = {e.id: e for e in map(_parsed.edge, self._column(conn, edges_table, "data", unknown))}
+                read = {
+                    e.id: e
+                    for e in map(Edge.model_validate_json, self._column(conn, edges_table, "data", unknown))
+                }
             found.update(read)
             self._remember(kind, read, [i for i in unknown if i not in found])
         return found
@@ -707,7 +662,10 @@ class SQLGraphStore:
                 {i: data for i, data in rows if i not in self._large and data.startswith(node_parts.HEAD)},
             )
         kept = self._large
-        return [kept[i][0] if data.startswith(node_parts.HEAD) else _parsed.node(data) for i, data in rows]
+        return [
+            kept[i][0] if data.startswith(node_parts.HEAD) else Node.model_validate_json(data)
+            for i, data in rows
+        ]
 
     def _read_parts(self, conn: Connection, heads: Mapping[str, str]) -> None:
         """Assemble (and keep) the large nodes of ``heads`` (id -> head row data) from their parts."""
@@ -750,7 +708,7 @@ class SQLGraphStore:
     def _edges_where(self, conn: Connection, *conditions: Any) -> list[Edge]:
         order = (edges_table.c.source, edges_table.c.type, edges_table.c.target)
         rows = conn.execute(select(edges_table.c.data).where(*conditions).order_by(*order))
-        return [_parsed.edge(data) for (data,) in rows]
+        return [Edge.model_validate_json(data) for (data,) in rows]
 
     def _incident(
         self, conn: Connection, node_id: NodeId, direction: Direction, edge_types: Collection[str] | None
@@ -957,7 +915,7 @@ class SQLGraphStore:
                 rows = conn.execute(query.limit(batch_size)).all()
             for source, kind, target, data in rows:
                 last = (source, kind, target)
-                yield _parsed.edge(data)
+                yield Edge.model_validate_json(data)
             if len(rows) < batch_size:
                 return
 
