@@ -486,3 +486,59 @@ def test_text_sources_versions_are_plain_sorted_dicts(
         node = n("X", (A,), summary_sources=plain, summary=next(iter(plain), None))
         grown = node.model_copy(update={"summary_sources": version})
         assert grown.model_dump_json() == node.model_dump_json()
+
+
+def _reference_fold(chain: list[Node]) -> dict[str, object]:
+    """What folding ``chain`` gives, computed plainly: sorted sets, sorted dicts, best texts recounted."""
+
+    def union(groups: list[tuple[Provenance, ...]]) -> tuple[Provenance, ...]:
+        return tuple(sorted({p for g in groups for p in g}, key=Provenance.sort_key))
+
+    def texts(field: str) -> dict[str, tuple[Provenance, ...]]:
+        found: dict[str, list[tuple[Provenance, ...]]] = {}
+        for node in chain:
+            for text, group in getattr(node, field).items():
+                found.setdefault(text, []).append(group)
+        return {text: union(found[text]) for text in sorted(found)}
+
+    def best(sources: dict[str, tuple[Provenance, ...]]) -> str:
+        return min(sources, key=lambda t: (-len({p.source_id for p in sources[t]}), -len(t), t))
+
+    names, summaries = texts("name_sources"), texts("summary_sources")
+    name = best(names)
+    return {
+        "provenance": union([node.provenance for node in chain]),
+        "name_sources": names,
+        "summary_sources": summaries,
+        "name": name,
+        "aliases": tuple(sorted(t for t in names if t != name)),
+        "summary": best(summaries) if summaries else None,
+    }
+
+
+def _from_document(mention: Node, document: int) -> Node:
+    """``mention`` as document ``document`` gives it (every value backed by its one record)."""
+    prov = (mention.provenance[0].model_copy(update={"source_id": f"w/{document:02d}"}),)
+    summaries = {mention.summary: prov} if mention.summary else {}
+    return mention.model_copy(
+        update={"provenance": prov, "name_sources": {mention.name: prov}, "summary_sources": summaries}
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(mentions, min_size=1, max_size=14).map(
+        lambda chain: [_from_document(m, i) if i % 3 else m for i, m in enumerate(chain)]
+    )
+)
+def test_folding_mentions_gives_what_plain_sorted_sets_give(chain: list[Node]) -> None:
+    """Provenance, name and summary sources, name, aliases and summary of mentions folded one by one (most
+    of them from later documents: appended to the shared sets) equal a plain recount, in JSON too."""
+    folded = merge_node_data(chain[0], chain[0])
+    for mention in chain[1:]:
+        folded = merge_node_data(folded, mention)
+    expected = _reference_fold(chain)
+    assert {key: getattr(folded, key) for key in expected} == expected
+    plain = folded.model_copy(update={k: v for k, v in expected.items() if k.endswith("sources")})
+    assert folded.model_dump_json() == plain.model_dump_json()
+    assert list(folded.summary_sources) == list(expected["summary_sources"])  # type: ignore[arg-type]
