@@ -145,7 +145,7 @@ class ProvenanceSet:
             if known is None:
                 self._sources = frozenset(map(_SOURCE_ID, self))
             else:  # an older version's, and those of the records appended since
-                self._sources = _with(known[0], map(_SOURCE_ID, islice(self._records, known[1], self._len)))
+                self._sources = _with(known[0], map(_SOURCE_ID, self._records[known[1] : self._len]))
                 self._known = None
         return self._sources
 
@@ -153,7 +153,7 @@ class ProvenanceSet:
         """The records this set holds beyond ``older``'s when it grew from ``older`` by appends (then it
         holds all of ``older``'s records); None when that is not known."""
         if older._records is self._records and older._len <= self._len:
-            return islice(self._records, older._len, self._len)
+            return iter(self._records[older._len : self._len])  # a slice: no walk over the older records
         return None
 
     def adding(self, items: Sequence[Provenance]) -> ProvenanceSet:
@@ -421,9 +421,10 @@ class TextSources:
     def __init__(self, items: Iterable[tuple[str, tuple[Provenance, ...]]] = ()) -> None:
         """A map of ``items`` (a text given twice keeps its last provenance)."""
         log = _TextLog()
-        for text, value in items:
-            log.append(text, value)
-        self._log, self._n, self._size = log, len(log.texts), len(log.at)
+        latest = log.latest = dict(items)
+        log.texts, log.values = list(latest), list(latest.values())
+        log.at = {text: [at] for at, text in enumerate(log.texts)}
+        self._log, self._n, self._size = log, len(log.texts), len(latest)
         self._best: str | None = None
         self._keys: tuple[str, ...] | None = None
         self._sources: frozenset[str] | None = None
@@ -559,7 +560,7 @@ class TextSources:
             if known is None:
                 self._sources = frozenset(map(_SOURCE_ID, chain.from_iterable(self._values())))
             else:  # an older version's, and those of the texts changed since
-                changed = islice(self._log.values, known[1], self._n)
+                changed = self._log.values[known[1] : self._n]
                 self._sources = _with(known[0], map(_SOURCE_ID, chain.from_iterable(changed)))
                 self._known = None
         return self._sources
