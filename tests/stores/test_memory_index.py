@@ -129,8 +129,8 @@ def test_merges_into_a_grown_node_index_the_sources_they_add() -> None:
     async def run() -> None:
         store = MemoryGraphStore()
         versions: list[Node] = []
-        for doc in range(6):
-            prov = (Provenance(source_id=f"s/{doc}", content_hash="x"),)
+        for doc in range(30):
+            prov = (Provenance(source_id=f"s/{doc:03d}", content_hash="x"),)
             mention = Node(
                 id="a", name="Al", provenance=prov, name_sources={"Al": prov}, summary_sources={"about": prov}
             )
@@ -139,9 +139,8 @@ def test_merges_into_a_grown_node_index_the_sources_they_add() -> None:
             versions.append(await store.get_node("a"))  # type: ignore[arg-type]
         rebuilt = MemoryGraphStore._bulk(dict(store._nodes), dict(store._edges), {})
         assert indexes(store) == indexes(rebuilt)
-        assert {s: sorted(ids) for s, ids in store._node_sources.items()} == {
-            f"s/{d}": ["a"] for d in range(6)
-        }
-        assert [len(v.provenance) for v in versions] == [1, 2, 3, 4, 5, 6]
+        expected = {f"s/{d:03d}": ["a"] for d in range(30)}
+        assert {s: sorted(ids) for s, ids in store._node_sources.items()} == expected
+        assert [len(v.provenance) for v in versions] == list(range(1, 31))
 
     asyncio.run(run())
