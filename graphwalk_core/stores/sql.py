@@ -653,19 +653,13 @@ class SQLGraphStore:
         """The nodes of (id, data) rows of the nodes table: a large node's from its head and parts, or as
         kept from an earlier read or write at the tables' current generation."""
         rows = list(rows)
-        large = [i for i, data in rows if data.startswith(node_parts.HEAD)]
-        if large:
+        head = node_parts.HEAD
+        if any(data.startswith(head) for _, data in rows):
             if conn is not self._conn:  # a transaction checks it when it starts
                 self._sync(conn)
-            self._read_parts(
-                conn,
-                {i: data for i, data in rows if i not in self._large and data.startswith(node_parts.HEAD)},
-            )
+            self._read_parts(conn, {i: d for i, d in rows if d.startswith(head) and i not in self._large})
         kept = self._large
-        return [
-            kept[i][0] if data.startswith(node_parts.HEAD) else Node.model_validate_json(data)
-            for i, data in rows
-        ]
+        return [kept[i][0] if data.startswith(head) else Node.model_validate_json(data) for i, data in rows]
 
     def _read_parts(self, conn: Connection, heads: Mapping[str, str]) -> None:
         """Assemble (and keep) the large nodes of ``heads`` (id -> head row data) from their parts."""
