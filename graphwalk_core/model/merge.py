@@ -431,11 +431,14 @@ class TextSources:
         #: (the source ids of the log's first ``n`` entries, n), from an older version, or None
         self._known: tuple[frozenset[str], int] | None = None
 
-    def _get(self, text: str) -> object:
-        log, n = self._log, self._n
-        value = log.latest.get(text, _ABSENT)
-        if len(log.texts) == n:  # the newest version when read (a log only grows): its latest values
-            return value
+    def _get(self, text: str, n: int | None = None) -> object:
+        """The provenance of ``text`` in this version (or in the one of the log's first ``n`` entries)."""
+        log = self._log
+        if n is None:
+            n = self._n
+            value = log.latest.get(text, _ABSENT)
+            if len(log.texts) == n:  # the newest version when read (a log only grows): its latest values
+                return value
         positions = log.at.get(text)
         if positions is None:
             return _ABSENT
@@ -559,9 +562,18 @@ class TextSources:
             known = self._known
             if known is None:
                 self._sources = frozenset(map(_SOURCE_ID, chain.from_iterable(self._values())))
-            else:  # an older version's, and those of the texts changed since
-                changed = self._log.values[known[1] : self._n]
-                self._sources = _with(known[0], map(_SOURCE_ID, chain.from_iterable(changed)))
+            else:  # an older version's, and those of the records the texts changed since gained
+                upto = known[1]
+                added: list[Iterable[Provenance]] = []
+                for text in set(self._log.texts[upto : self._n]):
+                    now, before = self._get(text), self._get(text, upto)
+                    grown = (
+                        now.since(before)
+                        if isinstance(now, ProvenanceSet) and isinstance(before, ProvenanceSet)
+                        else None
+                    )
+                    added.append(now if grown is None else grown)  # type: ignore[arg-type]
+                self._sources = _with(known[0], map(_SOURCE_ID, chain.from_iterable(added)))
                 self._known = None
         return self._sources
 
