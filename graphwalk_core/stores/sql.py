@@ -365,15 +365,22 @@ class SQLGraphStore:
             with self._reader.begin() as conn:
                 yield conn
         else:
-            with self._writer.begin() as conn:
-                generation = self._sync(conn)
-                try:
-                    yield conn
-                    generation = self._advance(conn, generation)
-                except BaseException:
-                    self._forget_large()
-                    raise
-            self._committed(generation)
+            with self._writing() as conn:
+                yield conn
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        """A write transaction that counts itself in the generation row (see ``_sync``): what is kept
+        across transactions is checked when it starts and valid again only once it committed."""
+        with self._writer.begin() as conn:
+            generation = self._sync(conn)
+            try:
+                yield conn
+                generation = self._advance(conn, generation)
+            except BaseException:
+                self._forget_large()
+                raise
+        self._committed(generation)
 
     def _flush(self) -> None:
         """Write the held upserts: every node, then every edge, set-based."""
@@ -432,20 +439,17 @@ class SQLGraphStore:
                 self._discard()
                 raise
             return
-        with self._writer.begin() as conn:
+        with self._writing() as conn:
             self._conn = conn
             try:
-                generation = self._sync(conn)
                 yield self
                 self._flush()
-                generation = self._advance(conn, generation)
             except BaseException:
                 self._discard()
                 raise
             finally:
                 self._conn = None
                 self._stored = {}
-        self._committed(generation)
 
     # ------------------------------------------------------------------ row helpers
 
@@ -584,8 +588,8 @@ class SQLGraphStore:
             if added is None:  # its parts replaced by one holding every record, or by none
                 if kept is not None:
                     dropped.append(i)
-                large.pop(i, None)
                 if not node_parts.is_large(node):
+                    large.pop(i, None)
                     rows.append(_row(i, node))
                     continue
                 added, count = node_parts.whole(node), 0
