@@ -2,13 +2,17 @@
 
 Routing keeps every name's vector here (the candidate index's rows, the local decider's names and the
 look-ahead thread that embeds the next window's names all read the one pool), so no vector is held twice.
+A full block moves to an unlinked temporary file and is read back with ``pread``: the pool holds one block
+in memory whatever the graph's size (the file's pages are the operating system's cache, which it reclaims).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 import threading
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,7 +29,8 @@ class UncachedEmbedding(Protocol):
 
 class VectorPool:
     """Text -> float32 vector, each distinct text embedded once, stored in fixed-size blocks of rows (no
-    over-allocation and no copy as it grows). An :class:`Embedder` itself (same model id and vectors).
+    over-allocation and no copy as it grows); full blocks in a temporary file, opened at the first one. An
+    :class:`Embedder` itself (same model id and vectors).
 
     Thread-safe: a text being embedded by one thread is waited for, not embedded again, by another; the
     lock is never held while embedding. Row numbers depend on which thread stored a text first; vectors do
@@ -33,12 +38,18 @@ class VectorPool:
     """
 
     BLOCK = 4096
+    #: Filed rows read in one ``pread`` when at most this many rows apart (reading the rows between costs
+    #: less than another call).
+    GAP = 16
+    #: Filed rows read at once at most (bounds the scratch buffer of a read).
+    SPAN = 1024
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self._compute = embedder.embed_uncached if isinstance(embedder, UncachedEmbedding) else embedder.embed
         self._row: dict[str, int] = {}
-        self._blocks: list[np.ndarray] = []
+        self._blocks: list[np.ndarray | None] = []  # None: the block is in the file
+        self._file: IO[bytes] | None = None
         self._lock = threading.Lock()
         self._pending: dict[str, threading.Event] = {}  # text -> set once the thread embedding it is done
         self.embedded = 0
@@ -92,9 +103,24 @@ class VectorPool:
             row = start + offset
             if row % self.BLOCK == 0:
                 self._blocks.append(np.zeros((self.BLOCK, vectors.shape[1]), np.float32))
-            self._blocks[row // self.BLOCK][row % self.BLOCK] = vectors[offset]
+            block = self._blocks[row // self.BLOCK]
+            assert block is not None
+            block[row % self.BLOCK] = vectors[offset]
+            if row % self.BLOCK == self.BLOCK - 1:
+                self._file_block(row // self.BLOCK, block)
         self._row.update(zip(texts, range(start, start + len(texts)), strict=True))
         self.embedded += len(texts)
+
+    def _file_block(self, number: int, block: np.ndarray) -> None:
+        """Write full block ``number`` to the file, then drop it from memory (a reader that took it first
+        keeps its array; one that comes after reads the file)."""
+        if self._file is None:
+            # Lives as long as the pool: closed, and with it gone, when the pool is collected.
+            self._file = tempfile.TemporaryFile(prefix="graphwalk-vectors-")  # noqa: SIM115
+        data = block.tobytes()
+        if os.pwrite(self._file.fileno(), data, number * len(data)) != len(data):
+            raise OSError(f"short write to the vector pool's file {self._file.name}")
+        self._blocks[number] = None
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
         """The vectors of pool ``rows`` (a new array)."""
@@ -102,7 +128,30 @@ class VectorPool:
         out = np.empty((len(index), self.embedder.dim), dtype=np.float32)
         block, offset = np.divmod(index, self.BLOCK)
         blocks = self._blocks  # appending a block never moves the ones before
+        filed = np.zeros(len(index), dtype=bool)
         for b in np.unique(block).tolist():
             at = block == b
-            out[at] = blocks[b][offset[at]]
+            vectors = blocks[b]
+            if vectors is None:
+                filed |= at
+            else:
+                out[at] = vectors[offset[at]]
+        if filed.any():
+            self._read(out, np.flatnonzero(filed), index[filed])
         return out
+
+    def _read(self, out: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> None:
+        """``out[positions] =`` the filed ``rows``' vectors: one ``pread`` per run of rows at most
+        :attr:`GAP` apart within an aligned :attr:`SPAN` (the one scratch buffer)."""
+        assert self._file is not None
+        order = np.argsort(rows, kind="stable")
+        rows, positions = rows[order], positions[order]
+        cuts = np.flatnonzero((np.diff(rows) > self.GAP) | (np.diff(rows // self.SPAN) != 0)) + 1
+        scratch = np.empty((self.SPAN, out.shape[1]), dtype=np.float32)
+        row_bytes = scratch[0].nbytes
+        for first, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
+            low, high = int(rows[first]), int(rows[end - 1]) + 1
+            span = scratch[: high - low]
+            if os.preadv(self._file.fileno(), [span], low * row_bytes) != span.nbytes:
+                raise OSError(f"short read from the vector pool's file {self._file.name}")
+            out[positions[first:end]] = span[rows[first:end] - low]

@@ -69,3 +69,22 @@ def test_a_failed_embedding_leaves_nothing_pending() -> None:
     embedder.fail_text = "nothing"
     assert pool.rows(["x", "w"]) == [0, 1]
     assert embedder.calls == [["w", "x"], ["x", "w"]]
+
+
+def test_full_blocks_are_read_back_from_the_file_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every full block leaves memory for the pool's file; any rows (shuffled, repeated, across filed
+    blocks and the block being filled) come back byte for byte, read in runs of nearby rows."""
+    monkeypatch.setattr(VectorPool, "BLOCK", 4)
+    monkeypatch.setattr(VectorPool, "GAP", 2)
+    monkeypatch.setattr(VectorPool, "SPAN", 8)
+    inner = HashingEmbedder()
+    pool = VectorPool(inner)
+    pool.rows([f"name {n}" for n in range(3)])
+    assert pool._file is None and all(b is not None for b in pool._blocks)  # nothing full: no file
+    texts = [f"name {n}" for n in range(30)]
+    assert pool.rows(texts) == list(range(30))
+    assert [b is None for b in pool._blocks] == [True] * 7 + [False]
+    rows = [29, 0, 17, 3, 3, 28, 9, 10, 11, 25, 0, 16]
+    assert pool.vectors(rows).tobytes() == inner.embed([texts[r] for r in rows]).tobytes()
+    assert pool.embed(texts).tobytes() == inner.embed(texts).tobytes()
+    assert pool.vectors([]).shape == (0, inner.dim)
