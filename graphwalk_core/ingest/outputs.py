@@ -52,8 +52,8 @@ DIFF_STATUSES = ("new", "changed", "incomplete", "unchanged", "deleted", "kept")
 
 class DocumentDiff(BaseModel):
     """A source's documents against the ledger. ``documents`` are the ones to process (new, changed,
-    incomplete), in id order. ``kept`` are ledgered documents whose input was skipped this time: they
-    are neither processed nor retracted (unreadable input loses no data)."""
+    incomplete), in id order, unless the diff put them in a spool. ``kept`` are ledgered documents whose
+    input was skipped this time: they are neither processed nor retracted (unreadable input loses no data)."""
 
     source_id: str
     extractor: str
@@ -70,6 +70,12 @@ class DocumentDiff(BaseModel):
     def status_counts(self) -> dict[str, int]:
         """How many documents have each of ``DIFF_STATUSES``."""
         return {status: len(getattr(self, status)) for status in DIFF_STATUSES}
+
+    @property
+    def to_process(self) -> list[str]:
+        """Ids of the documents to process, in id order (``documents``' order, or a spool's; see
+        :mod:`~graphwalk_core.ingest.spool`)."""
+        return sorted([*self.new, *self.changed, *self.incomplete])
 
     @property
     def retracting(self) -> set[str]:

@@ -17,6 +17,7 @@ from graphwalk_core.ingest.outputs import Cost, DocumentDiff, ExtractionSet, Rou
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, ROUTING_VERSIONS, Router
 from graphwalk_core.ingest.sources.base import Source
+from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.ingest.stages import (
     apply_plan,
     chunk_documents,
@@ -54,11 +55,12 @@ async def ingest(
     anything; unchanged ones make no extraction or decision call. ``extractor`` defaults to the offline
     NLP extractor; ``routing="jev"`` needs a ``decider``.
 
-    Deleted documents are retracted first; the documents to process then go ``window`` at a time, in
-    id order: chunk, extract, route against the stored graph (the candidate index brought up to date
-    with what the previous window wrote), and commit the
-    window as one transaction. So memory holds one window's extractions and plans, not the corpus', and
-    a run killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
+    Deleted documents are retracted first; the documents to process wait on disk (a
+    :class:`~graphwalk_core.ingest.spool.DocumentSpool`) and then go ``window`` at a time, in id order:
+    chunk, extract, route against the stored graph (the candidate index brought up to date with what the
+    previous window wrote), and commit the window as one transaction. So memory holds the documents,
+    extractions and plans of a window (and the next window's documents), not the corpus', and a run
+    killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
     The C heap's free pages go back to the system after each window (:mod:`~graphwalk_core.ingest.allocator`),
     so the peak memory follows what the window and the graph hold.
     """
@@ -74,78 +76,83 @@ async def ingest(
         cpu_seconds[name] = round(cpu_seconds[name] + cpu_now - cpu_clock, 3)
         clock, cpu_clock = now, cpu_now
 
-    diff = await diff_documents(source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing])
-    lap("diff")
-    update = UpdateReport(source_id=source.source_id)
-    await retract_deleted(store, diff, update)
-    lap("apply")
-    router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
-    total, done, chunks, mentions = len(diff.documents), 0, 0, 0
-    extraction_cost, cache_hits = Cost(), 0
+    with DocumentSpool() as spool:  # the documents to process wait on disk for their window
+        diff = await diff_documents(
+            source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing], spool=spool
+        )
+        lap("diff")
+        update = UpdateReport(source_id=source.source_id)
+        await retract_deleted(store, diff, update)
+        lap("apply")
+        router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
+        total, done, chunks, mentions = len(spool), 0, 0, 0
+        extraction_cost, cache_hits = Cost(), 0
 
-    def applied(_doc_id: str) -> None:
-        nonlocal done
-        done += 1
+        def applied(_doc_id: str) -> None:
+            nonlocal done
+            done += 1
+            if progress:
+                progress("ingest", done, total)
+
         if progress:
-            progress("ingest", done, total)
+            progress("ingest", 0, total)
 
-    if progress:
-        progress("ingest", 0, total)
+        async def extracted(part: DocumentDiff) -> ExtractionSet:
+            nonlocal chunks, extraction_cost, cache_hits
+            chunk_set = chunk_documents(part, max_chars=max_chars)
+            extractions = await extract_chunks(chunk_set, extractor, cache)
+            chunks += len(chunk_set.chunks)
+            extraction_cost = extraction_cost.plus(extractions.cost)
+            cache_hits += extractions.cache_hits
+            return extractions
 
-    async def extracted(part: DocumentDiff) -> ExtractionSet:
-        nonlocal chunks, extraction_cost, cache_hits
-        chunk_set = chunk_documents(part, max_chars=max_chars)
-        extractions = await extract_chunks(chunk_set, extractor, cache)
-        chunks += len(chunk_set.chunks)
-        extraction_cost = extraction_cost.plus(extractions.cost)
-        cache_hits += extractions.cache_hits
-        return extractions
-
-    written: set[str] = set()  # nodes the last window wrote: what the next refresh reads back
-    windows = document_windows(diff, window)
-    current = next(windows, None)
-    extractions = await extracted(current[0]) if current is not None else None
-    lap("extract")
-    try:
-        while current is not None and extractions is not None:
-            part, pending = current
-            current, upcoming = next(windows, None), None
-            if current is not None and router.embeds_ahead:
-                # the next window is extracted now, so its names embed on a worker thread while this
-                # window routes and applies (Router.look_ahead)
-                upcoming = await extracted(current[0])
-                router.look_ahead(upcoming.items)
-                lap("extract")
-            await router.refresh({provenance_source(source.source_id, d) for d in pending}, written)
-            plan = await route_extractions(extractions, store, decider, embedder, llm, routing, router=router)
-            mentions += len(plan.mentions)
-            extractions = None  # the window's intermediates go before the graph grows
-            lap("route")
-            written = set()
-            await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
-            del plan
-            release_free_heap()
-            lap("apply")
-            if current is not None:
-                extractions = upcoming if upcoming is not None else await extracted(current[0])
-                lap("extract")
-    finally:
-        router.close()
-    return IngestReport(
-        source_id=source.source_id,
-        routing=routing,
-        extractor=extractor.version,
-        **diff.status_counts(),
-        failed=update.documents_incomplete,
-        skipped=diff.skipped,
-        chunks=chunks,
-        mentions=mentions,
-        escalations=router.escalations,
-        fallbacks=router.fallbacks,
-        extraction_cost=extraction_cost,
-        routing_cost=router.cost,
-        cache_hits=cache_hits,
-        update=update,
-        seconds=seconds,
-        cpu_seconds=cpu_seconds,
-    )
+        written: set[str] = set()  # nodes the last window wrote: what the next refresh reads back
+        windows = document_windows(diff, window, spool)
+        current = next(windows, None)
+        extractions = await extracted(current[0]) if current is not None else None
+        lap("extract")
+        try:
+            while current is not None and extractions is not None:
+                part, pending = current
+                current, upcoming = next(windows, None), None
+                if current is not None and router.embeds_ahead:
+                    # the next window is extracted now, so its names embed on a worker thread while this
+                    # window routes and applies (Router.look_ahead)
+                    upcoming = await extracted(current[0])
+                    router.look_ahead(upcoming.items)
+                    lap("extract")
+                await router.refresh({provenance_source(source.source_id, d) for d in pending}, written)
+                plan = await route_extractions(
+                    extractions, store, decider, embedder, llm, routing, router=router
+                )
+                mentions += len(plan.mentions)
+                extractions = None  # the window's intermediates go before the graph grows
+                lap("route")
+                written = set()
+                await apply_plan(store, part, plan, on_document=applied, report=update, written=written)
+                del plan
+                release_free_heap()
+                lap("apply")
+                if current is not None:
+                    extractions = upcoming if upcoming is not None else await extracted(current[0])
+                    lap("extract")
+        finally:
+            router.close()
+        return IngestReport(
+            source_id=source.source_id,
+            routing=routing,
+            extractor=extractor.version,
+            **diff.status_counts(),
+            failed=update.documents_incomplete,
+            skipped=diff.skipped,
+            chunks=chunks,
+            mentions=mentions,
+            escalations=router.escalations,
+            fallbacks=router.fallbacks,
+            extraction_cost=extraction_cost,
+            routing_cost=router.cost,
+            cache_hits=cache_hits,
+            update=update,
+            seconds=seconds,
+            cpu_seconds=cpu_seconds,
+        )

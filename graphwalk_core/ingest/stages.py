@@ -42,6 +42,7 @@ from graphwalk_core.ingest.resolution import (
 )
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceProfile
+from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.stores.base import GraphStore
 
 __all__ = [
@@ -87,12 +88,14 @@ async def diff_documents(
     *,
     extractor: Extractor | str | None = None,
     routing: str | None = None,
+    spool: DocumentSpool | None = None,
 ) -> DocumentDiff:
     """Compare the source's documents with the ledger: new / changed / incomplete / unchanged / deleted.
 
     A document is unchanged when its content hash and extractor (the mapping for structured records)
     match a complete ledger entry, and so does ``routing`` (a ``ROUTING_VERSIONS`` value) when given.
-    Ledgered documents whose input was skipped are kept, not deleted.
+    Ledgered documents whose input was skipped are kept, not deleted. The documents to process go to
+    ``spool`` when given (the diff then holds their ids only), else to ``documents``.
     """
     version = _extractor_version(extractor)
     ledger = await read_ledger(store, source.source_id)
@@ -114,7 +117,10 @@ async def diff_documents(
             diff.incomplete.append(doc.id)
         else:
             diff.changed.append(doc.id)
-        diff.documents.append(doc)
+        if spool is not None:
+            spool.add(doc)
+        else:
+            diff.documents.append(doc)
     diff.skipped = source.skipped  # complete once the documents have been read
     for ids in (diff.new, diff.unchanged, diff.incomplete, diff.changed):
         ids.sort()
@@ -294,18 +300,26 @@ async def apply_plan(
     return report
 
 
-def document_windows(diff: DocumentDiff, size: int) -> Iterator[tuple[DocumentDiff, set[str]]]:
+def document_windows(
+    diff: DocumentDiff, size: int, spool: DocumentSpool | None = None
+) -> Iterator[tuple[DocumentDiff, set[str]]]:
     """The documents to process in windows of ``size``, in id order: (the window's diff, the ids whose
     old provenance this or a later window retracts). Windows depend only on the documents left to
     process, so a rerun after a crash cuts the windows a crash-free run cut after the committed ones.
+    A window's documents come from ``spool`` when the diff put them there, read as the window comes.
     Deleted documents are not in any window (see :func:`retract_deleted`)."""
     if size < 1:
         raise InputError(f"the routing window must be >= 1 document, got {size}")
     retracting = diff.retracting - set(diff.deleted)
-    for start in range(0, len(diff.documents), size):
-        docs = diff.documents[start : start + size]
+    order = diff.to_process if spool is not None else [d.id for d in diff.documents]
+    for start in range(0, len(order), size):
+        docs = (
+            spool.read(order[start : start + size])
+            if spool is not None
+            else diff.documents[start : start + size]
+        )
         ids = {d.id for d in docs}
-        pending = {d.id for d in diff.documents[start:]} & retracting
+        pending = set(order[start:]) & retracting
         window = diff.model_copy(
             update={
                 "documents": docs,

@@ -123,3 +123,16 @@ def test_bad_arguments(tmp_path: Path) -> None:
     (tmp_path / "m.yaml").write_text("name: [unclosed", encoding="utf-8")
     with pytest.raises(InputError, match="is not valid YAML"):
         load_mappings(tmp_path / "m.yaml")
+
+
+async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source hands over each file's documents as it reads the file, never holding the corpus."""
+    for name in ("a.txt", "b.csv", "c.txt"):
+        (tmp_path / name).write_text("x,y\n1,2\n3,4\n" if name.endswith(".csv") else f"text of {name}\n")
+    read: list[str] = []
+    read_bytes = Path.read_bytes
+    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or read_bytes(self))
+    documents = FileSource(tmp_path).documents()
+    assert (await anext(documents)).id == "a.txt" and read == ["a.txt"]
+    assert (await anext(documents)).id == "b.csv#0" and read == ["a.txt", "b.csv"]
+    assert [d.id async for d in documents] == ["b.csv#1", "c.txt"] and read == ["a.txt", "b.csv", "c.txt"]

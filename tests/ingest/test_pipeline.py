@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.ingest import pipeline
 from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.resolution import base_node_id
-from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.ingest.sources import FileSource, SourceDocument
 from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.llm.fake import FakeLLM
 from graphwalk_core.stores.base import GraphStore
@@ -251,6 +256,35 @@ async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
         "inception",
         "nolan",
     ]
+
+
+async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documents to process wait in the spool, not in memory: while a window applies, the only
+    documents alive are that window's and the next one's (read ahead to extract it early), never the
+    corpus; and the graph is the one-window run's."""
+    write(
+        tmp_path,
+        {f"d{n}.txt": f"E Name {n}|person\nE Shared|city\nR Name {n}|lives_in|Shared" for n in range(6)},
+    )
+    alive: list[list[str]] = []
+    apply_plan = pipeline.apply_plan
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        alive.append(sorted(o.id for o in gc.get_objects() if isinstance(o, SourceDocument)))
+        return await apply_plan(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "apply_plan", counted)
+    store = MemoryGraphStore()
+    await ingest(FileSource(tmp_path), store, extractor=ScriptedExtractor(), routing="exact", window=2)
+    assert alive == [
+        [f"d{n}.txt" for n in range(4)],
+        [f"d{n}.txt" for n in range(2, 6)],
+        ["d4.txt", "d5.txt"],
+    ]
+    whole = MemoryGraphStore()
+    monkeypatch.setattr(pipeline, "apply_plan", apply_plan)
+    await ingest(FileSource(tmp_path), whole, extractor=ScriptedExtractor(), routing="exact", window=6)
+    assert await graph_tables(store) == await graph_tables(whole)
 
 
 async def test_unreadable_input_keeps_its_old_data(tmp_path: Path) -> None:

@@ -41,10 +41,10 @@ _FLOAT = re.compile(r"-?\d+\.\d+")
 
 
 class _Scan:
-    """One pass over the files: documents, skips and profile counters."""
+    """One pass over the files: skips and profile counters (the documents go to the reader one by one)."""
 
     def __init__(self) -> None:
-        self.documents: list[SourceDocument] = []
+        self.documents = 0
         self.skipped: list[SkippedItem] = []
         self.by_type: Counter[str] = Counter()
         self.encodings: Counter[str] = Counter()
@@ -84,8 +84,14 @@ class FileSource(SourceBase):
         return sorted(out)
 
     def scan(self) -> _Scan:
-        """Read every file once (synchronously): documents, skips and profile counters."""
+        """Read every file once (synchronously): skips and profile counters."""
         scan = _Scan()
+        for _ in self._read(scan):
+            pass
+        return scan
+
+    def _read(self, scan: _Scan) -> Iterator[SourceDocument]:
+        """The documents, file by file as read (one file in memory at a time); ``scan`` counts."""
         for rel, path in self._files():
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
@@ -101,11 +107,11 @@ class FileSource(SourceBase):
                 continue
             scan.by_type[suffix.lstrip(".")] += 1
             if suffix in TEXT_SUFFIXES:
-                scan.documents.append(_text_document(rel, suffix, text))
+                scan.documents += 1
+                yield _text_document(rel, suffix, text)
             else:
-                self._read_records(rel, suffix, text, scan)
+                yield from self._read_records(rel, suffix, text, scan)
         self._skipped = scan.skipped
-        return scan
 
     def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
         try:
@@ -139,7 +145,7 @@ class FileSource(SourceBase):
         scan.bytes += len(data)
         return text
 
-    def _read_records(self, rel: str, suffix: str, text: str, scan: _Scan) -> None:
+    def _read_records(self, rel: str, suffix: str, text: str, scan: _Scan) -> Iterator[SourceDocument]:
         mapping = mapping_for(self.mappings, rel)
         rows: list[tuple[int, int, dict[str, JSONValue]]] = []  # (index, line, record)
         columns: dict[str, None] = {}
@@ -155,8 +161,9 @@ class FileSource(SourceBase):
         for index, line, record in rows:
             doc = _record_document(rel, index, line, record, mapping, scan.skipped)
             if doc is not None:
-                scan.documents.append(doc)
+                scan.documents += 1
                 scan.rows += 1
+                yield doc
         scan.tables.append(
             TableProfile(name=rel, rows=len(rows), columns=[ColumnProfile(name=c) for c in columns])
         )
@@ -167,7 +174,7 @@ class FileSource(SourceBase):
             source_id=self.source_id,
             kind="files",
             location=str(self.root),
-            documents=len(scan.documents),
+            documents=scan.documents,
             files_by_type=dict(sorted(scan.by_type.items())),
             bytes=scan.bytes,
             encodings=dict(sorted(scan.encodings.items())),
@@ -177,7 +184,8 @@ class FileSource(SourceBase):
         )
 
     async def documents(self) -> AsyncIterator[SourceDocument]:
-        for doc in self.scan().documents:
+        """The documents as each file is read: the source never holds more than one file's."""
+        for doc in self._read(_Scan()):
             yield doc
 
 
