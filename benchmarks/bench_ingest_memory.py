@@ -1,5 +1,7 @@
-"""Speed and peak memory of a first ingest: the 2Wiki passages (``../shared/data/2wiki/corpus.json``), one
-text document each, offline defaults (NLP extractor, the shared MiniLM), default window.
+"""Speed and peak memory of a first ingest: the 2Wiki passages (``../shared/data/2wiki/corpus.json``) as
+one ``.txt`` file each (title, blank line, text), ingested from the folder as ``graphwalk ingest`` does,
+offline defaults (NLP extractor, the shared MiniLM), default window. Files are numbered in passage-id
+order, so the windows hold the passages an in-memory source of the same corpus would give them.
 
 Run: ``.venv/bin/python benchmarks/bench_ingest_memory.py [--sizes 1000 3000 6119] [--store memory sqlite]
 [--routing jev exact]``. ``jev`` is the CLI's default routing (embedding candidates + the local decider);
@@ -36,25 +38,36 @@ async def one(size: int, store_kind: str, routing: str) -> dict[str, object]:
     from graphwalk_core.eval.datasets.twowiki import load_corpus
     from graphwalk_core.eval.ingestion import PassageSource
     from graphwalk_core.ingest.pipeline import ingest
+    from graphwalk_core.ingest.sources import FileSource
     from graphwalk_core.settings import get_settings
     from graphwalk_core.stores.memory import MemoryGraphStore
     from graphwalk_core.stores.sql import SQLGraphStore
 
-    passages = load_corpus(CORPUS)[:size]
     settings = get_settings()
     embedder = make_embedder(settings) if routing == "jev" else None
     decider = make_decider(settings, embedder=embedder, name="local") if routing == "jev" else None
     with tempfile.TemporaryDirectory() as tmp:
+        corpus = Path(tmp) / "corpus"
+        corpus.mkdir()
+        passages = sorted(load_corpus(CORPUS)[:size], key=lambda p: p.id)
+        for rank, passage in enumerate(passages):
+            (corpus / f"{rank:05d}.txt").write_text(PassageSource.text_of(passage), encoding="utf-8")
+        count = len(passages)
+        del passages  # the run reads the files, as the CLI does
         store = MemoryGraphStore() if store_kind == "memory" else SQLGraphStore(f"sqlite:///{tmp}/g.sqlite")
         start, cpu = time.perf_counter(), time.process_time()
         report = await ingest(
-            PassageSource("twowiki", passages), store, decider=decider, embedder=embedder, routing=routing
+            FileSource(corpus, source_id="twowiki"),
+            store,
+            decider=decider,
+            embedder=embedder,
+            routing=routing,
         )
         seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
         nodes, edges = await store.counts()
         await store.close()
     return {
-        "passages": len(passages),
+        "passages": count,
         "nodes": nodes,
         "edges": edges,
         "seconds": round(seconds, 1),
