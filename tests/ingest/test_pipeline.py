@@ -264,22 +264,27 @@ async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: 
     corpus; and the graph is the one-window run's."""
     write(
         tmp_path,
-        {f"d{n}.txt": f"E Name {n}|person\nE Shared|city\nR Name {n}|lives_in|Shared" for n in range(6)},
+        {
+            f"spooled-{n}.txt": f"E Name {n}|person\nE Shared|city\nR Name {n}|lives_in|Shared"
+            for n in range(6)
+        },
     )
     alive: list[list[str]] = []
     apply_plan = pipeline.apply_plan
 
     async def counted(*args: Any, **kwargs: Any) -> Any:
-        alive.append(sorted(o.id for o in gc.get_objects() if isinstance(o, SourceDocument)))
+        gc.collect()  # alive: reachable
+        documents = (o for o in gc.get_objects() if isinstance(o, SourceDocument))
+        alive.append(sorted(d.id for d in documents if d.id.startswith("spooled-")))  # not other tests'
         return await apply_plan(*args, **kwargs)
 
     monkeypatch.setattr(pipeline, "apply_plan", counted)
     store = MemoryGraphStore()
     await ingest(FileSource(tmp_path), store, extractor=ScriptedExtractor(), routing="exact", window=2)
     assert alive == [
-        [f"d{n}.txt" for n in range(4)],
-        [f"d{n}.txt" for n in range(2, 6)],
-        ["d4.txt", "d5.txt"],
+        [f"spooled-{n}.txt" for n in range(4)],
+        [f"spooled-{n}.txt" for n in range(2, 6)],
+        ["spooled-4.txt", "spooled-5.txt"],
     ]
     whole = MemoryGraphStore()
     monkeypatch.setattr(pipeline, "apply_plan", apply_plan)
