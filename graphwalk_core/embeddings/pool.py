@@ -2,21 +2,20 @@
 
 Routing keeps every name's vector here (the candidate index's rows, the local decider's names and the
 look-ahead thread that embeds the next window's names all read the one pool), so no vector is held twice.
-A full block moves to an unlinked temporary file and is read back with ``pread``: the pool holds one block
-in memory whatever the graph's size (the file's pages are the operating system's cache, which it reclaims).
+A full block moves to a :class:`~graphwalk_core.scratch.ScratchFile` and is read back with ``pread``: the
+pool holds one block in memory whatever the graph's size.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 import threading
 from collections.abc import Sequence
-from typing import IO, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.scratch import ScratchFile
 
 
 @runtime_checkable
@@ -49,7 +48,7 @@ class VectorPool:
         self._compute = embedder.embed_uncached if isinstance(embedder, UncachedEmbedding) else embedder.embed
         self._row: dict[str, int] = {}
         self._blocks: list[np.ndarray | None] = []  # None: the block is in the file
-        self._file: IO[bytes] | None = None
+        self._file: ScratchFile | None = None
         self._lock = threading.Lock()
         self._pending: dict[str, threading.Event] = {}  # text -> set once the thread embedding it is done
         self.embedded = 0
@@ -101,7 +100,7 @@ class VectorPool:
         start = len(self._row)
         for offset in range(len(texts)):
             row = start + offset
-            if row % self.BLOCK == 0:
+            if row // self.BLOCK == len(self._blocks):
                 self._blocks.append(np.zeros((self.BLOCK, vectors.shape[1]), np.float32))
             block = self._blocks[row // self.BLOCK]
             assert block is not None
@@ -114,12 +113,9 @@ class VectorPool:
     def _file_block(self, number: int, block: np.ndarray) -> None:
         """Write full block ``number`` to the file, then drop it from memory (a reader that took it first
         keeps its array; one that comes after reads the file)."""
-        if self._file is None:
-            # Lives as long as the pool: closed, and with it gone, when the pool is collected.
-            self._file = tempfile.TemporaryFile(prefix="graphwalk-vectors-")  # noqa: SIM115
-        data = block.tobytes()
-        if os.pwrite(self._file.fileno(), data, number * len(data)) != len(data):
-            raise OSError(f"short write to the vector pool's file {self._file.name}")
+        if self._file is None:  # lives as long as the pool
+            self._file = ScratchFile("the vectors of names")
+        self._file.write(block.tobytes(), number * block.nbytes)
         self._blocks[number] = None
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
@@ -152,6 +148,5 @@ class VectorPool:
         for first, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
             low, high = int(rows[first]), int(rows[end - 1]) + 1
             span = scratch[: high - low]
-            if os.preadv(self._file.fileno(), [span], low * row_bytes) != span.nbytes:
-                raise OSError(f"short read from the vector pool's file {self._file.name}")
+            self._file.read_into(span, low * row_bytes)
             out[positions[first:end]] = span[rows[first:end] - low]

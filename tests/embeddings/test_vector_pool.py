@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from graphwalk_core.embeddings import Embedder, HashingEmbedder
 from graphwalk_core.embeddings.pool import VectorPool
+from graphwalk_core.errors import ConfigError
 
 
 class GatedEmbedder(HashingEmbedder):
@@ -88,3 +91,24 @@ def test_full_blocks_are_read_back_from_the_file_exactly(monkeypatch: pytest.Mon
     assert pool.vectors(rows).tobytes() == inner.embed([texts[r] for r in rows]).tobytes()
     assert pool.embed(texts).tobytes() == inner.embed(texts).tobytes()
     assert pool.vectors([]).shape == (0, inner.dim)
+
+
+def test_no_room_for_the_file_is_a_clear_error_that_loses_no_vector(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(VectorPool, "BLOCK", 4)
+    missing = tmp_path / "no-such-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    inner = HashingEmbedder()
+    pool = VectorPool(inner)
+    assert pool.rows(["a", "b", "c"]) == [0, 1, 2]
+    with pytest.raises(ConfigError) as error:
+        pool.rows(["d", "e"])  # fills the first block: it cannot move to a file
+    assert str(error.value) == (
+        f"cannot create a file for the vectors of names in the temporary folder {missing}: "
+        "No such file or directory (set TMPDIR to a folder with room)"
+    )
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    texts = ["a", "b", "c", "d", "e", "f", "g", "h", "i"]
+    assert pool.rows(texts) == list(range(9)) and [b is None for b in pool._blocks] == [True, True, False]
+    assert pool.embed(texts).tobytes() == inner.embed(texts).tobytes()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.errors import ConfigError
 from graphwalk_core.ingest import pipeline
 from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
@@ -290,6 +292,22 @@ async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(pipeline, "apply_plan", apply_plan)
     await ingest(FileSource(tmp_path), whole, extractor=ScriptedExtractor(), routing="exact", window=6)
     assert await graph_tables(store) == await graph_tables(whole)
+
+
+async def test_no_room_for_temporary_files_fails_the_run_before_the_graph_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path / "docs", {"a.txt": "E Nolan|person"})
+    missing = tmp_path / "no-such-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    store = MemoryGraphStore()
+    with pytest.raises(ConfigError) as error:
+        await ingest(FileSource(tmp_path / "docs"), store, extractor=ScriptedExtractor(), routing="exact")
+    assert str(error.value) == (
+        f"cannot create a file for the documents to process in the temporary folder {missing}: "
+        "No such file or directory (set TMPDIR to a folder with room)"
+    )
+    assert await store.counts() == (0, 0) and await store.metadata_keys() == []
 
 
 async def test_unreadable_input_keeps_its_old_data(tmp_path: Path) -> None:

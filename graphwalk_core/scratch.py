@@ -1,0 +1,61 @@
+"""ScratchFile: an unlinked temporary file written and read at offsets, for what a run keeps out of its
+memory (the vector pool's full blocks, the documents waiting for their window).
+
+The file has no name in the temporary folder (``TMPDIR``): it is gone when closed or collected, or when
+the process ends, killed or not. Its pages are the operating system's file cache, not the process's
+memory. A failure to create, write or read it is a :class:`~graphwalk_core.errors.ConfigError` that
+names the folder, raised before anything reaches a graph.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+from graphwalk_core.errors import ConfigError
+
+
+class ScratchFile:
+    """``what`` names the contents in errors ("the documents to process")."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        try:
+            self._file = tempfile.TemporaryFile(prefix="graphwalk-")  # noqa: SIM115 (closed by close())
+        except OSError as exc:
+            raise self._error("create a file for", exc) from None
+
+    def write(self, data: bytes, offset: int) -> None:
+        """Write ``data`` at ``offset``."""
+        try:
+            written = os.pwrite(self._file.fileno(), data, offset)
+        except OSError as exc:
+            raise self._error("write", exc) from None
+        if written != len(data):  # a regular file writes less only when its disk is full
+            raise self._error("write", OSError(f"{written} of {len(data)} bytes written: the disk is full"))
+
+    def read(self, length: int, offset: int) -> bytes:
+        """The ``length`` bytes at ``offset``."""
+        data = os.pread(self._file.fileno(), length, offset)
+        if len(data) != length:
+            raise self._error("read", OSError(f"{len(data)} of {length} bytes read"))
+        return data
+
+    def read_into(self, buffer: Any, offset: int) -> None:
+        """Fill ``buffer`` (a writable buffer, such as a contiguous numpy array) from ``offset``."""
+        size = memoryview(buffer).nbytes
+        got = os.preadv(self._file.fileno(), [buffer], offset)
+        if got != size:
+            raise self._error("read", OSError(f"{got} of {size} bytes read"))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def _error(self, action: str, exc: OSError) -> ConfigError:
+        folder = tempfile.gettempdir()
+        reason = exc.strerror or str(exc)
+        return ConfigError(
+            f"cannot {action} {self.what} in the temporary folder {folder}: {reason} "
+            "(set TMPDIR to a folder with room)"
+        )
