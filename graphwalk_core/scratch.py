@@ -4,7 +4,7 @@ memory (the vector pool's full blocks, the documents waiting for their window).
 The file has no name in the temporary folder (``TMPDIR``): it is gone when closed or collected, or when
 the process ends, killed or not. Its pages are the operating system's file cache, not the process's
 memory. A failure to create, write or read it is a :class:`~graphwalk_core.errors.ConfigError` that
-names the folder, raised before anything reaches a graph.
+names the folder.
 """
 
 from __future__ import annotations
