@@ -37,7 +37,10 @@ class ScratchFile:
 
     def read(self, length: int, offset: int) -> bytes:
         """The ``length`` bytes at ``offset``."""
-        data = os.pread(self._file.fileno(), length, offset)
+        try:
+            data = os.pread(self._file.fileno(), length, offset)
+        except OSError as exc:
+            raise self._error("read", exc) from None
         if len(data) != length:
             raise self._error("read", OSError(f"{len(data)} of {length} bytes read"))
         return data
@@ -45,7 +48,10 @@ class ScratchFile:
     def read_into(self, buffer: Any, offset: int) -> None:
         """Fill ``buffer`` (a writable buffer, such as a contiguous numpy array) from ``offset``."""
         size = memoryview(buffer).nbytes
-        got = os.preadv(self._file.fileno(), [buffer], offset)
+        try:
+            got = os.preadv(self._file.fileno(), [buffer], offset)
+        except OSError as exc:
+            raise self._error("read", exc) from None
         if got != size:
             raise self._error("read", OSError(f"{got} of {size} bytes read"))
 

@@ -138,15 +138,16 @@ class VectorPool:
 
     def _read(self, out: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> None:
         """``out[positions] =`` the filed ``rows``' vectors: one ``pread`` per run of rows at most
-        :attr:`GAP` apart within an aligned :attr:`SPAN` (the one scratch buffer)."""
+        :attr:`GAP` apart within an aligned :attr:`SPAN` (into one scratch buffer, the longest run's size)."""
         assert self._file is not None
         order = np.argsort(rows, kind="stable")
         rows, positions = rows[order], positions[order]
-        cuts = np.flatnonzero((np.diff(rows) > self.GAP) | (np.diff(rows // self.SPAN) != 0)) + 1
-        scratch = np.empty((self.SPAN, out.shape[1]), dtype=np.float32)
+        cuts = (np.flatnonzero((np.diff(rows) > self.GAP) | (np.diff(rows // self.SPAN) != 0)) + 1).tolist()
+        firsts, ends = [0, *cuts], [*cuts, len(rows)]
+        lows, highs = rows[firsts], rows[np.asarray(ends) - 1] + 1
+        scratch = np.empty((int((highs - lows).max()), out.shape[1]), dtype=np.float32)
         row_bytes = scratch[0].nbytes
-        for first, end in zip([0, *cuts.tolist()], [*cuts.tolist(), len(rows)], strict=True):
-            low, high = int(rows[first]), int(rows[end - 1]) + 1
+        for first, end, low, high in zip(firsts, ends, lows.tolist(), highs.tolist(), strict=True):
             span = scratch[: high - low]
             self._file.read_into(span, low * row_bytes)
             out[positions[first:end]] = span[rows[first:end] - low]
