@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import threading
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -300,6 +301,12 @@ async def apply_plan(
     return report
 
 
+def _ids_in(sorted_ids: list[str], first: str, last: str) -> list[str]:
+    """The ids of ``sorted_ids`` from ``first`` to ``last``, both included (a window's, by bisection: no
+    walk over every document per window)."""
+    return sorted_ids[bisect_left(sorted_ids, first) : bisect_right(sorted_ids, last)]
+
+
 def document_windows(
     diff: DocumentDiff, size: int, spool: DocumentSpool | None = None
 ) -> Iterator[tuple[DocumentDiff, set[str]]]:
@@ -310,8 +317,8 @@ def document_windows(
     Deleted documents are not in any window (see :func:`retract_deleted`)."""
     if size < 1:
         raise InputError(f"the routing window must be >= 1 document, got {size}")
-    retracting = diff.retracting - set(diff.deleted)
     order = diff.to_process if spool is not None else [d.id for d in diff.documents]
+    ahead = (diff.retracting - set(diff.deleted)) & set(order)  # those of this window and later ones
     for start in range(0, len(order), size):
         docs = (
             spool.read(order[start : start + size])
@@ -319,13 +326,19 @@ def document_windows(
             else diff.documents[start : start + size]
         )
         ids = {d.id for d in docs}
-        pending = set(order[start:]) & retracting
+        pending, ahead = set(ahead), ahead - ids
+        first, last = order[start], order[min(start + size, len(order)) - 1]
         window = diff.model_copy(
             update={
                 "documents": docs,
-                "new": [i for i in diff.new if i in ids],
-                "changed": [i for i in diff.changed if i in ids],
-                "incomplete": [i for i in diff.incomplete if i in ids],
+                **{
+                    status: _ids_in(sorted_ids, first, last)
+                    for status, sorted_ids in (
+                        ("new", diff.new),
+                        ("changed", diff.changed),
+                        ("incomplete", diff.incomplete),
+                    )
+                },
                 "deleted": [],
             }
         )

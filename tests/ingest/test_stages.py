@@ -14,6 +14,7 @@ from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet,
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SourceProfile, load_sources, open_source
 from graphwalk_core.ingest.sources.base import SourceDocument
+from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.ingest.stages import (
     apply_plan,
     chunk_documents,
@@ -59,37 +60,39 @@ async def test_stages_compose_like_the_pipeline() -> None:
     assert await graph_tables(store, "films") == await graph_tables(reference, "films")
 
 
-def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows() -> None:
+@pytest.mark.parametrize("spooled", [False, True])
+def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows(spooled: bool) -> None:
     """Windows are cut from the documents left to process: once the first two windows committed, a
-    rerun (which sees them as unchanged) cuts exactly the windows the uninterrupted run cut next."""
+    rerun (which sees them as unchanged) cuts exactly the windows the uninterrupted run cut next;
+    whether the diff holds the documents or a spool does."""
 
-    def diff(ids: list[str], changed: set[str]) -> DocumentDiff:
+    def windows(ids: list[str], changed: set[str]) -> list[tuple[list[str], list[str], list[str]]]:
         docs = [SourceDocument(id=i, text=i, content_hash=i) for i in ids]
-        return DocumentDiff(
+        diff = DocumentDiff(
             source_id="s",
             extractor="nlp:1",
             new=[i for i in ids if i not in changed],
             changed=sorted(changed & set(ids)),
             deleted=["gone"],
-            documents=docs,
+            documents=[] if spooled else docs,
         )
+        with DocumentSpool() as spool:
+            for doc in docs:
+                spool.add(doc)
+            return [
+                ([d.id for d in part.documents], part.changed, sorted(pending))
+                for part, pending in document_windows(diff, 3, spool if spooled else None)
+            ]
 
     ids = [f"d{i:02d}" for i in range(10)]
-    full = [
-        ([d.id for d in part.documents], part.changed, sorted(pending))
-        for part, pending in document_windows(diff(ids, {"d01", "d07"}), 3)
-    ]
+    full = windows(ids, {"d01", "d07"})
     assert full == [
         (["d00", "d01", "d02"], ["d01"], ["d01", "d07"]),
         (["d03", "d04", "d05"], [], ["d07"]),
         (["d06", "d07", "d08"], ["d07"], ["d07"]),
         (["d09"], [], []),
     ]
-    resumed = [
-        ([d.id for d in part.documents], part.changed, sorted(pending))
-        for part, pending in document_windows(diff(ids[6:], {"d07"}), 3)
-    ]
-    assert resumed == full[2:]
+    assert windows(ids[6:], {"d07"}) == full[2:]
 
 
 def test_the_collector_is_off_during_an_apply_and_back_after() -> None:
