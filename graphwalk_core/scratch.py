@@ -22,7 +22,7 @@ class ScratchFile:
     def __init__(self, what: str) -> None:
         self.what = what
         try:
-            self._file = tempfile.TemporaryFile(prefix="graphwalk-")  # noqa: SIM115 (closed by close())
+            self._file = tempfile.TemporaryFile(prefix="graphwalk-")  # noqa: SIM115 (closed by close() or when collected)
         except OSError as exc:
             raise self._error("create a file for", exc) from None
 
