@@ -6,16 +6,17 @@ Run: ``.venv/bin/python benchmarks/bench_bulk_apply.py [--sizes 1000 3000 6119] 
 Needs ``../shared/data/2wiki/corpus.json``; PostgreSQL is a throwaway server started on 127.0.0.1 from
 Debian's binaries with its durable defaults (``tests/servers/postgres_server.py``), or
 ``--postgres-url`` (an empty database).
-Each size: the first N passages as one ``.txt`` file each, diffed, chunked, extracted (offline NLP)
-and routed (local decider, the shared MiniLM embedder: the offline defaults) once against an empty
-store; then the same plan is applied to a fresh database of each store and only ``apply_plan`` is
-timed, in wall seconds and in this process's CPU seconds (user + system: the number to compare on a
-shared machine; PostgreSQL's own server processes are not in it). Rows: nodes and edges added plus
-merges; ms/pass.: apply milliseconds per passage (flat when the apply is linear); KB/pass.: what this
-process wrote to disk per passage during the apply (SQLite's log and checkpoints; "-" where the writes
-are another process's, or unknown: the memory store, PostgreSQL, no ``/proc``). The memory store
-(``--stores memory``) is the reference without any database. Goal at 6,119 passages: apply <= 20 s on
-SQLite, <= 40 s on PostgreSQL, linear in the corpus size.
+Each size: the first N passages as one ``.txt`` file each, diffed, chunked, extracted (offline NLP) and routed
+(local decider, the shared MiniLM embedder: the offline defaults) once against an empty store; then the same
+plan is applied to a fresh database of each store and only ``apply_plan`` and closing the store (SQLite's last
+checkpoint) are timed, in wall seconds and in this process's CPU seconds (user + system: the number to compare
+on a shared machine; PostgreSQL's own server processes are not in it). Rows: nodes and edges added plus
+merges; ms/pass.: apply milliseconds per passage (flat when the apply is linear); KB/pass.: what this process
+wrote to disk per passage during the apply and close (SQLite's log and checkpoints; "-" where the writes are
+another process's, or unknown: the memory store, PostgreSQL, no ``/proc``). The memory store (``--stores
+memory``) is the reference without any database. SQLite s: the seconds SQLite itself takes for the same apply
+(its statements recorded in a second apply, then replayed without graphwalk: ``sqlite_replay.py``). Goal at
+6,119 passages: apply <= 20 s on SQLite, <= 40 s on PostgreSQL, linear in the corpus size.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+from sqlite_replay import StatementLog, fingerprint, replay_seconds
+
 from graphwalk_core.decisions.factory import make_decider
 from graphwalk_core.embeddings.factory import make_embedder
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
@@ -47,13 +50,14 @@ from graphwalk_core.ingest.stages import (
     route_extractions,
 )
 from graphwalk_core.settings import get_settings
+from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
 sys.path.insert(0, str(REPO / "tests"))
-WIDTHS = (8, 10, 7, 8, 7, 8, 8, 8, 8, 7, 7)
+WIDTHS = (8, 10, 7, 8, 7, 9, 8, 8, 8, 8, 7, 7)
 
 
 def written_bytes() -> int | None:
@@ -86,26 +90,60 @@ async def plan_for(folder: Path) -> tuple[DocumentDiff, RoutingPlan, float]:
     return diff, plan, time.perf_counter() - started
 
 
+async def apply_windows(store: GraphStore, diff: DocumentDiff, plan: RoutingPlan) -> UpdateReport:
+    """Apply ``plan`` to ``store`` window by window, as an ingest does."""
+    report = UpdateReport(source_id=diff.source_id)
+    for start in range(0, len(plan.documents), DEFAULT_WINDOW):
+        window = plan.model_copy(update={"documents": plan.documents[start : start + DEFAULT_WINDOW]})
+        await apply_plan(store, diff, window, report=report)
+    return report
+
+
 async def timed_apply(
     url: str | None, diff: DocumentDiff, plan: RoutingPlan
 ) -> tuple[float, float, int, tuple[int, int], int | None]:
-    """Wall and CPU seconds to apply ``plan`` to the empty store at ``url`` (None: a memory store),
-    rows written, final (nodes, edges), bytes this process wrote to storage (None: unknown)."""
+    """Wall and CPU seconds to apply ``plan`` to the empty store at ``url`` (None: a memory store) and
+    close it, rows written, final (nodes, edges), bytes this process wrote to storage (None: unknown).
+
+    Closing is timed: SQLite copies its log into the database file then (the last checkpoint), and a
+    small run's whole log is copied only then, so timing the windows alone would leave the smallest
+    runs' file writes out."""
     store = MemoryGraphStore() if url is None else SQLGraphStore(url)
+    closed = False
     try:
         written = written_bytes()
         started, cpu = time.perf_counter(), time.process_time()
-        report = UpdateReport(source_id=diff.source_id)
-        for start in range(0, len(plan.documents), DEFAULT_WINDOW):
-            window = plan.model_copy(update={"documents": plan.documents[start : start + DEFAULT_WINDOW]})
-            await apply_plan(store, diff, window, report=report)
+        report = await apply_windows(store, diff, plan)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        counts = await store.counts()
+        started, closing = time.perf_counter(), time.process_time()
+        closed = True
+        await store.close()
+        seconds, cpu = seconds + time.perf_counter() - started, cpu + time.process_time() - closing
         after = written_bytes()
         rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
         wrote = after - written if after is not None and written is not None else None
-        return seconds, cpu, rows, await store.counts(), wrote
+        return seconds, cpu, rows, counts, wrote
+    finally:
+        if not closed:
+            await store.close()
+
+
+async def sqlite_seconds(folder: Path, diff: DocumentDiff, plan: RoutingPlan) -> float:
+    """SQLite's own seconds for the apply: ``plan`` applied once more to a new database in ``folder`` with
+    its statements recorded, then replayed without graphwalk on another (see ``sqlite_replay``)."""
+    folder.mkdir()
+    url = f"sqlite:///{folder / 'recorded.sqlite'}"
+    store = SQLGraphStore(url)
+    try:
+        with StatementLog(url) as log:
+            await apply_windows(store, diff, plan)
     finally:
         await store.close()
+    seconds = await replay_seconds(log, f"sqlite:///{folder / 'replayed.sqlite'}")
+    if fingerprint(str(folder / "recorded.sqlite")) != fingerprint(str(folder / "replayed.sqlite")):
+        raise RuntimeError("the replayed SQLite database differs from the recorded one")
+    return seconds
 
 
 def main() -> int:
@@ -125,7 +163,8 @@ def main() -> int:
 
         server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
-    columns = ("passages", "store", "plan s", "apply s", "cpu s", "rows", "rows/s", "ms/pass.", "KB/pass.")
+    columns = ("passages", "store", "plan s", "apply s", "cpu s", "SQLite s", "rows", "rows/s", "ms/pass.")
+    columns += ("KB/pass.",)
     columns += ("nodes", "edges")
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
     try:
@@ -148,9 +187,12 @@ def main() -> int:
                     seconds, cpu, rows, (nodes, edges), wrote = asyncio.run(timed_apply(url, diff, plan))
                     per = f"{wrote / 1000 / size:.0f}" if wrote is not None and kind == "sqlite" else "-"
                     ms = 1000 * seconds / size
+                    own = "-"
+                    if kind == "sqlite":
+                        own = f"{asyncio.run(sqlite_seconds(Path(tmp) / f'replay{size}', diff, plan)):.2f}"
                     print(
-                        f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {cpu:>7.1f} {rows:>8} "
-                        f"{rows / seconds:>8.0f} {ms:>8.2f} {per:>8} {nodes:>7} {edges:>7}",
+                        f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {cpu:>7.1f} {own:>9} "
+                        f"{rows:>8} {rows / seconds:>8.0f} {ms:>8.2f} {per:>8} {nodes:>7} {edges:>7}",
                         flush=True,
                     )
     finally:
