@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,11 +94,10 @@ async def replay_seconds(log: StatementLog, url: str) -> float:
 def fingerprint(path: str) -> list[tuple[str, int, float]]:
     """Each graph table's name, rows and characters: a replay that did the recorded work matches its
     original's."""
-    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-        rows = []
+    rows = []
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
         for table in schema.sorted_tables:
             width = " + ".join(f"length({c.name})" for c in table.c)
             count, chars = conn.execute(f"SELECT count(*), total({width}) FROM {table.name}").fetchone()
             rows.append((table.name, count, chars))
-    conn.close()
     return rows
