@@ -18,6 +18,27 @@ EdgeId: TypeAlias = str
 
 #: The type given to an entity whose real type is unknown; it never conflicts with a real type.
 GENERIC_TYPE = "entity"
+#: Per frozen element class, the one set of its field names that its instances setting every field share.
+_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
+
+
+class Frozen(BaseModel):
+    """A frozen model whose instances that set every field share one ``__pydantic_fields_set__``.
+
+    pydantic gives each instance its own set of the fields it was given: 728 bytes from five names on,
+    more than the rest of a parsed provenance record, and a hub node holds thousands of records. A frozen
+    instance never changes that set in place (copies get their own), and adding a field's name to a set
+    that holds every name changes nothing, so sharing it changes no behaviour."""
+
+    model_config = ConfigDict(frozen=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        cls = type(self)
+        every = _EVERY_FIELD.get(cls)
+        if every is None:
+            every = _EVERY_FIELD.setdefault(cls, set(cls.model_fields))
+        if self.__pydantic_fields_set__ == every:
+            object.__setattr__(self, "__pydantic_fields_set__", every)
 
 
 def edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
@@ -36,15 +57,13 @@ def bulk_edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
     return "e_" + hashlib.sha256(data).hexdigest()[:24]
 
 
-class Provenance(BaseModel):
+class Provenance(Frozen):
     """Where a node, edge or attribute value came from.
 
     ``source_id`` is ``<source>/<document id>``; ``content_hash`` identifies the chunk or record.
     No timestamp lives here, so re-ingesting the same content gives identical provenance
     (ingestion times are kept in the ledger).
     """
-
-    model_config = ConfigDict(frozen=True)
 
     source_id: str
     content_hash: str = ""
@@ -96,27 +115,21 @@ ProvenanceGroups: TypeAlias = Annotated[
 ]
 
 
-class ConflictValue(BaseModel):
+class ConflictValue(Frozen):
     """One competing attribute value with the sources that back it."""
-
-    model_config = ConfigDict(frozen=True)
 
     value: JSONValue
     provenance: ProvenanceTuple
 
 
-class AttributeConflict(BaseModel):
+class AttributeConflict(Frozen):
     """Sources disagree on an attribute: every value is kept with its provenance."""
-
-    model_config = ConfigDict(frozen=True)
 
     key: str
     values: tuple[ConflictValue, ...]
 
 
-class _Element(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+class _Element(Frozen):
     attributes: dict[str, JSONValue] = Field(default_factory=dict)
     #: Which sources back each attribute; a missing key falls back to the element's provenance.
     attribute_provenance: ProvenanceGroups = Field(default_factory=dict)
