@@ -164,8 +164,7 @@ def main() -> int:
         server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
     columns = ("passages", "store", "plan s", "apply s", "cpu s", "SQLite s", "rows", "rows/s", "ms/pass.")
-    columns += ("KB/pass.",)
-    columns += ("nodes", "edges")
+    columns += ("KB/pass.", "nodes", "edges")
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
     try:
         with tempfile.TemporaryDirectory() as tmp:

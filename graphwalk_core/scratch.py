@@ -37,13 +37,9 @@ class ScratchFile:
 
     def read(self, length: int, offset: int) -> bytes:
         """The ``length`` bytes at ``offset``."""
-        try:
-            data = os.pread(self._file.fileno(), length, offset)
-        except OSError as exc:
-            raise self._error("read", exc) from None
-        if len(data) != length:
-            raise self._error("read", OSError(f"{len(data)} of {length} bytes read"))
-        return data
+        data = bytearray(length)
+        self.read_into(data, offset)
+        return bytes(data)
 
     def read_into(self, buffer: Any, offset: int) -> None:
         """Fill ``buffer`` (a writable buffer, such as a contiguous numpy array) from ``offset``."""

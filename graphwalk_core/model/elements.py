@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from json.encoder import encode_basestring as _json_string  # type: ignore[attr-defined]
-from typing import Annotated, Any, TypeAlias
+from typing import Annotated, Any, ClassVar, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, computed_field
 
@@ -18,8 +18,6 @@ EdgeId: TypeAlias = str
 
 #: The type given to an entity whose real type is unknown; it never conflicts with a real type.
 GENERIC_TYPE = "entity"
-#: Per frozen element class, the one set of its field names that its instances setting every field share.
-_EVERY_FIELD: dict[type[BaseModel], set[str]] = {}
 
 
 class Frozen(BaseModel):
@@ -31,12 +29,16 @@ class Frozen(BaseModel):
     that holds every name changes nothing, so sharing it changes no behaviour."""
 
     model_config = ConfigDict(frozen=True)
+    #: The names of every field of the class: the set its instances that set them all share.
+    _every_field: ClassVar[set[str]] = set()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls._every_field = set(cls.model_fields)
 
     def model_post_init(self, context: Any, /) -> None:
-        cls = type(self)
-        every = _EVERY_FIELD.get(cls)
-        if every is None:
-            every = _EVERY_FIELD.setdefault(cls, set(cls.model_fields))
+        every = self._every_field
         if self.__pydantic_fields_set__ == every:
             object.__setattr__(self, "__pydantic_fields_set__", every)
 
