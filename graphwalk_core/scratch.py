@@ -35,11 +35,11 @@ class ScratchFile:
         if written != len(data):  # a regular file writes less only when its disk is full
             raise self._error("write", OSError(f"{written} of {len(data)} bytes written: the disk is full"))
 
-    def read(self, length: int, offset: int) -> bytes:
-        """The ``length`` bytes at ``offset``."""
+    def read(self, length: int, offset: int) -> bytearray:
+        """The ``length`` bytes at ``offset`` (read into one new buffer, not copied again)."""
         data = bytearray(length)
         self.read_into(data, offset)
-        return bytes(data)
+        return data
 
     def read_into(self, buffer: Any, offset: int) -> None:
         """Fill ``buffer`` (a writable buffer, such as a contiguous numpy array) from ``offset``."""
