@@ -8,7 +8,7 @@ types) become :class:`AttributeConflict` records, each value with the provenance
 Conventions: an attribute missing from ``attribute_provenance`` is backed by the element's provenance
 (merges write it explicitly); a node without ``name_sources`` (or ``summary_sources``) counts its
 name and aliases (or summary) as backed by its provenance; "backed by most sources" counts distinct
-``source_id``\ s, ties going to the smallest canonical JSON (values) or the longest, then
+source ids, ties going to the smallest canonical JSON (values) or the longest, then
 lexicographically smallest text (names, summaries).
 """
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress
-from operator import is_not, not_
+from operator import attrgetter, is_not, not_
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,6 +32,10 @@ MAX_PARTS = 32
 HEAD = "parts:"
 
 _Groups = Mapping[str, Sequence[Provenance]]
+#: A record's field values: equal records have equal keys (cheaper to hash and compare than the records).
+_record_key = attrgetter(*Provenance.model_fields)
+#: The record objects already assembled, by field values (see :func:`assemble`).
+RecordsSeen = dict[tuple[object, ...], Provenance]
 
 
 class NodeRecords(BaseModel):
@@ -140,10 +144,31 @@ def _united(parts: Sequence[NodeRecords], field: str) -> dict[str, list[Sequence
     return groups
 
 
-def assemble(head_data: str, parts_data: Sequence[str]) -> Node:
-    """The node of a head row and its parts (in part order)."""
+def _sharing(part: NodeRecords, seen: RecordsSeen) -> NodeRecords:
+    """``part`` with each record one object per value across everything ``seen`` (JSON gives a new object
+    for every occurrence, and a node repeats each record in its provenance, names, summaries and
+    attributes: a parsed hub held about nine objects per record)."""
+
+    def one(records: Sequence[Provenance]) -> tuple[Provenance, ...]:
+        return tuple([seen.setdefault(_record_key(p), p) for p in records])
+
+    def each(groups: Mapping[str, Sequence[Provenance]]) -> dict[str, tuple[Provenance, ...]]:
+        return {key: one(records) for key, records in groups.items()}
+
+    return NodeRecords.model_construct(
+        provenance=one(part.provenance),
+        attribute_provenance=each(part.attribute_provenance),
+        name_sources=each(part.name_sources),
+        summary_sources=each(part.summary_sources),
+    )
+
+
+def assemble(head_data: str, parts_data: Sequence[str], seen: RecordsSeen | None = None) -> Node:
+    """The node of a head row and its parts (in part order), each record one object (across the nodes
+    assembled with one ``seen`` map, too: a chunk's record is in every hub the chunk mentions)."""
     bare = Node.model_validate_json(head_data[len(HEAD) :])
-    parts = [NodeRecords.model_validate_json(data) for data in parts_data]
+    seen = {} if seen is None else seen
+    parts = [_sharing(NodeRecords.model_validate_json(data), seen) for data in parts_data]
     if len(parts) == 1:  # every record as written
         [only] = parts
         return bare.model_copy(

@@ -673,8 +673,9 @@ class SQLGraphStore:
             query = select(p.node_id, p.data).where(p.node_id.in_(chunk)).order_by(p.node_id, p.part)
             for node_id, data in conn.execute(query):
                 parts[node_id].append(data)
+        seen: node_parts.RecordsSeen = {}
         for i, head in heads.items():
-            self._large[i] = (node_parts.assemble(head, parts[i]), len(parts[i]))
+            self._large[i] = (node_parts.assemble(head, parts[i], seen), len(parts[i]))
 
     def _select_in(self, conn: Connection, table: Table, column: str, ids: list[str]) -> Iterator[Any]:
         """Rows of ``SELECT column FROM table WHERE id IN ids`` (``column``: one or more, comma-separated),

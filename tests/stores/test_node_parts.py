@@ -69,6 +69,43 @@ def test_appended_parts_give_each_merged_node_byte_for_byte() -> None:
     assert len(versions[-1].provenance) == 12 and len(versions[-1].summary_sources) == 12
 
 
+def held_records(node: Node) -> list[Provenance]:
+    """Every record reference ``node`` holds: provenance, attributes, names and summaries."""
+    groups = (node.provenance, *node.attribute_provenance.values(), *node.name_sources.values())
+    return [record for group in (*groups, *node.summary_sources.values()) for record in group]
+
+
+def test_an_assembled_node_holds_one_object_per_record() -> None:
+    versions = grown(range(12))
+    hub = versions[-1]
+    parts = [node_parts.whole(versions[0])]
+    parts += [node_parts.added_records(before, after) or "" for before, after in pairwise(versions)]
+    for given in (parts, [node_parts.whole(hub)]):  # appended parts, and one part
+        back = node_parts.assemble(node_parts.head(hub), given)
+        assert back.model_dump_json() == hub.model_dump_json()
+        records = held_records(back)  # each backs the provenance, the type, a name and a summary
+        assert len(records) == 48 and len({id(r) for r in records}) == 12
+    other = hub.model_copy(update={"id": "other"})
+    seen: node_parts.RecordsSeen = {}
+    one, two = (node_parts.assemble(node_parts.head(n), parts, seen) for n in (hub, other))
+    assert [id(r) for r in held_records(one)] == [id(r) for r in held_records(two)]
+
+
+@pytest.mark.usefixtures("small_split")
+async def test_hubs_read_together_share_their_records(sql_url: str) -> None:
+    writer = SQLGraphStore(sql_url)
+    hub = grown(range(6))[-1]
+    async with writer.transaction():
+        await writer.upsert_many([hub, hub.model_copy(update={"id": "other"})])
+    await writer.close()
+    reader = SQLGraphStore(sql_url)
+    got = await reader.get_nodes(["hub", "other"])
+    assert got["hub"].model_dump_json() == hub.model_dump_json()
+    records = [r for node in got.values() for r in held_records(node)]
+    assert len(records) == 48 and len({id(r) for r in records}) == 6
+    await reader.close()
+
+
 def test_only_growth_by_the_same_records_is_appended() -> None:
     versions = grown(range(6))
     hub = versions[-1]
