@@ -78,8 +78,9 @@ def held_records(node: Node) -> list[Provenance]:
 def test_an_assembled_node_holds_one_object_per_record() -> None:
     versions = grown(range(12))
     hub = versions[-1]
-    parts = [node_parts.whole(versions[0])]
-    parts += [node_parts.added_records(before, after) or "" for before, after in pairwise(versions)]
+    added = [node_parts.added_records(before, after) for before, after in pairwise(versions)]
+    assert None not in added
+    parts = [node_parts.whole(versions[0]), *filter(None, added)]
     for given in (parts, [node_parts.whole(hub)]):  # appended parts, and one part
         back = node_parts.assemble(node_parts.head(hub), given)
         assert back.model_dump_json() == hub.model_dump_json()
