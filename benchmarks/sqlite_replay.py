@@ -10,6 +10,7 @@ difference inside the database, not in graphwalk.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from contextlib import closing
@@ -66,29 +67,71 @@ class StatementLog:
 async def replay_seconds(log: StatementLog, url: str) -> float:
     """Wall seconds to replay ``log`` on the new SQLite graph database ``url`` (created empty, then opened
     with the store's own connection settings) and close it."""
+    return (await replay_commits(log.entries, log.connections, url))[0]
+
+
+async def replay_commits(
+    entries: list[tuple[int, str, Any, bool]], connections: int, url: str
+) -> tuple[float, list[tuple[int, float]]]:
+    """Replay ``entries`` (a log's, or :func:`insertion_ordered`'s) as :func:`replay_seconds` does: its
+    seconds, and (rows the statements carried, seconds) from one commit to the next."""
     store = SQLGraphStore(url)
     engine = store._engine  # the store's connection settings (WAL, page cache, checkpoints)
-    connections = [engine.raw_connection() for _ in range(log.connections)]
-    cursors = [c.cursor() for c in connections]
-    started = time.perf_counter()
-    for number, statement, parameters, many in log.entries:
+    opened = [engine.raw_connection() for _ in range(connections)]
+    cursors = [c.cursor() for c in opened]
+    commits: list[tuple[int, float]] = []
+    rows = 0
+    started = last = time.perf_counter()
+    for number, statement, parameters, many in entries:
         if statement == "commit":
-            connections[number].commit()
+            opened[number].commit()
+            now = time.perf_counter()
+            commits.append((rows, now - last))
+            rows, last = 0, now
         elif statement == "rollback":
-            connections[number].rollback()
+            opened[number].rollback()
         else:
             cursor = cursors[number]
             if many:
                 cursor.executemany(statement, parameters)
+                rows += len(parameters)
             else:
                 cursor.execute(statement, parameters)
+                rows += 1
             if cursor.description is not None:
                 cursor.fetchall()
-    for cursor, connection in zip(cursors, connections, strict=True):
+    for cursor, connection in zip(cursors, opened, strict=True):
         cursor.close()
         connection.close()
     await store.close()  # the last connection: its final checkpoint
-    return time.perf_counter() - started
+    return time.perf_counter() - started, commits
+
+
+_HASH_ID = re.compile(r"(?:n|nd|e)_[0-9a-f]{24}")
+
+
+def insertion_ordered(entries: list[tuple[int, str, Any, bool]]) -> list[tuple[int, str, Any, bool]]:
+    """``entries`` with every hash id among the parameters replaced by a key of the same length that
+    sorts in the order the ids first appear: the statements a store keyed by insertion order would send
+    (element JSON keeps the hash ids; only keys move)."""
+    keys: dict[str, str] = {}
+
+    def key(value: Any) -> Any:
+        if isinstance(value, str) and _HASH_ID.fullmatch(value):
+            found = keys.get(value)
+            if found is None:
+                found = keys[value] = "k" + str(len(keys)).zfill(len(value) - 1)
+            return found
+        return value
+
+    out = []
+    for number, statement, parameters, many in entries:
+        if many:
+            parameters = [tuple(map(key, row)) for row in parameters]
+        elif isinstance(parameters, (tuple, list)):
+            parameters = tuple(map(key, parameters))
+        out.append((number, statement, parameters, many))
+    return out
 
 
 def fingerprint(path: str) -> list[tuple[str, int, float]]:

@@ -1,0 +1,96 @@
+# ruff: noqa: E402  (thread limits must be set before numpy loads)
+"""SQLite's own time for an apply, with the graph's hash ids and with keys in insertion order.
+
+Run: ``.venv/bin/python benchmarks/bench_sqlite_key_order.py [--sizes 6119] [--repeats 2]``. Needs
+``../shared/data/2wiki/corpus.json``. Each size: the first N passages' routed plan (as in
+``bench_bulk_apply.py``) is applied to a new SQLite graph with its statements recorded; the statements are
+then replayed without graphwalk (``sqlite_replay.py``) as recorded, and with every hash id replaced by a
+key of the same length that sorts in first-use order: what a schema keyed by insertion order would cost
+SQLite. Printed per replay: seconds; microseconds per statement row over the replay, and in the first and
+the last four windows (one commit each), with the growth between them. A linear apply shows the same
+microseconds per row at every size and no growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from bench_bulk_apply import CORPUS, apply_windows, plan_for, write_passages
+from sqlite_replay import StatementLog, fingerprint, insertion_ordered, replay_commits
+
+from graphwalk_core.stores.sql import SQLGraphStore
+
+#: Windows averaged at each end of a replay.
+ENDS = 4
+
+
+async def recorded(folder: Path) -> StatementLog:
+    """The statements of applying ``folder``'s routed plan to a new SQLite graph in ``folder``."""
+    diff, plan, _ = await plan_for(folder)
+    url = f"sqlite:///{folder / 'recorded.sqlite'}"
+    store = SQLGraphStore(url)
+    try:
+        with StatementLog(url) as log:
+            await apply_windows(store, diff, plan)
+    finally:
+        await store.close()
+    return log
+
+
+def per_row(commits: list[tuple[int, float]]) -> tuple[float, str, str, str]:
+    """Microseconds per statement row over the whole replay, over the first and the last :data:`ENDS`
+    windows (commits that carried a window's rows, not the ledger's or a retraction's few), and the growth
+    between those; "-" where there are fewer than twice :data:`ENDS` windows."""
+    overall = 1e6 * sum(s for _, s in commits) / sum(r for r, _ in commits)
+    windows = [c for c in commits if c[0] > 1000]
+    if len(windows) < 2 * ENDS:
+        return overall, "-", "-", "-"
+    first, last = (
+        1e6 * sum(s for _, s in w) / sum(r for r, _ in w) for w in (windows[:ENDS], windows[-ENDS:])
+    )
+    return overall, f"{first:.1f}", f"{last:.1f}", f"{last / first - 1:+.0%}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[6119])
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    if not CORPUS.is_file():
+        print(f"skipped: {CORPUS} is absent (see ../shared/README.md)")
+        return 0
+    print("| passages | keys | replay s | µs/row | µs/row, first windows | µs/row, last windows | growth |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in args.sizes:
+            folder = Path(tmp) / f"corpus{size}"
+            write_passages(folder, size)
+            log = asyncio.run(recorded(folder))
+            expected = fingerprint(str(folder / "recorded.sqlite"))
+            for keys, entries in (
+                ("hash ids", log.entries),
+                ("insertion order", insertion_ordered(log.entries)),
+            ):
+                for repeat in range(args.repeats):
+                    path = folder / f"replay-{len(keys)}-{repeat}.sqlite"
+                    seconds, commits = asyncio.run(
+                        replay_commits(entries, log.connections, f"sqlite:///{path}")
+                    )
+                    if fingerprint(str(path)) != expected:
+                        raise RuntimeError(f"the {keys} replay differs from the recorded database")
+                    overall, first, last, growth = per_row(commits)
+                    cells = (f"{size:,}", keys, f"{seconds:.2f}", f"{overall:.1f}", first, last, growth)
+                    print(f"| {' | '.join(cells)} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
