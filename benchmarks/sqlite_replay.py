@@ -112,8 +112,8 @@ _HASH_ID = re.compile(r"(?:n|nd|e)_[0-9a-f]{24}")
 
 def insertion_ordered(entries: list[tuple[int, str, Any, bool]]) -> list[tuple[int, str, Any, bool]]:
     """``entries`` with every hash id among the parameters replaced by a key of the same length that
-    sorts in the order the ids first appear: the statements a store keyed by insertion order would send
-    (element JSON keeps the hash ids; only keys move)."""
+    sorts, among the ids of that length, in the order the ids first appear: the statements a store keyed
+    by insertion order would send (element JSON keeps the hash ids; only keys move)."""
     keys: dict[str, str] = {}
 
     def key(value: Any) -> Any:
