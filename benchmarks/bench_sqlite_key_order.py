@@ -80,7 +80,7 @@ def main() -> int:
                 ("insertion order", insertion_ordered(log.entries)),
             ):
                 for repeat in range(args.repeats):
-                    path = folder / f"replay-{len(keys)}-{repeat}.sqlite"
+                    path = folder / f"replay-{keys.replace(' ', '-')}-{repeat}.sqlite"
                     seconds, commits = asyncio.run(
                         replay_commits(entries, log.connections, f"sqlite:///{path}")
                     )
