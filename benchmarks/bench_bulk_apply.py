@@ -129,17 +129,23 @@ async def timed_apply(
             await store.close()
 
 
-async def sqlite_seconds(folder: Path, diff: DocumentDiff, plan: RoutingPlan) -> float:
-    """SQLite's own seconds for the apply: ``plan`` applied once more to a new database in ``folder`` with
-    its statements recorded, then replayed without graphwalk on another (see ``sqlite_replay``)."""
-    folder.mkdir()
-    url = f"sqlite:///{folder / 'recorded.sqlite'}"
+async def recorded_apply(path: Path, diff: DocumentDiff, plan: RoutingPlan) -> StatementLog:
+    """The statements SQLite receives while ``plan`` is applied to a new graph database at ``path``."""
+    url = f"sqlite:///{path}"
     store = SQLGraphStore(url)
     try:
         with StatementLog(url) as log:
             await apply_windows(store, diff, plan)
     finally:
         await store.close()
+    return log
+
+
+async def sqlite_seconds(folder: Path, diff: DocumentDiff, plan: RoutingPlan) -> float:
+    """SQLite's own seconds for the apply: ``plan`` applied once more to a new database in ``folder`` with
+    its statements recorded, then replayed without graphwalk on another (see ``sqlite_replay``)."""
+    folder.mkdir()
+    log = await recorded_apply(folder / "recorded.sqlite", diff, plan)
     seconds = await replay_seconds(log, f"sqlite:///{folder / 'replayed.sqlite'}")
     if fingerprint(str(folder / "recorded.sqlite")) != fingerprint(str(folder / "replayed.sqlite")):
         raise RuntimeError("the replayed SQLite database differs from the recorded one")

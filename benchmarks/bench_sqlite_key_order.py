@@ -23,10 +23,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from bench_bulk_apply import CORPUS, apply_windows, plan_for, write_passages
+from bench_bulk_apply import CORPUS, plan_for, recorded_apply, write_passages
 from sqlite_replay import StatementLog, fingerprint, insertion_ordered, replay_commits
-
-from graphwalk_core.stores.sql import SQLGraphStore
 
 #: Windows averaged at each end of a replay.
 ENDS = 4
@@ -35,14 +33,7 @@ ENDS = 4
 async def recorded(folder: Path) -> StatementLog:
     """The statements of applying ``folder``'s routed plan to a new SQLite graph in ``folder``."""
     diff, plan, _ = await plan_for(folder)
-    url = f"sqlite:///{folder / 'recorded.sqlite'}"
-    store = SQLGraphStore(url)
-    try:
-        with StatementLog(url) as log:
-            await apply_windows(store, diff, plan)
-    finally:
-        await store.close()
-    return log
+    return await recorded_apply(folder / "recorded.sqlite", diff, plan)
 
 
 def per_row(commits: list[tuple[int, float]]) -> tuple[float, str, str, str]:
