@@ -10,9 +10,11 @@ difference inside the database, not in graphwalk.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,14 +23,16 @@ from sqlalchemy import Engine, event
 
 from graphwalk_core.stores.sql import SQLGraphStore, schema
 
+#: A recorded statement: (connection number, statement or "commit"/"rollback", parameters, executemany).
+Entry = tuple[int, str, Any, bool]
+
 
 @dataclass
 class StatementLog:
     """The statements, commits and rollbacks sent to the SQLite database ``url`` while the log is open."""
 
     url: str
-    #: (connection number, statement or "commit"/"rollback", parameters, executemany)
-    entries: list[tuple[int, str, Any, bool]] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
     _connections: dict[int, int] = field(default_factory=dict)
 
     def _number(self, conn: Any) -> int:
@@ -71,10 +75,11 @@ async def replay_seconds(log: StatementLog, url: str) -> float:
 
 
 async def replay_commits(
-    entries: list[tuple[int, str, Any, bool]], connections: int, url: str
+    entries: Iterable[Entry], connections: int, url: str
 ) -> tuple[float, list[tuple[int, float]]]:
-    """Replay ``entries`` (a log's, or :func:`insertion_ordered`'s) as :func:`replay_seconds` does: its
-    seconds, and (rows the statements carried, seconds) from one commit to the next."""
+    """Replay ``entries`` (a log's, or those of :func:`insertion_ordered` or :func:`copied`, made before the
+    replay so that the timing leaves them out) as :func:`replay_seconds` does: its seconds, and (rows the
+    statements carried, seconds) from one commit to the next."""
     store = SQLGraphStore(url)
     engine = store._engine  # the store's connection settings (WAL, page cache, checkpoints)
     opened = [engine.raw_connection() for _ in range(connections)]
@@ -108,15 +113,27 @@ async def replay_commits(
 
 
 _HASH_ID = re.compile(r"(?:n|nd|e)_[0-9a-f]{24}")
+#: Statements whose first parameter is a name, not an element id: a ledger key, a name key, a source id.
+_NAMED_FIRST = ("INSERT INTO metadata", "INSERT INTO node_names", "INSERT INTO provenance")
 
 
-def insertion_ordered(entries: list[tuple[int, str, Any, bool]]) -> list[tuple[int, str, Any, bool]]:
+def _rekeyed(entries: Iterable[Entry], key: Callable[[str, int, Any], Any]) -> Iterator[Entry]:
+    """``entries`` with every parameter replaced by ``key(statement, column, value)``."""
+    for number, statement, parameters, many in entries:
+        if many:
+            parameters = [tuple(key(statement, i, v) for i, v in enumerate(row)) for row in parameters]
+        elif isinstance(parameters, (tuple, list)):
+            parameters = tuple(key(statement, i, v) for i, v in enumerate(parameters))
+        yield number, statement, parameters, many
+
+
+def insertion_ordered(entries: list[Entry]) -> list[Entry]:
     """``entries`` with every hash id among the parameters replaced by a key of the same length that
     sorts, among the ids of that length, in the order the ids first appear: the statements a store keyed
     by insertion order would send (element JSON keeps the hash ids; only keys move)."""
     keys: dict[str, str] = {}
 
-    def key(value: Any) -> Any:
+    def key(_statement: str, _column: int, value: Any) -> Any:
         if isinstance(value, str) and _HASH_ID.fullmatch(value):
             found = keys.get(value)
             if found is None:
@@ -124,14 +141,33 @@ def insertion_ordered(entries: list[tuple[int, str, Any, bool]]) -> list[tuple[i
             return found
         return value
 
-    out = []
-    for number, statement, parameters, many in entries:
-        if many:
-            parameters = [tuple(map(key, row)) for row in parameters]
-        elif isinstance(parameters, (tuple, list)):
-            parameters = tuple(map(key, parameters))
-        out.append((number, statement, parameters, many))
-    return out
+    return list(_rekeyed(entries, key))
+
+
+def copied(entries: list[Entry], copy: int) -> list[Entry]:
+    """``entries`` as another corpus of the same shape would send them (copy 0: as recorded): every hash id
+    replaced by another hash id of its kind, and every ledger key, name key and source id marked with
+    ``#copy``. Replayed after the copies before it, its rows land at random among theirs, as a larger
+    corpus's would; unlike a larger corpus's, they never merge into theirs (element JSON keeps the
+    recorded ids; only keys move)."""
+    if copy == 0:
+        return entries
+    ids: dict[str, str] = {}
+
+    def key(statement: str, column: int, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        if _HASH_ID.fullmatch(value):
+            found = ids.get(value)
+            if found is None:
+                digest = hashlib.blake2b(f"{copy}:{value}".encode(), digest_size=12).hexdigest()
+                found = ids[value] = f"{value.split('_', 1)[0]}_{digest}"
+            return found
+        if column == 0 and statement.startswith(_NAMED_FIRST):
+            return f"{value}#{copy}"
+        return value
+
+    return list(_rekeyed(entries, key))
 
 
 def fingerprint(path: str) -> list[tuple[str, int, float]]:
