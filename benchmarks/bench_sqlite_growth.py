@@ -8,7 +8,7 @@ is applied to a new SQLite graph with its statements recorded. The record is the
 graphwalk (``sqlite_replay.py``) COPIES times into one database, each copy with keys of its own
 (``sqlite_replay.copied``: new hash ids, ledger keys, name keys and source ids), made before its replay
 is timed. Each copy's replay opens the database with the store's settings and closes it (its last
-checkpoint). Printed per copy: its seconds, microseconds per statement row over its windows and over
+checkpoint). Printed per copy: its seconds, microseconds per statement row over the whole copy and over
 its first and last four windows, and the database's size after it. A linear apply shows the same
 microseconds per row in every copy. The run fails unless every table ends with COPIES times the
 recorded rows.
