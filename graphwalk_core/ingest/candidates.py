@@ -288,12 +288,7 @@ class CandidateIndex:
         if not rows:
             self._near.update(dict.fromkeys(keys, _NO_ROWS))
             return
-        vectors = self.embed(list(first.values()))
-        for start in range(0, len(keys), PREFILTER_BLOCK):
-            block = keys[start : start + PREFILTER_BLOCK]
-            self._near.update(
-                zip(block, self._near_rows_of(vectors[start : start + PREFILTER_BLOCK], 0), strict=True)
-            )
+        self._near.update(zip(keys, self._near_rows_of(self.embed(list(first.values())), 0), strict=True))
 
     def _segments(self, start: int) -> Iterator[tuple[int, np.ndarray]]:
         """The vectors of rows ``start`` on, as (first row, contiguous block) pairs: from the prefiltered
@@ -316,16 +311,18 @@ class CandidateIndex:
 
     def _near_rows_of(self, vectors: np.ndarray, start: int) -> list[np.ndarray]:
         """Per vector, the rows from ``start`` on whose float32 cosine is within the margin of the threshold
-        (a superset of the rows whose exact cosine reaches it), in row order."""
+        (a superset of the rows whose exact cosine reaches it), in row order. Each block of rows is read
+        from the pool once and scored against :data:`PREFILTER_BLOCK` vectors at a time."""
         bound = self.cosine_threshold - COSINE_MARGIN
         found: list[list[np.ndarray]] = [[] for _ in vectors]
         for first, block in self._segments(start):
-            cols, rows = np.nonzero(vectors @ block.T >= bound)
+            for at in range(0, len(vectors), PREFILTER_BLOCK):
+                cols, rows = np.nonzero(vectors[at : at + PREFILTER_BLOCK] @ block.T >= bound)
+                cuts = np.searchsorted(cols, np.arange(1, len(found[at : at + PREFILTER_BLOCK])))
+                for parts, part in zip(found[at : at + PREFILTER_BLOCK], np.split(rows, cuts), strict=True):
+                    if len(part):
+                        parts.append(part + first)
             del block  # before the next block is gathered
-            cuts = np.searchsorted(cols, np.arange(1, len(vectors)))
-            for parts, part in zip(found, np.split(rows, cuts), strict=True):
-                if len(part):
-                    parts.append(part + first)
         return [np.concatenate(parts).astype(np.int32) if parts else _NO_ROWS for parts in found]
 
     def _cosine(self, names: Sequence[str]) -> list[list[Candidate]]:

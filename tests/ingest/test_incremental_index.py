@@ -338,3 +338,26 @@ async def test_the_look_ahead_keeps_no_finished_jobs(corpus: Path, monkeypatch: 
     monkeypatch.setattr(Router, "close", closing)
     await ingest_recorded(corpus, rebuild=False, monkeypatch=monkeypatch)
     assert len(submitted) == 7 and len(kept) == 1 and 1 <= kept[0] <= 2
+
+
+def test_a_prefilter_reads_each_block_of_rows_from_the_pool_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names past ``PREFILTER_BLOCK`` are scored block by block against rows read once, not once per block
+    of names (the pool keeps full blocks in a file)."""
+    embedder = HashingEmbedder(dim=64)
+    index = CandidateIndex(embedder, pool=VectorPool(embedder))
+    for n in range(5000):
+        index.add(IndexEntry(id=f"n{n:05d}", name=f"Name {n} {n * 7919 % 1000}", type="thing"))
+    read: list[range] = []
+    row_vectors = CandidateIndex.row_vectors
+
+    def counted(self: CandidateIndex, rows: Any) -> np.ndarray:
+        read.append(rows)
+        return row_vectors(self, rows)
+
+    monkeypatch.setattr(CandidateIndex, "row_vectors", counted)
+    queries = [f"Name {n} {n * 7919 % 1000}" for n in range(0, 600, 2)]  # 300 names, indexed ones
+    index.prefilter(queries)
+    assert read == [range(0, 4096), range(4096, 5000)]
+    near = [index._near[normalize_name(q)].tolist() for q in queries]
+    assert all(n in rows for n, rows in zip(range(0, 600, 2), near, strict=True))  # its own row
+    assert sum(map(len, near)) == 1488
