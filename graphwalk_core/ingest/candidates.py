@@ -317,9 +317,10 @@ class CandidateIndex:
         found: list[list[np.ndarray]] = [[] for _ in vectors]
         for first, block in self._segments(start):
             for at in range(0, len(vectors), PREFILTER_BLOCK):
+                group = found[at : at + PREFILTER_BLOCK]
                 cols, rows = np.nonzero(vectors[at : at + PREFILTER_BLOCK] @ block.T >= bound)
-                cuts = np.searchsorted(cols, np.arange(1, len(found[at : at + PREFILTER_BLOCK])))
-                for parts, part in zip(found[at : at + PREFILTER_BLOCK], np.split(rows, cuts), strict=True):
+                cuts = np.searchsorted(cols, np.arange(1, len(group)))
+                for parts, part in zip(group, np.split(rows, cuts), strict=True):
                     if len(part):
                         parts.append(part + first)
             del block  # before the next block is gathered
