@@ -141,6 +141,12 @@ async def recorded_apply(path: Path, diff: DocumentDiff, plan: RoutingPlan) -> S
     return log
 
 
+async def recorded(folder: Path) -> StatementLog:
+    """The statements of applying ``folder``'s routed plan to a new SQLite graph in ``folder``."""
+    diff, plan, _ = await plan_for(folder)
+    return await recorded_apply(folder / "recorded.sqlite", diff, plan)
+
+
 async def sqlite_seconds(folder: Path, diff: DocumentDiff, plan: RoutingPlan) -> float:
     """SQLite's own seconds for the apply: ``plan`` applied once more to a new database in ``folder`` with
     its statements recorded, then replayed without graphwalk on another (see ``sqlite_replay``)."""

@@ -26,9 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from bench_bulk_apply import CORPUS, write_passages
-from bench_sqlite_key_order import per_row, recorded
-from sqlite_replay import copied, fingerprint, replay_commits
+from bench_bulk_apply import CORPUS, recorded, write_passages
+from sqlite_replay import copied, fingerprint, per_row, replay_commits
 
 
 def main() -> int:

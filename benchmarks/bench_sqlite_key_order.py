@@ -23,31 +23,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from bench_bulk_apply import CORPUS, plan_for, recorded_apply, write_passages
-from sqlite_replay import StatementLog, fingerprint, insertion_ordered, replay_commits
-
-#: Windows averaged at each end of a replay.
-ENDS = 4
-
-
-async def recorded(folder: Path) -> StatementLog:
-    """The statements of applying ``folder``'s routed plan to a new SQLite graph in ``folder``."""
-    diff, plan, _ = await plan_for(folder)
-    return await recorded_apply(folder / "recorded.sqlite", diff, plan)
-
-
-def per_row(commits: list[tuple[int, float]]) -> tuple[float, str, str, str]:
-    """Microseconds per statement row over the whole replay, over the first and the last :data:`ENDS`
-    windows (commits that carried a window's rows, not the ledger's or a retraction's few), and the growth
-    between those; "-" where there are fewer than twice :data:`ENDS` windows."""
-    overall = 1e6 * sum(s for _, s in commits) / sum(r for r, _ in commits)
-    windows = [c for c in commits if c[0] > 1000]
-    if len(windows) < 2 * ENDS:
-        return overall, "-", "-", "-"
-    first, last = (
-        1e6 * sum(s for _, s in w) / sum(r for r, _ in w) for w in (windows[:ENDS], windows[-ENDS:])
-    )
-    return overall, f"{first:.1f}", f"{last:.1f}", f"{last / first - 1:+.0%}"
+from bench_bulk_apply import CORPUS, recorded, write_passages
+from sqlite_replay import fingerprint, insertion_ordered, per_row, replay_commits
 
 
 def main() -> int:

@@ -112,6 +112,24 @@ async def replay_commits(
     return time.perf_counter() - started, commits
 
 
+#: Windows averaged at each end of a replay.
+ENDS = 4
+
+
+def per_row(commits: list[tuple[int, float]]) -> tuple[float, str, str, str]:
+    """Microseconds per statement row over the whole replay, over the first and the last :data:`ENDS`
+    windows (commits that carried a window's rows, not the ledger's or a retraction's few), and the growth
+    between those; "-" where there are fewer than twice :data:`ENDS` windows."""
+    overall = 1e6 * sum(s for _, s in commits) / sum(r for r, _ in commits)
+    windows = [c for c in commits if c[0] > 1000]
+    if len(windows) < 2 * ENDS:
+        return overall, "-", "-", "-"
+    first, last = (
+        1e6 * sum(s for _, s in w) / sum(r for r, _ in w) for w in (windows[:ENDS], windows[-ENDS:])
+    )
+    return overall, f"{first:.1f}", f"{last:.1f}", f"{last / first - 1:+.0%}"
+
+
 _HASH_ID = re.compile(r"(?:n|nd|e)_[0-9a-f]{24}")
 #: Statements whose first parameter is a name, not an element id: a ledger key, a name key, a source id.
 _NAMED_FIRST = ("INSERT INTO metadata", "INSERT INTO node_names", "INSERT INTO provenance")
