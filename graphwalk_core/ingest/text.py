@@ -10,6 +10,9 @@ from functools import lru_cache
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS = re.compile(r"\w+", re.UNICODE)
+#: Names whose word sets are remembered, the most recently used first: about a routing window's names (a
+#: 6,119-passage ingest meets 42,000 distinct names; the candidate index keeps its names' words itself).
+NAME_WORDS_CACHE = 1 << 14
 
 
 @lru_cache(maxsize=200_000)
@@ -20,7 +23,7 @@ def normalize_name(name: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=NAME_WORDS_CACHE)
 def name_words(name: str) -> frozenset[str]:
     """The set of normalized words of a name (for Jaccard similarity); each word interned, so the names
     sharing a word share one string."""

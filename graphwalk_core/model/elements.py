@@ -48,7 +48,7 @@ def edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
     return "e_" + content_hash([source, type, target])[:24]
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 14)
 def bulk_edge_id(source: NodeId, type: str, target: NodeId) -> EdgeId:
     """Exactly :func:`edge_id`, several times faster for bulk loads and exports (and remembered for the
     most recent ids: ``Edge.id`` is computed on every access).
