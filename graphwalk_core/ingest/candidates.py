@@ -48,7 +48,7 @@ Postings: TypeAlias = tuple[str, ...] | set[str]
 @dataclass(slots=True)
 class IndexEntry:
     """What routing knows about one node (stored or planned in this run); ``words``: its name's distinct
-    words, sorted (a tuple: a third of a small frozenset's size)."""
+    words, sorted (a tuple: about a quarter of a small frozenset's size)."""
 
     id: str
     name: str
