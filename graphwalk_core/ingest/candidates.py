@@ -24,7 +24,7 @@ import numpy as np
 
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import VectorPool
-from graphwalk_core.ingest.text import name_words, normalize_name
+from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
 
 DEFAULT_COSINE_THRESHOLD = 0.75
 DEFAULT_JACCARD_THRESHOLD = 0.5
@@ -402,8 +402,7 @@ class CandidateIndex:
                     most = min(count + hub_words, n, m)
                     if nid in found or most / (n + m - most) < threshold:
                         continue
-                    common = sum(w in words for w in other)
-                    score = common / (n + m - common)  # Jaccard: |a ∩ b| / |a ∪ b|
+                    score = jaccard(words, other)
                     if score >= threshold:
                         found[nid] = Candidate(nid, score, "jaccard")
                 if not exact and self.embedder is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
@@ -30,11 +32,13 @@ def name_words(name: str) -> frozenset[str]:
     return frozenset(map(sys.intern, _WORDS.findall(normalize_name(name))))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """|a ∩ b| / |a ∪ b| (0 for two empty sets)."""
+def jaccard(a: AbstractSet[str], b: Collection[str]) -> float:
+    """|a ∩ b| / |a ∪ b| (0 for two empty sets); ``b``: distinct words in any collection (a tuple of a
+    candidate index entry's words, or a set)."""
     if not a and not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    common = sum(w in a for w in b)
+    return common / (len(a) + len(b) - common)
 
 
 def snake_case(text: str) -> str:
