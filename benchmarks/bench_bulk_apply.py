@@ -13,10 +13,14 @@ checkpoint) are timed, in wall seconds and in this process's CPU seconds (user +
 on a shared machine; PostgreSQL's own server processes are not in it). Rows: nodes and edges added plus
 merges; ms/pass.: apply milliseconds per passage (flat when the apply is linear); KB/pass.: what this process
 wrote to disk per passage during the apply and close (SQLite's log and checkpoints; "-" where the writes are
-another process's, or unknown: the memory store, PostgreSQL, no ``/proc``). The memory store (``--stores
-memory``) is the reference without any database. SQLite s: the seconds SQLite itself takes for the same apply
-(its statements recorded in a second apply, then replayed without graphwalk: ``sqlite_replay.py``). Goal at
-6,119 passages: apply <= 20 s on SQLite, <= 40 s on PostgreSQL, linear in the corpus size.
+another process's, or unknown: the memory store, PostgreSQL, no ``/proc``); merge %: the share of those rows
+that merged into an element already there (a merge reads, merges and rewrites; later windows merge more).
+The memory store (``--stores memory``, listed first) is the reference without any database; x memory: a
+store's apply CPU seconds over the memory store's for the same plan, flat across sizes when the database
+adds a constant cost per unit of the work (the merges included). SQLite s: the seconds SQLite itself takes
+for the same apply (its statements recorded in a second apply, then replayed without graphwalk:
+``sqlite_replay.py``). Goal at 6,119 passages: apply <= 20 s on SQLite, <= 40 s on PostgreSQL, linear in
+the corpus size.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ from graphwalk_core.stores.sql import SQLGraphStore
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
 sys.path.insert(0, str(REPO / "tests"))
-WIDTHS = (8, 10, 7, 8, 7, 9, 8, 8, 8, 8, 7, 7)
+WIDTHS = (8, 10, 7, 8, 7, 9, 8, 8, 8, 8, 8, 8, 7, 7)
 
 
 def written_bytes() -> int | None:
@@ -101,9 +105,10 @@ async def apply_windows(store: GraphStore, diff: DocumentDiff, plan: RoutingPlan
 
 async def timed_apply(
     url: str | None, diff: DocumentDiff, plan: RoutingPlan
-) -> tuple[float, float, int, tuple[int, int], int | None]:
+) -> tuple[float, float, int, int, tuple[int, int], int | None]:
     """Wall and CPU seconds to apply ``plan`` to the empty store at ``url`` (None: a memory store) and
-    close it, rows written, final (nodes, edges), bytes this process wrote to storage (None: unknown).
+    close it, rows written, merges among them, final (nodes, edges), bytes this process wrote to storage
+    (None: unknown).
 
     Closing is timed: SQLite copies its log into the database file then (the last checkpoint), and a
     small run's whole log is copied only then, so timing the windows alone would leave the smallest
@@ -121,9 +126,10 @@ async def timed_apply(
         await store.close()
         seconds, cpu = seconds + time.perf_counter() - started, cpu + time.process_time() - closing
         after = written_bytes()
-        rows = report.nodes_added + report.edges_added + report.nodes_merged + report.edges_merged
+        merges = report.nodes_merged + report.edges_merged
+        rows = report.nodes_added + report.edges_added + merges
         wrote = after - written if after is not None and written is not None else None
-        return seconds, cpu, rows, counts, wrote
+        return seconds, cpu, rows, merges, counts, wrote
     finally:
         if not closed:
             await store.close()
@@ -176,7 +182,8 @@ def main() -> int:
         server = PostgresServer(fast=False).start()  # durable defaults, like SQLite
     print(f"load average at start: {os.getloadavg()[0]:.2f} (2 cores)")
     columns = ("passages", "store", "plan s", "apply s", "cpu s", "SQLite s", "rows", "rows/s", "ms/pass.")
-    columns += ("KB/pass.", "nodes", "edges")
+    columns += ("KB/pass.", "merge %", "x memory", "nodes", "edges")
+    stores = sorted(args.stores, key=lambda kind: kind != "memory")  # the reference first
     print(" ".join(f"{c:>{w}}" for c, w in zip(columns, WIDTHS, strict=True)))
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -184,7 +191,8 @@ def main() -> int:
                 folder = Path(tmp) / f"corpus{size}"
                 write_passages(folder, size)
                 diff, plan, plan_seconds = asyncio.run(plan_for(folder))
-                for kind in args.stores:
+                reference: float | None = None
+                for kind in stores:
                     url: str | None = None
                     if kind == "sqlite":
                         url = f"sqlite:///{Path(tmp) / f'graph{size}.sqlite'}"
@@ -195,7 +203,10 @@ def main() -> int:
                     else:
                         assert server is not None
                         url = server.url(server.create_database(f"bench{size}"))
-                    seconds, cpu, rows, (nodes, edges), wrote = asyncio.run(timed_apply(url, diff, plan))
+                    timed = asyncio.run(timed_apply(url, diff, plan))
+                    seconds, cpu, rows, merges, (nodes, edges), wrote = timed
+                    reference = cpu if kind == "memory" else reference
+                    ratio = f"{cpu / reference:.2f}" if reference else "-"
                     per = f"{wrote / 1000 / size:.0f}" if wrote is not None and kind == "sqlite" else "-"
                     ms = 1000 * seconds / size
                     own = "-"
@@ -203,7 +214,8 @@ def main() -> int:
                         own = f"{asyncio.run(sqlite_seconds(Path(tmp) / f'replay{size}', diff, plan)):.2f}"
                     print(
                         f"{size:>8} {kind:>10} {plan_seconds:>7.1f} {seconds:>8.1f} {cpu:>7.1f} {own:>9} "
-                        f"{rows:>8} {rows / seconds:>8.0f} {ms:>8.2f} {per:>8} {nodes:>7} {edges:>7}",
+                        f"{rows:>8} {rows / seconds:>8.0f} {ms:>8.2f} {per:>8} {100 * merges / rows:>8.1f} "
+                        f"{ratio:>8} {nodes:>7} {edges:>7}",
                         flush=True,
                     )
     finally:
