@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -23,6 +24,43 @@ def test_sql_prints_rows(tmp_path: Path) -> None:
     lines = [line for line in result.output.splitlines() if "custom" in line]
     assert lines == ["│ custom  │ 0.5 │"]
     assert result.output.rstrip().endswith("1 row(s)")
+
+
+def test_sql_prints_csv_and_json(tmp_path: Path) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1, "b": "x,y"}, {"a": 2, "b": None}])
+    query = "select a, b from t order by a"
+    as_csv = CliRunner().invoke(app, ["sql", query, "--warehouse", str(tmp_path), "--format", "csv"])
+    assert (as_csv.exit_code, as_csv.output) == (0, 'a,b\n1,"x,y"\n2,\n')
+    as_json = CliRunner().invoke(
+        app, ["sql", query, "--warehouse", str(tmp_path), "-f", "json", "--limit", "1"]
+    )
+    assert (as_json.exit_code, json.loads(as_json.output)) == (0, [{"a": 1, "b": "x,y"}])
+
+
+def test_sql_prints_a_wide_table_whole_into_a_pipe(tmp_path: Path) -> None:
+    """Piped output is not squeezed into 80 columns (31 columns left every cell blank there)."""
+    row = {f"column_{i:02d}": f"value_{i:02d}" for i in range(31)}
+    Warehouse(tmp_path).write("wide", [row])
+    result = CliRunner().invoke(app, ["sql", "select * from wide", "--warehouse", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[1] == "┃ " + " ┃ ".join(row) + " ┃"
+    assert lines[3] == "│ " + " │ ".join(value.ljust(9) for value in row.values()) + " │"
+    assert "values are cut" not in result.output
+
+
+def test_sql_says_when_a_table_is_wider_than_the_terminal(tmp_path: Path) -> None:
+    Warehouse(tmp_path).write("wide", [{f"column_{i:02d}": f"value_{i:02d}" for i in range(31)}])
+    result = CliRunner().invoke(
+        app,
+        ["sql", "select * from wide", "--warehouse", str(tmp_path)],
+        env={"COLUMNS": "80", "TTY_COMPATIBLE": "1", "NO_COLOR": "1"},
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[-1] == (
+        "31 columns need 373 characters, the terminal has 80: values are cut. Select fewer columns, or use "
+        "--format csv / --format json."
+    )
 
 
 def test_sql_reports_a_bad_query(tmp_path: Path) -> None:
