@@ -16,9 +16,10 @@ import typer
 
 
 def demo(
-    warehouse: Annotated[Path, typer.Option(help="warehouse root for Parquet, DuckDB and the graph")] = Path(
-        "warehouse"
-    ),
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(help="Parquet, DuckDB and graph root (default: GRAPHWALK_WAREHOUSE or ./warehouse)"),
+    ] = None,
     n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 5,
     fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
     dagster_home: Annotated[
@@ -34,9 +35,11 @@ def demo(
     from rich.console import Console
 
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
+    from graphwalk_core.settings import get_settings
     from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
-    from graphwalk_dagster.demo_report import demo_plan, print_report
+    from graphwalk_dagster.demo_report import command, demo_plan, print_report
 
+    warehouse = warehouse or get_settings().warehouse
     console = Console()
     if not console.is_terminal:
         console = Console(width=140)  # piped output: no 80-column wrapping of the tables
@@ -55,4 +58,7 @@ def demo(
         log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
     )
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)
-    console.print(f"See the runs in the UI: DAGSTER_HOME={home.resolve()} dagster dev -w workspace.yaml")
+    console.print(
+        f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
+        soft_wrap=True,
+    )

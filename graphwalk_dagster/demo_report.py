@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,10 +27,24 @@ SELECT dataset, system, count(*) AS n,
        round(median(latency_s), 3) AS p50_s, round(avg(decision_calls), 2) AS calls_per_q
 FROM eval_results WHERE status <> 'skipped' GROUP BY ALL ORDER BY dataset, system
 """
+#: The query the report suggests over ``eval_summary`` (its columns that fit a terminal).
+SUMMARY_QUERY = "select dataset, system, n, n_ok, n_skipped, f1, em, hits_at_1 from eval_summary"
 SKIPPED_SQL = """
 SELECT any_value(error) AS reason, string_agg(DISTINCT system, ', ' ORDER BY system) AS systems
 FROM eval_results WHERE status = 'skipped' GROUP BY error ORDER BY reason
 """
+
+
+def command(name: str) -> str:
+    """How to call the program ``name`` from here: its bare name when the shell finds it, else its path
+    beside this interpreter (the project's ``.venv/bin`` when it is not activated), relative when inside
+    the working folder."""
+    if shutil.which(name):
+        return name
+    beside = Path(sys.executable).parent / name
+    if not beside.is_file():
+        return name
+    return os.path.relpath(beside) if beside.is_relative_to(Path.cwd()) else str(beside)
 
 
 @dataclass(frozen=True)
@@ -80,8 +97,9 @@ def print_report(
             console.print(f"[yellow]skipped[/yellow] {systems}: {reason}")
     sql = "select dataset, system, avg(f1) from eval_results group by all"
     console.print(
-        f'Query it: graphwalk sql "select * from eval_summary" --warehouse {root}\n'
-        f'      or: duckdb {warehouse.db_path} -c "{sql}"'
+        f'Query it: {command("graphwalk")} sql "{SUMMARY_QUERY}" --warehouse {root}\n'
+        f'      or: {command("duckdb")} {warehouse.db_path} -c "{sql}"',
+        soft_wrap=True,
     )
     if seconds is not None:
         console.print(f"Demo finished in {seconds:.1f}s")

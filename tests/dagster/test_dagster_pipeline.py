@@ -10,6 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 from dagster_fixtures import CUSTOM_QUESTIONS, copy_data, metadata_values, warehouse_rows
+from rich.console import Console
 
 from graphwalk_core.eval.metrics import f1_score
 from graphwalk_core.ingest.pipeline import ingest
@@ -17,6 +18,7 @@ from graphwalk_core.ingest.sources.specs import load_sources, open_source
 from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_dagster.defs.shared.resources import DeciderResource, EmbedderResource, LLMResource
 from graphwalk_dagster.demo import evaluate, ingest_sources, offline_resources
+from graphwalk_dagster.demo_report import SUMMARY_QUERY, print_report
 
 SYSTEMS = [("custom", "relation-greedy"), ("custom", "vector-rag")]
 
@@ -210,6 +212,18 @@ def test_skipped_partition_is_visible_as_skipped(run: Run) -> None:
     answered = metadata_values(run.evals[0], "eval_results")
     assert (answered["status"], answered["n_skipped"], answered["reused"]) == ("ok", 0, 0)
     assert isinstance(answered["f1"], float)
+
+
+def test_the_demo_report_suggests_a_summary_query_that_fits_and_runs(run: Run) -> None:
+    console = Console(record=True, width=400)
+    print_report(run.root, console)
+    (line,) = [line for line in console.export_text().splitlines() if line.startswith("Query it:")]
+    assert line.endswith(f'sql "{SUMMARY_QUERY}" --warehouse {run.root}')
+    rows = warehouse_rows(run.root, SUMMARY_QUERY + " order by system")
+    assert rows == [
+        ("custom", "relation-greedy", 2, 2, 0, 0.0, 0.0, 0.0),
+        ("custom", "vector-rag", 2, 0, 2, None, None, None),
+    ]
 
 
 def test_eval_summary(run: Run) -> None:

@@ -1,0 +1,52 @@
+"""``graphwalk demo``'s command line: where it writes, and the commands it tells the user to type."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphwalk_core.cli import app
+from graphwalk_core.settings import get_settings
+from graphwalk_dagster import demo, demo_report
+from graphwalk_dagster.demo_report import command
+
+
+@pytest.fixture
+def settings_from_env() -> Iterator[None]:
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
+
+
+def test_the_demo_writes_to_the_warehouse_the_environment_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings_from_env: None
+) -> None:
+    """The demo writes where ``graphwalk sql`` and the Dagster definitions look: GRAPHWALK_WAREHOUSE."""
+    written: list[Path] = []
+    monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(tmp_path / "wh"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(demo, "run_demo", lambda warehouse, *args, **kwargs: written.append(warehouse))
+    monkeypatch.setattr(demo_report, "print_report", lambda root, *args, **kwargs: written.append(root))
+    result = CliRunner().invoke(app, ["demo", "--dagster-home", str(tmp_path / "home")])
+    assert result.exit_code == 0, result.output
+    assert written == [tmp_path / "wh", tmp_path / "wh"]
+
+
+def test_commands_are_named_so_the_shell_finds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an activated virtualenv the report names the programs beside the interpreter, by a path
+    relative to the working folder when it is inside it."""
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "graphwalk").is_file()
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.chdir(bin_dir.parent.parent)
+    assert command("graphwalk") == os.path.relpath(bin_dir / "graphwalk")
+    assert command("no-such-program") == "no-such-program"
+    monkeypatch.chdir(tmp_path)
+    assert command("graphwalk") == str(bin_dir / "graphwalk")
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert command("graphwalk") == "graphwalk"
