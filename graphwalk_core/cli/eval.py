@@ -15,13 +15,24 @@ from graphwalk_core.errors import GraphwalkError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
+#: The systems ``--system`` takes (``eval.systems.registry.SYSTEM_NAMES``, named here so that ``--help``
+#: does not import every system).
+SYSTEM_CHOICES = (
+    "relation-greedy",
+    "relation-beam",
+    "entity-greedy",
+    "entity-beam",
+    "graph-reader",
+    "vector-rag",
+    "iter-rag",
+    "graph-ppr",
+    "typed-path",
+    "dense",
+    "graph-ppr-walk",
+)
 Systems = Annotated[
     list[str],
-    typer.Option(
-        "--system",
-        help="relation-greedy|relation-beam|entity-greedy|entity-beam|graph-reader|vector-rag|iter-rag"
-        "|graph-ppr|typed-path|dense|graph-ppr-walk",
-    ),
+    typer.Option("--system", help=f"repeatable; one of: {', '.join(SYSTEM_CHOICES)}"),
 ]
 Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
 N = Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset")]
@@ -61,7 +72,7 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "hub_endpoint": (
         Annotated[
             str | None,
-            typer.Option(help="hub endpoint for --hub (default: $HF_ENDPOINT, else the public hub)"),
+            typer.Option(help="Hugging Face hub endpoint (default: $HF_ENDPOINT, else the public hub)"),
         ],
         None,
     ),

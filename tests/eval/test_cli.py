@@ -8,6 +8,8 @@ import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
+from graphwalk_core.cli.eval import SYSTEM_CHOICES
+from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 
 runner = CliRunner()
 
@@ -104,3 +106,13 @@ def test_parse_sets() -> None:
     }
     with pytest.raises(typer.BadParameter, match="KEY=VALUE"):
         parse_sets(["nokey"])
+
+
+def test_system_help_names_every_system_whole_in_80_columns() -> None:
+    """``--system``'s help lists the registry's systems, and wraps instead of cutting them off."""
+    assert SYSTEM_CHOICES == SYSTEM_NAMES
+    result = CliRunner().invoke(app, ["eval", "metaqa", "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    words = {word.strip(",│") for line in result.output.splitlines() for word in line.split()}
+    assert set(SYSTEM_NAMES) <= words
+    assert "relatio…" not in result.output
