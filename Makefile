@@ -24,8 +24,9 @@ demo: setup
 # `postgresql` package: installed here when no pg_ctl is found (apt-get, as root, non-interactive).
 postgres-server:
 	@if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
-		if [ "$$(id -u)" != 0 ]; then echo "make test needs PostgreSQL: apt-get install postgresql (as root)"; exit 1; fi; \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+		if [ "$$(id -u)" = 0 ]; then as_root=""; elif command -v sudo >/dev/null; then as_root=sudo; \
+		else echo "make test needs PostgreSQL's server: apt-get install postgresql (as root), then rerun"; exit 1; fi; \
+		$$as_root apt-get update -q && $$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
 	fi
 
 test: setup postgres-server
