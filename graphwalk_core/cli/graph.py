@@ -19,6 +19,7 @@ from rich.table import Table
 from graphwalk_core.errors import GraphwalkError
 
 if TYPE_CHECKING:
+    from graphwalk_core.stores.base import GraphStore
     from graphwalk_core.stores.memory import MemoryGraphStore
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -117,7 +118,7 @@ def export_graph(
                 await export_parquet(store, out)
                 nodes, edges = await store.counts()
                 return f"wrote {nodes:,} nodes and {edges:,} edges to {out}"
-            triples = [(e.source, e.type, e.target) async for e in store.iter_edges()]
+            triples = await named_triples(store)
             return f"wrote {write_triples(out, triples):,} triples to {out}"
         finally:
             await store.close()
@@ -129,8 +130,19 @@ def export_graph(
     typer.echo(message)
 
 
+async def named_triples(store: GraphStore) -> list[tuple[str, str, str]]:
+    """Every edge as (source name, relation, target name), sorted: what a MetaQA-style triples file holds
+    (an ingested graph's node ids are hashes)."""
+    from graphwalk_core.stores.base import node_names
+
+    edges = [(e.source, e.type, e.target) async for e in store.iter_edges()]
+    names = await node_names(store, sorted({end for s, _, t in edges for end in (s, t)}))
+    return sorted((names.get(s, s), relation, names.get(t, t)) for s, relation, t in edges)
+
+
 async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], list[tuple[str, int]]]:
-    """(nodes, edges, edges per relation, the ``top`` nodes by degree) of GRAPH."""
+    """(nodes, edges, edges per relation, the ``top`` nodes by degree, named) of GRAPH."""
+    from graphwalk_core.stores.base import node_names
     from graphwalk_core.stores.memory import MemoryGraphStore
     from graphwalk_core.stores.open import open_store
     from graphwalk_core.stores.sql import SQLGraphStore
@@ -145,10 +157,17 @@ async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], lis
         degrees = Counter(source for source, _, _ in triples)
         degrees.update(target for _, _, target in triples)
         nodes, edges = await store.counts()
+        ranked = sorted(degrees.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        names = await node_names(store, [node_id for node_id, _ in ranked])
     finally:
         await store.close()
-    ranked = sorted(degrees.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-    return nodes, edges, relations, ranked
+    labels = [(_label(node_id, names.get(node_id, node_id)), degree) for node_id, degree in ranked]
+    return nodes, edges, relations, labels
+
+
+def _label(node_id: str, name: str) -> str:
+    """A node as people read it: its name, with its id when that differs (an ingested graph's hash)."""
+    return node_id if name == node_id else f"{name} ({node_id})"
 
 
 @app.command("stats")
@@ -177,6 +196,6 @@ def stats(
     hubs = Table(title=f"top {top} nodes by degree")
     hubs.add_column("node")
     hubs.add_column("degree", justify="right")
-    for node_id, degree in ranked:
-        hubs.add_row(node_id, f"{degree:,}")
+    for label, degree in ranked:
+        hubs.add_row(label, f"{degree:,}")
     console.print(hubs)

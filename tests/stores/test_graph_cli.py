@@ -8,6 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
+from graphwalk_core.model import Edge, Node
 from graphwalk_core.stores.open import open_store
 from graphwalk_core.stores.triples import read_triples
 
@@ -100,3 +101,33 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["graph", "stats", str(tmp_path / "missing.db")])
     assert missing.exit_code == 1
     assert f"graph database not found: {tmp_path / 'missing.db'}" in missing.output.replace("\n", "")
+
+
+async def write_hashed_graph(db: Path) -> None:
+    """Two films and their director under hash-like ids, as an ingest names its nodes."""
+    store = open_store(db, create=True)
+    try:
+        await store.upsert_node(Node(id="n_b2", name="Dune", type="film"))
+        await store.upsert_node(Node(id="n_a1", name="Arrival", type="film"))
+        await store.upsert_node(Node(id="n_c3", name="Denis Villeneuve", type="person"))
+        for film in ("n_a1", "n_b2"):
+            await store.upsert_edge(Edge(source=film, type="directed_by", target="n_c3"))
+    finally:
+        await store.close()
+
+
+def test_export_and_stats_name_the_nodes_of_an_ingested_graph(tmp_path: Path) -> None:
+    """Triples hold names, as a MetaQA-style file does, not an ingest's hash ids."""
+    db = tmp_path / "g.sqlite"
+    asyncio.run(write_hashed_graph(db))
+    out = tmp_path / "kb.txt"
+    exported = runner.invoke(app, ["graph", "export", str(db), "--format", "triples", "-o", str(out)])
+    assert exported.exit_code == 0, exported.output
+    assert out.read_text(encoding="utf-8") == (
+        "Arrival|directed_by|Denis Villeneuve\nDune|directed_by|Denis Villeneuve\n"
+    )
+    stats = runner.invoke(app, ["graph", "stats", str(db), "--top", "2"])
+    assert stats.exit_code == 0, stats.output
+    lines = [line.strip("│") for line in stats.output.splitlines() if "│" in line]
+    rows = [[cell.strip() for cell in line.split("│")] for line in lines]
+    assert rows[-2:] == [["Denis Villeneuve (n_c3)", "2"], ["Arrival (n_a1)", "1"]]
