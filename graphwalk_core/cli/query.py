@@ -71,6 +71,28 @@ def print_result(result: WalkResult, console: Console) -> None:
     render_trace(result.trace, console)
 
 
+def _config(
+    preset: str | None, strategy: str | None, hop_mode: str | None, beam_width: int, glosses: str | None
+) -> TraversalConfig:
+    """The walk's config: an eval preset's (see ``eval.systems.graphwalk.preset_config``), or the engine's
+    defaults with ``strategy`` and ``hop_mode``."""
+    from graphwalk_core.eval.systems.graphwalk import PRESETS, metaqa_glosses, preset_config
+
+    relation_glosses = metaqa_glosses(_choice(glosses, ("metaqa",), "--glosses")) if glosses else {}
+    if preset is None:
+        return TraversalConfig(
+            strategy=_choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
+            hop_mode=_choice(hop_mode or "entity", get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
+            beam_width=beam_width,
+            relation_glosses=relation_glosses,
+        )
+    if strategy is not None or hop_mode is not None:
+        raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
+    return preset_config(
+        _choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
+    )
+
+
 def query(
     graph: Annotated[str, typer.Argument(help="graph: triples .txt, Parquet folder, .db file or URL")],
     question: Annotated[str, typer.Argument(help="the question to answer")],
@@ -78,9 +100,24 @@ def query(
         list[str] | None,
         typer.Option("--start", help="start node id (repeatable); default: from the question"),
     ] = None,
-    strategy: Annotated[str, typer.Option(help="greedy | beam | sample")] = "greedy",
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            help="an eval system's whole walk config: relation-greedy | relation-beam | entity-greedy | "
+            "entity-beam (instead of --strategy and --hop-mode)"
+        ),
+    ] = None,
+    strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample [default: greedy]")] = None,
     beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
-    hop_mode: Annotated[str, typer.Option("--hop-mode", help="entity | relation")] = "entity",
+    hop_mode: Annotated[
+        str | None, typer.Option("--hop-mode", help="entity | relation [default: entity]")
+    ] = None,
+    glosses: Annotated[
+        str | None,
+        typer.Option(
+            help="relation glosses the decider reads: metaqa (MetaQA's relations, as its evals use)"
+        ),
+    ] = None,
     decider: Annotated[
         str | None, typer.Option(help="jev | local | trained | fake (default: settings)")
     ] = None,
@@ -94,11 +131,7 @@ def query(
     """Answer QUESTION by walking GRAPH; prints answers, witness paths and the trace."""
     console = Console()
     try:
-        config = TraversalConfig(
-            strategy=_choice(strategy, get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
-            hop_mode=_choice(hop_mode, get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
-            beam_width=beam_width,
-        )
+        config = _config(preset, strategy, hop_mode, beam_width, glosses)
         if decider is not None:
             _choice(decider, get_args(DeciderName), "--decider")
         result = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))

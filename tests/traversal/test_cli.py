@@ -44,3 +44,41 @@ def test_query_errors_are_clear(tmp_path: Path) -> None:
     assert (result.exit_code, "the question is empty" in result.output) == (2, True)
     result = runner.invoke(app, ["query", str(MOVIES), "q", "--strategy", "bfs"])
     assert (result.exit_code, "--strategy must be one of greedy, beam, sample" in result.output) == (2, True)
+
+
+def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, minilm_dir: Path) -> None:
+    """The README's example: the relation-beam eval system's config, MetaQA's relation glosses, the local
+    decider (without the glosses, the actors of Inception outrank its director)."""
+    args = ["query", str(metaqa_dir / "kb.txt"), "who directed [Inception]?", "--preset", "relation-beam",
+            "--glosses", "metaqa", "--decider", "local", "--json"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert [answer["names"] for answer in payload["answers"]][:2] == [
+        ["Christopher Nolan"],
+        ["Leonardo DiCaprio", "Tom Hardy", "Ellen Page"],
+    ]
+    config = payload["trace"]["config"]
+    assert (config["hop_mode"], config["strategy"], config["allow_stop_at_start"]) == (
+        "relation",
+        "beam",
+        False,
+    )
+    assert len(config["relation_glosses"]) == 9
+
+
+def test_query_refuses_a_preset_with_its_own_settings() -> None:
+    result = runner.invoke(
+        app, ["query", str(MOVIES), "q", "--preset", "relation-beam", "--strategy", "greedy"]
+    )
+    assert (result.exit_code, "--preset sets the strategy and the hop mode" in result.output) == (2, True)
+    result = runner.invoke(app, ["query", str(MOVIES), "q", "--preset", "relation-wide"])
+    assert (result.exit_code, "--preset must be one of relation-greedy, relation-beam" in result.output) == (
+        2,
+        True,
+    )
+    result = runner.invoke(app, ["query", str(MOVIES), "q", "--glosses", "wikidata"])
+    assert (result.exit_code, "--glosses must be one of metaqa (got 'wikidata')" in result.output) == (
+        2,
+        True,
+    )
