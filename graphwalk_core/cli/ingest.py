@@ -127,6 +127,7 @@ async def _run(
                 max_chars=chunk_chars,
                 window=window or DEFAULT_WINDOW,
                 progress=progress,
+                exclusive_origin=source_id is None,  # an id from the path: another folder may share it
             )
         await _save_if_in_memory(store, graph)
         failed = False

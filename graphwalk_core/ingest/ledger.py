@@ -13,9 +13,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.stores.base import GraphStore
 
 LEDGER_PREFIX = "ingest/ledger/"
+#: ``ingest/origin/<source id>``: where the source's documents were last read from (``OriginAware``).
+ORIGIN_PREFIX = "ingest/origin/"
 #: What an entry written before routing was versioned stands for (name-only merging never changed).
 UNVERSIONED_ROUTING = "exact:1"
 Status = Literal["complete", "incomplete"]
@@ -41,6 +44,12 @@ class LedgerEntry(BaseModel):
             and self.extractor == extractor
             and same_routing
         )
+
+
+class SourceOrigin(BaseModel):
+    """The value of an ``ingest/origin/<source id>`` key."""
+
+    origin: str
 
 
 def ledger_key(source_id: str, document_id: str) -> str:
@@ -78,3 +87,23 @@ async def write_entry(store: GraphStore, source_id: str, entry: LedgerEntry) -> 
 
 async def delete_entry(store: GraphStore, source_id: str, document_id: str) -> None:
     await store.set_metadata(ledger_key(source_id, document_id), None)
+
+
+async def check_origin(store: GraphStore, source_id: str, origin: str, *, exclusive: bool) -> bool:
+    """Whether ``origin`` is news for ``source_id`` (then :func:`record_origin` it once the run writes).
+    ``exclusive``: refuse when its documents came from elsewhere (a source id derived from a path, which
+    another folder of the same name gives too: its documents would replace theirs)."""
+    value = await store.get_metadata(ORIGIN_PREFIX + source_id)
+    recorded = None if value is None else SourceOrigin.model_validate_json(value).origin
+    if recorded is not None and recorded != origin and exclusive:
+        raise InputError(
+            f"source {source_id!r} holds documents read from {recorded}; {origin} would replace them "
+            f"(what it lacks would be retracted). Give it a source id of its own (--source-id NAME), or "
+            f"--source-id {source_id} to replace them"
+        )
+    return recorded != origin
+
+
+async def record_origin(store: GraphStore, source_id: str, origin: str) -> None:
+    """Record where ``source_id``'s documents now come from."""
+    await store.set_metadata(ORIGIN_PREFIX + source_id, SourceOrigin(origin=origin).model_dump_json())

@@ -12,11 +12,11 @@ from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
-from graphwalk_core.ingest.ledger import provenance_source
+from graphwalk_core.ingest.ledger import check_origin, provenance_source, record_origin
 from graphwalk_core.ingest.outputs import Cost, DocumentDiff, ExtractionSet, RoutingMode, UpdateReport
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.routing import DEFAULT_ROUTE_THRESHOLD, ROUTING_VERSIONS, Router
-from graphwalk_core.ingest.sources.base import Source
+from graphwalk_core.ingest.sources.base import OriginAware, Source
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.ingest.stages import (
     apply_plan,
@@ -50,6 +50,7 @@ async def ingest(
     route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
     window: int = DEFAULT_WINDOW,
     progress: Progress | None = None,
+    exclusive_origin: bool = False,
 ) -> IngestReport:
     """Bring ``store`` up to date with ``source``: only new, changed, retried and deleted documents cost
     anything; unchanged ones make no extraction or decision call. ``extractor`` defaults to the offline
@@ -63,8 +64,16 @@ async def ingest(
     killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
     The C heap's free pages go back to the system after each window (:mod:`~graphwalk_core.ingest.allocator`),
     so the peak memory follows what the window and the graph hold.
+
+    A source that knows its origin (:class:`~graphwalk_core.ingest.sources.base.OriginAware`) has it
+    recorded with the run's first write; ``exclusive_origin``: refuse, before anything is read, a source
+    id recorded from another origin.
     """
     extractor = extractor or NLPExtractor()
+    origin = source.origin if isinstance(source, OriginAware) else None
+    new_origin = origin is not None and await check_origin(
+        store, source.source_id, origin, exclusive=exclusive_origin
+    )
     seconds: dict[str, float] = dict.fromkeys(("diff", "extract", "route", "apply"), 0.0)
     cpu_seconds = dict(seconds)
     clock, cpu_clock = time.perf_counter(), time.process_time()
@@ -81,6 +90,9 @@ async def ingest(
             source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing], spool=spool
         )
         lap("diff")
+        if new_origin:  # the run's first write
+            assert origin is not None
+            await record_origin(store, source.source_id, origin)
         update = UpdateReport(source_id=source.source_id)
         await retract_deleted(store, diff, update)
         lap("apply")

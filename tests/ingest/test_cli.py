@@ -94,3 +94,68 @@ def test_llm_extractor_through_the_command(openai_server, tmp_path: Path) -> Non
     assert (tmp_path / ".graphwalk" / "extractions.sqlite").is_file()
     assert len(openai_server.chat_requests) == 1
     assert "sk-secret-key" not in runs[0].output
+
+
+def graph_triples(graph: Path) -> list[tuple[str, str, str]]:
+    import asyncio
+
+    from graphwalk_core.cli.graph import named_triples
+    from graphwalk_core.stores.open import open_store
+
+    async def read() -> list[tuple[str, str, str]]:
+        store = open_store(graph)
+        try:
+            return await named_triples(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def test_a_folder_named_like_an_ingested_one_does_not_replace_it(tmp_path: Path) -> None:
+    """A source id comes from the path's name, so ``a/notes`` and ``b/notes`` share it: the second is
+    refused before anything is read, unless its source id is given."""
+    for folder, text in (("a", "Alice Smith works with Bob Jones."), ("b", "Carol White met Dan Brown.")):
+        (tmp_path / folder / "notes").mkdir(parents=True)
+        (tmp_path / folder / "notes" / f"{folder}.txt").write_text(text, encoding="utf-8")
+    graph = tmp_path / "g.sqlite"
+    first, second = str(tmp_path / "a" / "notes"), str(tmp_path / "b" / "notes")
+    assert invoke(first, "--graph", str(graph), "--routing", "exact")[0] == 0
+    before = graph_triples(graph)
+    assert [(s, t) for s, _, t in before] == [("Alice Smith", "Bob Jones")]
+    code, out = invoke(second, "--graph", str(graph), "--routing", "exact")
+    assert (code, " ".join(out.split())) == (
+        2,
+        f"error: source 'notes' holds documents read from {first}; {second} would replace them (what it "
+        "lacks would be retracted). Give it a source id of its own (--source-id NAME), or --source-id "
+        "notes to replace them",
+    )
+    assert graph_triples(graph) == before
+    code, out = invoke(second, "--graph", str(graph), "--routing", "exact", "--source-id", "notes_b")
+    assert code == 0 and "new 1, changed 0, retried 0, unchanged 0, deleted 0, failed 0" in out
+    assert [(s, t) for s, _, t in graph_triples(graph)] == [
+        ("Alice Smith", "Bob Jones"),
+        ("Carol White", "Dan Brown"),
+    ]
+    code, out = invoke(second, "--graph", str(graph), "--routing", "exact", "--source-id", "notes")
+    assert code == 0 and "new 1, changed 0, retried 0, unchanged 0, deleted 1, failed 0" in out
+    assert [(s, t) for s, _, t in graph_triples(graph)] == [("Carol White", "Dan Brown")]
+    code, out = invoke(second, "--graph", str(graph), "--routing", "exact")  # its origin now: b/notes
+    assert code == 0 and "unchanged 1, deleted 0" in out
+
+
+def test_an_emptied_database_file_keeps_what_it_gave(tmp_path: Path) -> None:
+    """A 0-byte SQLite source (being written, or truncated) is read as nothing, not as no rows."""
+    source, graph = tmp_path / "sample.sqlite", tmp_path / "g.sqlite"
+    source.write_bytes((REPO / "data" / "sample.sqlite").read_bytes())
+    assert invoke(str(source), "--graph", str(graph), "--routing", "exact")[0] == 0
+    before = graph_triples(graph)
+    assert len(before) == 19
+    source.write_bytes(b"")
+    code, out = invoke(str(source), "--graph", str(graph), "--routing", "exact")
+    assert (code, " ".join(out.split())) == (
+        2,
+        f"error: SQL source sqlite:///{source} is an empty file (0 bytes): nothing read, and the graph keeps "
+        "what the source gave it before",
+    )
+    assert graph_triples(graph) == before

@@ -101,6 +101,16 @@ class Source(Protocol):
         """Input skipped by the last ``documents()`` pass (file, line, reason)."""
 
 
+@runtime_checkable
+class OriginAware(Protocol):
+    """A source that can say where its documents come from."""
+
+    @property
+    def origin(self) -> str:
+        """The folder, file or database read (a resolved path; a URL without its password): one source id
+        read from two origins would retract each one's documents in favour of the other's."""
+
+
 def check_source_id(source_id: str) -> str:
     """Source ids prefix provenance (``<source>/<doc>``) and ledger keys, so no ``/`` and not blank."""
     if not source_id or "/" in source_id or source_id != source_id.strip():

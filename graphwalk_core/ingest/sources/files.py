@@ -72,6 +72,10 @@ class FileSource(SourceBase):
         super().__init__(source_id or snake_case(self.root.stem) or "files", mappings)
         self.max_bytes = max_bytes
 
+    @property
+    def origin(self) -> str:
+        return str(self.root.resolve())
+
     def _files(self) -> list[tuple[str, Path]]:
         if self.root.is_file():
             return [(self.root.name, self.root)]

@@ -101,6 +101,10 @@ class SQLSource(SourceBase):
         default_id = snake_case(Path(self.url.database or "sql").stem) or "sql"
         super().__init__(source_id or default_id, mappings)
 
+    @property
+    def origin(self) -> str:
+        return self.display_url
+
     def _engine(self) -> sa.Engine:
         try:
             return sa.create_engine(self.url)
@@ -116,6 +120,14 @@ class SQLSource(SourceBase):
     @contextmanager
     def _connected(self) -> Iterator[sa.Engine]:
         """An engine for one pass; any SQLAlchemy error inside becomes an InputError naming the source."""
+        database = self.url.database
+        if self.url.get_backend_name() == "sqlite" and database not in (None, "", ":memory:"):
+            path = Path(str(database))
+            if path.is_file() and path.stat().st_size == 0:  # a database being written, or truncated
+                raise InputError(
+                    f"SQL source {self.display_url} is an empty file (0 bytes): nothing read, and the graph "
+                    "keeps what the source gave it before"
+                )
         engine = self._engine()
         try:
             yield engine
