@@ -50,8 +50,12 @@ async def names(store: MemoryGraphStore) -> list[str]:
             "films.csv:3: malformed CSV: a quote opened on this line is never closed",
         ),
         ("Beta\rFilm,2002,Bob Ray\n", r"films.csv:3: malformed CSV: a bare CR (\r) inside an unquoted field"),
+        (
+            'Beta Film,"two\nlines",2002,Bob Ray\n',
+            "films.csv:3: malformed CSV row: 4 fields, the header has 3",
+        ),
     ],
-    ids=["unbalanced-quote", "bare-cr"],
+    ids=["unbalanced-quote", "bare-cr", "multi-line-wrong-width"],
 )
 async def test_a_bad_csv_row_retracts_nothing_and_names_its_line(
     tmp_path: Path, broken: str, skip: str
@@ -110,6 +114,32 @@ async def test_json_lines_end_at_newlines_only_and_array_items_name_their_line(t
         ("b.json#2", 5),
     ]
     assert [s.describe() for s in source.skipped] == ["b.json:3: record #1 must be a JSON object, got int"]
+
+
+async def test_a_skipped_multi_line_record_is_one_record_and_keeps_one_slot(tmp_path: Path) -> None:
+    """Its quotes closed, so its continuation lines are not read again as records (nothing invented),
+    and it takes one index: fixing it shifts nothing after it."""
+    path = tmp_path / "films.csv"
+    path.write_text(
+        'title,year,director\nAlpha,"two\nBeta",2001,Ann Lee\nDelta,2004,Dan Moe\n',
+        encoding="utf-8",
+        newline="",
+    )
+    source = FileSource(tmp_path)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.metadata["line"], d.records) for d in docs] == [
+        ("films.csv#1", 4, [{"title": "Delta", "year": 2004, "director": "Dan Moe"}])
+    ]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("films.csv:2: malformed CSV row: 4 fields, the header has 3", "films.csv#0")
+    ]
+    path.write_text(
+        'title,year,director\nAlpha,"two\nBeta",Ann Lee\nDelta,2004,Dan Moe\n', encoding="utf-8", newline=""
+    )
+    assert [(d.id, d.metadata["line"]) async for d in source.documents()] == [
+        ("films.csv#0", 2),
+        ("films.csv#1", 4),
+    ]
 
 
 EMPTY_CASES = {

@@ -286,9 +286,10 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """(first line, fields, error) per non-blank record of a CSV text, parsed strictly and locally.
 
     A record starts on a line and may span more only through a quoted field. After the header, a
-    record that does not parse, or has another number of fields than the header, is an error alone:
-    parsing resumes on the line after its first one (a row spanning lines with the wrong width is an
-    unclosed quote), so one bad quote or bare CR never swallows, shifts or invents later rows.
+    record that does not parse (an unclosed quote, a bare CR) is an error alone and parsing resumes
+    on the line after its first one, so one bad quote never swallows later rows. A record that parses
+    with another number of fields than the header is an error too, but its quotes closed: parsing
+    resumes after its last line, so its continuation lines are never read as records of their own.
     """
     lines = _physical_lines(text)
     width: int | None = None
@@ -310,7 +311,7 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
             error = f"malformed CSV row: {len(row)} fields, the header has {width}"
         if row is not None and width is None:
             width = len(row)
-        pos = feed.pos if error is None else start + 1
+        pos = start + 1 if row is None else feed.pos
         yield start + 1, row, error
 
 
