@@ -142,6 +142,30 @@ async def test_a_skipped_multi_line_record_is_one_record_and_keeps_one_slot(tmp_
     ]
 
 
+@pytest.mark.parametrize("scalar", ["null", "3", '"x"', "true"])
+async def test_a_json_file_holding_a_scalar_is_a_file_skip_that_keeps_its_records(
+    tmp_path: Path, scalar: str
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text('[{"name": "P1", "spouse": "Q1"}, {"name": "P2", "spouse": "Q2"}]', encoding="utf-8")
+    store = MemoryGraphStore()
+    mappings = load_mappings({"name": "name", "relations": [{"column": "spouse", "type": "spouse"}]})
+
+    async def run() -> IngestReport:
+        return await ingest(FileSource(tmp_path, source_id="p", mappings=mappings), store, routing="exact")
+
+    assert (await run()).new == 2
+    before = await graph_tables(store, "p")
+    path.write_text(f"\n  {scalar}\n", encoding="utf-8")
+    report = await run()
+    kind = {"null": "null", "3": "a number", '"x"': "a string", "true": "a boolean"}[scalar]
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        (f"p.json:2: a JSON file must hold an object or an array of objects, got {kind}", None)
+    ]
+    assert (report.new, report.changed, report.deleted, report.kept) == (0, 0, 0, 2)
+    assert await graph_tables(store, "p") == before
+
+
 EMPTY_CASES = {
     "a.txt": "E Ann Lee|person\n",
     "a.md": "E Ann Lee|person\n",

@@ -374,11 +374,22 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
 
 def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """The object, or each item of the top-level array, with the line it starts on. A file that is
-    not valid JSON as a whole is one skip (its records are kept: JSON has no local recovery)."""
+    not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
+    kept: JSON has no local recovery)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=f"invalid JSON: {exc.msg}"))
+        return []
+    if not isinstance(value, dict | list):
+        start = len(text) - len(text.lstrip())
+        skipped.append(
+            SkippedItem(
+                path=rel,
+                line=text.count("\n", 0, start) + 1,
+                reason=f"a JSON file must hold an object or an array of objects, got {_json_kind(value)}",
+            )
+        )
         return []
     items = value if isinstance(value, list) else [value]
     starts = _array_item_offsets(text) if isinstance(value, list) else [len(text) - len(text.lstrip())]
@@ -397,6 +408,15 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
                 )
             )
     return out
+
+
+def _json_kind(value: JSONValue) -> str:
+    """A JSON scalar's kind as JSON names it: ``null``, ``a boolean``, ``a number`` or ``a string``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "a string"
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
