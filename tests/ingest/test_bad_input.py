@@ -166,6 +166,25 @@ async def test_a_json_file_holding_a_scalar_is_a_file_skip_that_keeps_its_record
     assert await graph_tables(store, "p") == before
 
 
+async def test_a_mapping_key_matching_no_file_is_reported_and_keeps_nothing(tmp_path: Path) -> None:
+    """A mapping key that matches no record file is named in the report; it is not skipped input, so
+    the documents of a deleted file it names are still deleted."""
+    (tmp_path / "films.csv").write_text(FILMS, encoding="utf-8")
+    store = MemoryGraphStore()
+    first = await ingest_films(tmp_path, store)
+    assert (first.new, first.skipped) == (5, [])
+    (tmp_path / "films.csv").unlink()
+    (tmp_path / "notes.txt").write_text("E Ann Lee|person\n", encoding="utf-8")
+    source = FileSource(tmp_path, source_id="films", mappings=load_mappings(MAPPING))
+    report = await ingest(source, store, extractor=ScriptedExtractor(), routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        "mapping key 'films.csv': matches no file of the source (keys are paths relative to the source"
+        " folder, or globs)"
+    ]
+    assert (report.new, report.deleted, report.kept) == (1, 5, 0)
+    assert await names(store) == ["Ann Lee"]
+
+
 EMPTY_CASES = {
     "a.txt": "E Ann Lee|person\n",
     "a.md": "E Ann Lee|person\n",
@@ -186,7 +205,9 @@ async def test_an_empty_file_keeps_its_documents_in_every_format(
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     store, extractor = MemoryGraphStore(), ScriptedExtractor()
-    mappings = load_mappings({"*.json*": {"name": "name", "type": "person"}, "*.csv": {"name": "name"}})
+    specs = {"a.json": {"name": "name", "type": "person"}, "a.csv": {"name": "name"}}
+    specs["a.jsonl"] = specs["a.json"]
+    mappings = load_mappings({name: specs[name]} if name in specs else None)  # a key matches a file
 
     async def run() -> IngestReport:
         source = FileSource(tmp_path, source_id="docs", mappings=mappings)

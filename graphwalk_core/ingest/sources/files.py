@@ -24,7 +24,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for
+from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import JSONValue, content_hash, text_hash
 
@@ -36,6 +36,8 @@ DEFAULT_MAX_BYTES = 10_000_000
 #: so what it held before stays in the graph (a file truncated mid-write deletes nothing). Deleting
 #: the file, or a header-only CSV / ``[]`` JSON, removes its documents.
 EMPTY_FILE = "empty file: its documents from earlier runs are kept (delete the file to remove them)"
+#: A mapping key that names no record file: its records would silently go through the text extractor.
+UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 _INT = re.compile(r"-?\d{1,18}")
 _FLOAT = re.compile(r"-?\d+\.\d+")
 
@@ -91,8 +93,12 @@ class FileSource(SourceBase):
         return scan
 
     def _read(self, scan: _Scan) -> Iterator[SourceDocument]:
-        """The documents, file by file as read (one file in memory at a time); ``scan`` counts."""
-        for rel, path in self._files():
+        """The documents, file by file as read (one file in memory at a time); ``scan`` counts.
+
+        Then a mapping key that matches no record file is a skip of its own (kind ``mapping``).
+        """
+        files = self._files()
+        for rel, path in files:
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
                 scan.skipped.append(
@@ -111,6 +117,9 @@ class FileSource(SourceBase):
                 yield _text_document(rel, suffix, text)
             else:
                 yield from self._read_records(rel, suffix, text, scan)
+        records = [rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES]
+        for key in unmatched_keys(self.mappings, records):
+            scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
         self._skipped = scan.skipped
 
     def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
