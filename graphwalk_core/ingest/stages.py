@@ -75,6 +75,8 @@ def _extractor_version(extractor: Extractor | str | None) -> str:
 
 def _kept_by_skips(skipped: list[SkippedItem], doc_id: str) -> bool:
     for item in skipped:
+        if item.kind == "mapping":
+            continue
         if item.document_id is not None:
             if item.document_id == doc_id:
                 return True

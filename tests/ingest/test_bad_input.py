@@ -50,8 +50,12 @@ async def names(store: MemoryGraphStore) -> list[str]:
             "films.csv:3: malformed CSV: a quote opened on this line is never closed",
         ),
         ("Beta\rFilm,2002,Bob Ray\n", r"films.csv:3: malformed CSV: a bare CR (\r) inside an unquoted field"),
+        (
+            'Beta Film,"two\nlines",2002,Bob Ray\n',
+            "films.csv:3: malformed CSV row: 4 fields, the header has 3",
+        ),
     ],
-    ids=["unbalanced-quote", "bare-cr"],
+    ids=["unbalanced-quote", "bare-cr", "multi-line-wrong-width"],
 )
 async def test_a_bad_csv_row_retracts_nothing_and_names_its_line(
     tmp_path: Path, broken: str, skip: str
@@ -112,6 +116,75 @@ async def test_json_lines_end_at_newlines_only_and_array_items_name_their_line(t
     assert [s.describe() for s in source.skipped] == ["b.json:3: record #1 must be a JSON object, got int"]
 
 
+async def test_a_skipped_multi_line_record_is_one_record_and_keeps_one_slot(tmp_path: Path) -> None:
+    """Its quotes closed, so its continuation lines are not read again as records (nothing invented),
+    and it takes one index: fixing it shifts nothing after it."""
+    path = tmp_path / "films.csv"
+    path.write_text(
+        'title,year,director\nAlpha,"two\nBeta",2001,Ann Lee\nDelta,2004,Dan Moe\n',
+        encoding="utf-8",
+        newline="",
+    )
+    source = FileSource(tmp_path)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.metadata["line"], d.records) for d in docs] == [
+        ("films.csv#1", 4, [{"title": "Delta", "year": 2004, "director": "Dan Moe"}])
+    ]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("films.csv:2: malformed CSV row: 4 fields, the header has 3", "films.csv#0")
+    ]
+    path.write_text(
+        'title,year,director\nAlpha,"two\nBeta",Ann Lee\nDelta,2004,Dan Moe\n', encoding="utf-8", newline=""
+    )
+    assert [(d.id, d.metadata["line"]) async for d in source.documents()] == [
+        ("films.csv#0", 2),
+        ("films.csv#1", 4),
+    ]
+
+
+@pytest.mark.parametrize("scalar", ["null", "3", '"x"', "true"])
+async def test_a_json_file_holding_a_scalar_is_a_file_skip_that_keeps_its_records(
+    tmp_path: Path, scalar: str
+) -> None:
+    path = tmp_path / "p.json"
+    path.write_text('[{"name": "P1", "spouse": "Q1"}, {"name": "P2", "spouse": "Q2"}]', encoding="utf-8")
+    store = MemoryGraphStore()
+    mappings = load_mappings({"name": "name", "relations": [{"column": "spouse", "type": "spouse"}]})
+
+    async def run() -> IngestReport:
+        return await ingest(FileSource(tmp_path, source_id="p", mappings=mappings), store, routing="exact")
+
+    assert (await run()).new == 2
+    before = await graph_tables(store, "p")
+    path.write_text(f"\n  {scalar}\n", encoding="utf-8")
+    report = await run()
+    kind = {"null": "null", "3": "a number", '"x"': "a string", "true": "a boolean"}[scalar]
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        (f"p.json:2: a JSON file must hold an object or an array of objects, got {kind}", None)
+    ]
+    assert (report.new, report.changed, report.deleted, report.kept) == (0, 0, 0, 2)
+    assert await graph_tables(store, "p") == before
+
+
+async def test_a_mapping_key_matching_no_file_is_reported_and_keeps_nothing(tmp_path: Path) -> None:
+    """A mapping key that matches no record file is named in the report; it is not skipped input, so
+    the documents of a deleted file it names are still deleted."""
+    (tmp_path / "films.csv").write_text(FILMS, encoding="utf-8")
+    store = MemoryGraphStore()
+    first = await ingest_films(tmp_path, store)
+    assert (first.new, first.skipped) == (5, [])
+    (tmp_path / "films.csv").unlink()
+    (tmp_path / "notes.txt").write_text("E Ann Lee|person\n", encoding="utf-8")
+    source = FileSource(tmp_path, source_id="films", mappings=load_mappings(MAPPING))
+    report = await ingest(source, store, extractor=ScriptedExtractor(), routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        "mapping key 'films.csv': matches no file of the source (keys are paths relative to the source"
+        " folder, or globs)"
+    ]
+    assert (report.new, report.deleted, report.kept) == (1, 5, 0)
+    assert await names(store) == ["Ann Lee"]
+
+
 EMPTY_CASES = {
     "a.txt": "E Ann Lee|person\n",
     "a.md": "E Ann Lee|person\n",
@@ -132,7 +205,9 @@ async def test_an_empty_file_keeps_its_documents_in_every_format(
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     store, extractor = MemoryGraphStore(), ScriptedExtractor()
-    mappings = load_mappings({"*.json*": {"name": "name", "type": "person"}, "*.csv": {"name": "name"}})
+    specs = {"a.json": {"name": "name", "type": "person"}, "a.csv": {"name": "name"}}
+    specs["a.jsonl"] = specs["a.json"]
+    mappings = load_mappings({name: specs[name]} if name in specs else None)  # a key matches a file
 
     async def run() -> IngestReport:
         source = FileSource(tmp_path, source_id="docs", mappings=mappings)

@@ -113,6 +113,28 @@ async def test_mapping_errors_name_the_record(tmp_path: Path) -> None:
     ]
 
 
+async def test_mapping_keys_that_match_no_record_file_are_named(tmp_path: Path) -> None:
+    """A key naming a file in a subfolder by its bare name, or misspelled, is reported, not ignored."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "films.csv").write_text("title\nDune\n", encoding="utf-8")
+    (tmp_path / "people.jsonl").write_text('{"title": "Ann"}\n', encoding="utf-8")
+    (tmp_path / "films.txt").write_text("Dune is a film.\n", encoding="utf-8")
+    spec = {"name": "title"}
+    keys = ["films.csv", "people.jsnol", "sub/films.csv", "*.jsonl", "*.txt"]
+    source = FileSource(tmp_path, mappings=load_mappings(dict.fromkeys(keys, spec)))
+    assert [d.id async for d in source.documents()] == ["films.txt", "people.jsonl#0", "sub/films.csv#0"]
+    unmatched = [
+        "mapping key 'films.csv': matches no file of the source (keys are paths relative to the source"
+        " folder, or globs)",
+        "mapping key 'people.jsnol': matches no file of the source (keys are paths relative to the source"
+        " folder, or globs)",
+        "mapping key '*.txt': matches no file of the source (keys are paths relative to the source"
+        " folder, or globs)",
+    ]
+    assert [s.describe() for s in source.skipped] == unmatched
+    assert [s.describe() for s in (await source.profile()).skipped] == unmatched
+
+
 def test_bad_arguments(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="does not exist"):
         FileSource(tmp_path / "missing")

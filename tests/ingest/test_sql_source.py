@@ -9,7 +9,7 @@ import pytest
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.pipeline import ingest
-from graphwalk_core.ingest.sources import SQLSource, load_sources, open_source
+from graphwalk_core.ingest.sources import SQLSource, load_mappings, load_sources, open_source
 from graphwalk_core.ingest.sources.sql import safe_url
 from graphwalk_core.stores.memory import MemoryGraphStore
 
@@ -82,6 +82,15 @@ async def test_renaming_a_row_updates_referencing_rows(tmp_path: Path) -> None:
     fresh = MemoryGraphStore()
     await ingest(source, fresh, routing="exact")
     assert await store.counts() == await fresh.counts() == (17, 19)
+
+
+async def test_a_mapping_key_matching_no_table_is_named_and_keeps_nothing() -> None:
+    mappings = load_mappings({"films": {"name": "title"}, "film": {"name": "title"}})
+    source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
+    assert len([d async for d in source.documents()]) == 26
+    assert [(s.describe(), s.kind) for s in source.skipped] == [
+        ("mapping key 'film': matches no table of the source", "mapping")
+    ]
 
 
 def test_unreachable_urls_give_clear_errors_without_password(tmp_path: Path) -> None:

@@ -34,14 +34,21 @@ class SourceDocument(BaseModel):
 
 
 class SkippedItem(BaseModel):
-    """Input that could not be read (the run goes on); ``document_id`` is what it would have been."""
+    """Input that could not be read (the run goes on); ``document_id`` is what it would have been.
+
+    ``kind="mapping"``: a mapping key (in ``path``) that matched no file or table; it skips no input,
+    so it keeps no documents from earlier runs.
+    """
 
     path: str
     reason: str
     line: int | None = None
     document_id: str | None = None
+    kind: Literal["input", "mapping"] = "input"
 
     def describe(self) -> str:
+        if self.kind == "mapping":
+            return f"mapping key {self.path!r}: {self.reason}"
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.reason}"
 

@@ -24,7 +24,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for
+from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import JSONValue, content_hash, text_hash
 
@@ -36,6 +36,8 @@ DEFAULT_MAX_BYTES = 10_000_000
 #: so what it held before stays in the graph (a file truncated mid-write deletes nothing). Deleting
 #: the file, or a header-only CSV / ``[]`` JSON, removes its documents.
 EMPTY_FILE = "empty file: its documents from earlier runs are kept (delete the file to remove them)"
+#: A mapping key that names no record file: its records would silently go through the text extractor.
+UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 _INT = re.compile(r"-?\d{1,18}")
 _FLOAT = re.compile(r"-?\d+\.\d+")
 
@@ -95,8 +97,12 @@ class FileSource(SourceBase):
         return scan
 
     def _read(self, scan: _Scan) -> Iterator[SourceDocument]:
-        """The documents, file by file as read (one file in memory at a time); ``scan`` counts."""
-        for rel, path in self._files():
+        """The documents, file by file as read (one file in memory at a time); ``scan`` counts.
+
+        Then a mapping key that matches no record file is a skip of its own (kind ``mapping``).
+        """
+        files = self._files()
+        for rel, path in files:
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
                 scan.skipped.append(
@@ -115,6 +121,9 @@ class FileSource(SourceBase):
                 yield _text_document(rel, suffix, text)
             else:
                 yield from self._read_records(rel, suffix, text, scan)
+        records = [rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES]
+        for key in unmatched_keys(self.mappings, records):
+            scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
         self._skipped = scan.skipped
 
     def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
@@ -290,9 +299,10 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
     """(first line, fields, error) per non-blank record of a CSV text, parsed strictly and locally.
 
     A record starts on a line and may span more only through a quoted field. After the header, a
-    record that does not parse, or has another number of fields than the header, is an error alone:
-    parsing resumes on the line after its first one (a row spanning lines with the wrong width is an
-    unclosed quote), so one bad quote or bare CR never swallows, shifts or invents later rows.
+    record that does not parse (an unclosed quote, a bare CR) is an error alone and parsing resumes
+    on the line after its first one, so one bad quote never swallows later rows. A record that parses
+    with another number of fields than the header is an error too, but its quotes closed: parsing
+    resumes after its last line, so its continuation lines are never read as records of their own.
     """
     lines = _physical_lines(text)
     width: int | None = None
@@ -314,7 +324,7 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
             error = f"malformed CSV row: {len(row)} fields, the header has {width}"
         if row is not None and width is None:
             width = len(row)
-        pos = feed.pos if error is None else start + 1
+        pos = start + 1 if row is None else feed.pos
         yield start + 1, row, error
 
 
@@ -377,11 +387,22 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
 
 def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """The object, or each item of the top-level array, with the line it starts on. A file that is
-    not valid JSON as a whole is one skip (its records are kept: JSON has no local recovery)."""
+    not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
+    kept: JSON has no local recovery)."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=f"invalid JSON: {exc.msg}"))
+        return []
+    if not isinstance(value, dict | list):
+        start = len(text) - len(text.lstrip())
+        skipped.append(
+            SkippedItem(
+                path=rel,
+                line=text.count("\n", 0, start) + 1,
+                reason=f"a JSON file must hold an object or an array of objects, got {_json_kind(value)}",
+            )
+        )
         return []
     items = value if isinstance(value, list) else [value]
     starts = _array_item_offsets(text) if isinstance(value, list) else [len(text) - len(text.lstrip())]
@@ -400,6 +421,15 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
                 )
             )
     return out
+
+
+def _json_kind(value: JSONValue) -> str:
+    """A JSON scalar's kind as JSON names it: ``null``, ``a boolean``, ``a number`` or ``a string``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, int | float) else "a string"
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")

@@ -125,6 +125,11 @@ def load_mappings(value: str | Path | dict[str, Any] | None) -> Mappings:
     return out
 
 
+def unmatched_keys(mappings: Mappings, names: list[str]) -> list[str]:
+    """The mapping keys (in mapping order) that match none of ``names`` exactly or as a glob."""
+    return [key for key in mappings if not any(n == key or fnmatch.fnmatchcase(n, key) for n in names)]
+
+
 def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
     """The mapping whose glob matches ``key`` exactly first, else the first glob that matches."""
     if key in mappings:

@@ -38,7 +38,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for
+from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
 
@@ -213,6 +213,10 @@ class SQLSource(SourceBase):
                     self._skipped.append(
                         SkippedItem(path=table.name, reason=f"cannot read the table {after}: {detail}")
                     )
+        for key in unmatched_keys(self.mappings, list(by_name)):
+            self._skipped.append(
+                SkippedItem(path=key, reason="matches no table of the source", kind="mapping")
+            )
 
     def _table_documents(
         self,
