@@ -70,6 +70,25 @@ def test_eval_custom_writes_results_and_summary(tmp_path: Path) -> None:
     assert pq.read_table(out / "results.parquet").num_rows == 4
 
 
+def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> None:
+    """Editing the questions file and rerunning into the same --out rescores the edited questions."""
+    kb, questions = _files(tmp_path)
+    args = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--system", "relation-greedy"]
+    args += ["--decider", "fake", "--out", str(tmp_path / "out"), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    questions.write_text(questions.read_text().replace("Heat,Michael Mann,", "Heat,Al Pacino,"))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.output.splitlines() if "custom · relation-greedy:" in line]
+    assert note.startswith("custom · relation-greedy: reused 1 of 2 answers from ")
+    assert note.endswith(" (same questions, graph and system); answered 1 edited question again")
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == [
+        ("q1", ["Al Pacino"], False),
+        ("q2", ["John Frankenheimer"], True),
+    ]
+
+
 def test_eval_errors_are_clean(tmp_path: Path) -> None:
     kb, _ = _files(tmp_path)
     base = ["eval", "custom", "--kb", str(kb), "--out", str(tmp_path / "o")]

@@ -36,6 +36,11 @@ class Question(BaseModel):
         """The gold entry node (MetaQA's bracketed topic, 2Wiki's first evidence subject), if known."""
         return self.extra.get("start") or None
 
+    def content_key(self) -> str:
+        """A hash of everything in the question (text, gold, start, hops, …): a checkpointed answer is
+        reused only for the question exactly as it was asked."""
+        return content_hash(self)
+
 
 class Passage(BaseModel):
     """A text passage; ``id`` becomes the document id whose provenance the graph keeps."""
