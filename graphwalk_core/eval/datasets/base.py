@@ -134,6 +134,18 @@ def require_file(path: Path, what: str) -> Path:
     return path
 
 
+def read_text_file(path: Path) -> str:
+    """``path`` decoded as UTF-8 (a leading byte-order mark, as Excel writes, is dropped); other bytes
+    are an InputError naming file and line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{byte}); save the file as UTF-8") from exc
+
+
 def parse_json(text: str, path: Path) -> Any:
     """``text`` (the contents of ``path``) as JSON; invalid JSON is an InputError naming file and line."""
     try:
