@@ -19,6 +19,7 @@ from graphwalk_core.eval.datasets.base import (
     seeded_subset,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
+from graphwalk_core.stores.open import SQLITE_SUFFIXES
 
 
 def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
@@ -95,6 +96,11 @@ def load_custom(
     if (kb is None) == (corpus is None):
         raise InputError("a custom dataset needs exactly one of --kb FILE (triples) or --corpus FILE")
     questions = read_custom_questions(path)
+    if kb is not None and (kb.is_dir() or kb.suffix.lower() in SQLITE_SUFFIXES):
+        raise InputError(
+            f"--kb expects a subject|relation|object triples text file, not the database or folder {kb} "
+            f"(for a graph: `graphwalk graph export {kb} --format triples --out kb.txt`)"
+        )
     if kb is not None:
         knowledge = Knowledge(
             graph="triples", kb_path=require_file(kb, "knowledge graph file"), source="custom"
