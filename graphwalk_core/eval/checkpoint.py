@@ -10,6 +10,7 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.records import QuestionResult
+from graphwalk_core.files import write_text_atomic
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,11 @@ def read_checkpoint(path: Path) -> list[QuestionResult]:
         except ValueError as exc:
             raise InputError(f"{path}:{lineno}: not a result record ({exc})") from exc
     return records
+
+
+def rewrite_checkpoint(path: Path, records: list[QuestionResult]) -> None:
+    """Replace the checkpoint at ``path`` with ``records`` (in that order), atomically."""
+    write_text_atomic("".join(r.model_dump_json() + "\n" for r in records), path)
 
 
 class CheckpointWriter:

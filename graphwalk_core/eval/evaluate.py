@@ -69,10 +69,17 @@ def evaluate(
                     progress.update(task, advance=1, f1=f"{sum(scores) / len(scores):.3f}" if scores else "—")
 
                 result = run_eval(ds, system, out_dir=run.out, concurrency=run.concurrency, progress=tick)
-            if result.metadata.resumed_from:
+            meta, notes = result.metadata, []
+            if meta.resumed_from:
+                notes.append(
+                    f"reused {meta.resumed_from} of {len(ds.questions)} answers from {result.path} "
+                    "(same questions, graph and system)"
+                )
+            if meta.edited:
+                notes.append(f"answered {meta.edited} edited question{'s' * (meta.edited != 1)} again")
+            if notes:
                 console.print(
-                    f"{ds.name} · {name}: reused {result.metadata.resumed_from} of {len(ds.questions)} "
-                    f"answers from {result.path} (same questions, graph and system)",
+                    f"{ds.name} · {name}: " + "; ".join(notes),
                     highlight=False,
                     soft_wrap=True,
                 )

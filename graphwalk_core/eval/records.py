@@ -19,6 +19,8 @@ class QuestionResult(BaseModel):
     split: str
     system: str
     question_id: str
+    #: ``Question.content_key`` of the question answered: a rerun reuses this record only while it matches.
+    question_key: str | None = None
     question: str
     hops: int | None = None
     qtype: str | None = None
@@ -48,8 +50,8 @@ class QuestionResult(BaseModel):
     embedder: str | None = None
     extractor: str | None = None
     trace: dict[str, Any] | None = None
-    #: Taken from the checkpoint of an earlier run with the same run id (same questions, knowledge
-    #: fingerprint and system identity) instead of being answered again.
+    #: Taken from the checkpoint of an earlier run with the same run id (same question ids, knowledge
+    #: fingerprint and system identity), for the same question content, instead of being answered again.
     reused: bool = False
 
 
@@ -84,6 +86,7 @@ def score_answer(
         split=dataset.split,
         system=system,
         question_id=question.id,
+        question_key=question.content_key(),
         question=question.text,
         hops=question.hops,
         qtype=question.qtype,
@@ -134,6 +137,8 @@ class RunMetadata(BaseModel):
     concurrency: int
     #: Results reused from the checkpoint of an earlier, interrupted or finished, run with this id.
     resumed_from: int = 0
+    #: Checkpointed answers dropped because their question was edited since (answered again instead).
+    edited: int = 0
     #: Content hash of the knowledge answered from (KB file, triples, passages): part of the run id.
     graph_fingerprint: str | None = None
     #: A trained decider's model fingerprint (``decisions.base.model_fingerprint``), when it has one.

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint
+from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint, rewrite_checkpoint
 from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
@@ -54,15 +54,29 @@ def is_rate_limited(exc: BaseException) -> bool:
 
 
 def run_id_for(dataset: Dataset, system: QASystem, graph: str | None = None) -> str:
-    """Deterministic run id over everything a run reads, so only identical work is resumed.
+    """Deterministic run id over the question ids, the knowledge and the system.
 
-    Same dataset questions, same knowledge content (the graph's fingerprint) and same system identity
+    Same question ids, same knowledge content (the graph's fingerprint) and same system identity
     (which carries a trained decider's model fingerprint) → same id; change any of them → a new run.
+    Within a run, a checkpointed answer is reused only for an unchanged question (see ``_reusable``).
     """
     ids = [q.id for q in dataset.questions]
     graph = graph or dataset.knowledge.fingerprint()
     digest = content_hash([dataset.name, dataset.split, ids, graph, system.name, system.identity()])
     return f"{dataset.name}-{dataset.split}-{system.name}-{digest[:10]}"
+
+
+def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionResult], int]:
+    """The checkpointed results still valid for ``dataset``'s questions, by question id, and how many
+    were dropped: a question edited since it was answered (text, gold, start, hops, …) is answered
+    again. Dropped records are cut from the checkpoint, so it holds each question once."""
+    keys = {q.id: q.content_key() for q in dataset.questions}
+    records = read_checkpoint(checkpoint)
+    kept = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
+    if len(kept) < len(records):
+        log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(kept))
+        rewrite_checkpoint(checkpoint, kept)
+    return {r.question_id: r for r in kept}, len(records) - len(kept)
 
 
 async def _answer_with_backoff(
@@ -108,7 +122,7 @@ async def run_eval_async(
     folder = Path(out_dir) / "runs" / run_id
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT
-    done = {r.question_id: r for r in read_checkpoint(checkpoint)}
+    done, edited = _reusable(dataset, checkpoint)
     reused = frozenset(done)  # answered by an earlier run with the same id: labelled, not redone
     identity = system.identity()
     meta = RunMetadata(
@@ -126,6 +140,7 @@ async def run_eval_async(
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         concurrency=concurrency,
         resumed_from=len(done),
+        edited=edited,
         graph_fingerprint=graph,
         decider_model=identity.get("decider_model"),
     )

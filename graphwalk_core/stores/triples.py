@@ -12,21 +12,40 @@ from graphwalk_core.files import atomic_path
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
     """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
 
-    A malformed line raises InputError naming the file and line number.
+    A malformed line, or bytes that are not UTF-8 (a binary file, a graph database), raise InputError
+    naming the file and line number.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"triples file not found: {path}")
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            parts = line.rstrip("\r\n").split("|")
-            if len(parts) == 3 and all(parts):
-                yield parts[0], parts[1], parts[2]
-            elif line.strip():
-                raise InputError(
-                    f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
-                    f"got {line.rstrip()!r}"
-                )
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                parts = line.rstrip("\r\n").split("|")
+                if len(parts) == 3 and all(parts):
+                    yield parts[0], parts[1], parts[2]
+                elif line.strip():
+                    raise InputError(
+                        f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
+                        f"got {line.rstrip()!r}"
+                    )
+    except UnicodeDecodeError as exc:
+        number, byte = _first_undecodable(path)
+        raise InputError(
+            f"{path}:{number}: not UTF-8 text (byte 0x{byte}): a triples file holds "
+            "'subject|relation|object' lines (a graph database or Parquet graph is not one)"
+        ) from exc
+
+
+def _first_undecodable(path: Path) -> tuple[int, str]:
+    """The line number and hex byte of the first invalid UTF-8 in ``path`` (read only on that error)."""
+    with path.open("rb") as raw:
+        for number, line in enumerate(raw, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return number, line[exc.start : exc.start + 1].hex()
+    return 1, "??"  # unreachable: the caller saw a decode error
 
 
 def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:

@@ -70,6 +70,25 @@ def test_eval_custom_writes_results_and_summary(tmp_path: Path) -> None:
     assert pq.read_table(out / "results.parquet").num_rows == 4
 
 
+def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> None:
+    """Editing the questions file and rerunning into the same --out rescores the edited questions."""
+    kb, questions = _files(tmp_path)
+    args = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--system", "relation-greedy"]
+    args += ["--decider", "fake", "--out", str(tmp_path / "out"), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    questions.write_text(questions.read_text().replace("Heat,Michael Mann,", "Heat,Al Pacino,"))
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    (note,) = [line for line in result.output.splitlines() if "custom · relation-greedy:" in line]
+    assert note.startswith("custom · relation-greedy: reused 1 of 2 answers from ")
+    assert note.endswith(" (same questions, graph and system); answered 1 edited question again")
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == [
+        ("q1", ["Al Pacino"], False),
+        ("q2", ["John Frankenheimer"], True),
+    ]
+
+
 def test_eval_errors_are_clean(tmp_path: Path) -> None:
     kb, _ = _files(tmp_path)
     base = ["eval", "custom", "--kb", str(kb), "--out", str(tmp_path / "o")]
@@ -90,6 +109,30 @@ def test_eval_errors_are_clean(tmp_path: Path) -> None:
     result = runner.invoke(app, [*base, *opts])
     assert result.exit_code == 2
     assert "error: unknown system 'bogus'" in result.output
+
+
+def test_eval_custom_kb_must_be_a_triples_file(tmp_path: Path) -> None:
+    """A graph database, a folder or a non-UTF-8 file given as --kb is a clean error, not a traceback."""
+    _, questions = _files(tmp_path)
+    graph, folder, latin1 = tmp_path / "graph.sqlite", tmp_path / "graph", tmp_path / "latin1.txt"
+    graph.write_bytes(b"SQLite format 3\x00\x10\x00\x86\x01")
+    folder.mkdir()
+    latin1.write_bytes("Heat|directed_by|Michael Mann\nCaf\xe9|r|b\n".encode("latin-1"))
+    base = ["eval", "custom", "--questions", str(questions), "--system", "relation-greedy"]
+    base += ["--decider", "fake", "--out", str(tmp_path / "o"), "--quiet", "--kb"]
+    outputs = []
+    for kb in (graph, folder, latin1):
+        result = runner.invoke(app, [*base, str(kb)])
+        assert result.exit_code == 2, result.output
+        outputs.append(result.output.replace(str(tmp_path), "T").strip())
+    assert outputs == [
+        "error: --kb expects a subject|relation|object triples text file, not the database or folder "
+        "T/graph.sqlite (for a graph: `graphwalk graph export T/graph.sqlite --format triples --out kb.txt`)",
+        "error: --kb expects a subject|relation|object triples text file, not the database or folder "
+        "T/graph (for a graph: `graphwalk graph export T/graph --format triples --out kb.txt`)",
+        "error: T/latin1.txt:2: not UTF-8 text (byte 0xe9): a triples file holds "
+        "'subject|relation|object' lines (a graph database or Parquet graph is not one)",
+    ]
 
 
 def test_parse_sets() -> None:

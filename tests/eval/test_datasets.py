@@ -138,6 +138,10 @@ def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:
         ("question\nwho\n", r"q\.csv:2: 'answers' is missing"),
         ("question,answers,hops\nwho,B,two\n", r"q\.csv:2: 'hops' must be an integer"),
         ("id,question,answers\n1,a,b\n1,c,d\n", "duplicate question id '1'"),
+        ("question,answers\nwho,B\nwhat, | \n", r"q\.csv:3: 'answers' is empty"),
+        ("", r"^no questions in .*q\.csv$"),
+        ("\n\n", r"^no questions in .*q\.csv$"),
+        ("question,answers,start\n", r"^no questions in .*q\.csv$"),
     ],
 )
 def test_custom_bad_rows_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
@@ -147,6 +151,54 @@ def test_custom_bad_rows_name_file_and_line(tmp_path: Path, content: str, messag
     path.write_text(content)
     with pytest.raises(InputError, match=message):
         load_dataset("custom", path=path, kb=kb)
+
+
+def test_custom_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "who", "answers": ["B"]}\n{"question": "what", "answers": []}\n')
+    with pytest.raises(InputError, match=r"q\.jsonl:2: 'answers' is empty$"):
+        load_dataset("custom", path=path, kb=kb)
+    path.write_text("\n  \n")
+    with pytest.raises(InputError, match=r"^no questions in .*q\.jsonl$"):
+        load_dataset("custom", path=path, kb=kb)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "line"),
+    [
+        ("q.csv", "question,answers\nwho,B\nqui est-ce,Andr\xe9\n", 3),
+        ("q.jsonl", '{"question": "who", "answers": "B"}\n{"question": "qui", "answers": "Andr\xe9"}\n', 2),
+    ],
+)
+def test_custom_non_utf8_file_names_file_and_line(tmp_path: Path, name: str, content: str, line: int) -> None:
+    """A Latin-1 file (é is byte 0xe9) is a clean error, not a UnicodeDecodeError traceback."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / name
+    path.write_bytes(content.encode("latin-1"))
+    with pytest.raises(
+        InputError, match=rf"{name}:{line}: not UTF-8 text \(byte 0xe9\); save the file as UTF-8$"
+    ):
+        load_dataset("custom", path=path, kb=kb)
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("bom.csv", "\ufeffquestion,answers,start\r\nwho is r of A,B,A\r\n"),  # Excel's "CSV UTF-8"
+        ("Q.CSV", "question,answers,start\nwho is r of A,B,A\n"),
+        ("q.JSONL", '{"question": "who is r of A", "answers": ["B"], "start": "A"}\n'),
+    ],
+)
+def test_custom_bom_and_upper_case_suffixes_load(tmp_path: Path, name: str, content: str) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / name
+    path.write_bytes(content.encode("utf-8"))
+    questions = load_dataset("custom", path=path, kb=kb).questions
+    assert [(q.text, q.gold, q.gold_start) for q in questions] == [("who is r of A", ["B"], "A")]
 
 
 def test_missing_files_and_bad_names(tmp_path: Path) -> None:

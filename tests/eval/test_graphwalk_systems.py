@@ -125,6 +125,19 @@ def test_no_gold_start_defaults_to_resolution(tmp_path: Path) -> None:
     ]
 
 
+def test_a_question_with_a_start_walks_from_it_one_without_is_linked(tmp_path: Path) -> None:
+    """Linking is per question: one question lacking ``start`` does not make the others' starts ignored."""
+    with_start, without = _dataset().questions[0], _dataset(with_start=False).questions[1]
+    dataset = _dataset().model_copy(update={"questions": [with_start, without]})
+    system = _relation_greedy(dataset)
+    assert isinstance(system, GraphwalkSystem) and system.linking == "gold"
+    run = run_eval(dataset, system, out_dir=tmp_path)
+    assert [(r.gold_start, r.linked_start, r.linking_correct, r.predicted) for r in run.results] == [
+        ("Film Alpha", None, None, ["Dir X"]),  # walked from its given start: nothing linked
+        (None, ["Film Beta"], None, ["Dir X"]),  # linked from its text
+    ]
+
+
 def test_graph_reader_reads_the_walked_facts(openai_server: OpenAIServer, tmp_path: Path) -> None:
     openai_server.enqueue(Reply("Dir X", cost=0.0003))
     llm = LiteLLMBackend("openai/test-model", api_base=openai_server.base_url, api_key=SecretStr("sk-test"))

@@ -129,3 +129,26 @@ def test_skipped_system_records_every_question_with_the_reason(tmp_path: Path) -
     assert [(r.status, r.error, r.f1, r.linking_correct) for r in run.results] == [
         ("skipped", "no LLM configured", None, None)
     ] * 3
+
+
+def test_an_edited_question_is_answered_again_and_unchanged_ones_reused(tmp_path: Path) -> None:
+    """Reuse is keyed by each question's content: new gold, text or start is answered and scored anew."""
+    run_eval(toy_dataset(4), DictSystem(), out_dir=tmp_path)
+    questions = toy_dataset(4).questions
+    questions[0] = questions[0].model_copy(update={"gold": ["new gold"]})
+    questions[1] = questions[1].model_copy(update={"text": "question one, reworded"})
+    questions[3] = questions[3].model_copy(update={"extra": {"start": "s9"}})
+    edited = toy_dataset(4).model_copy(update={"questions": questions})
+    system = DictSystem()
+    run = run_eval(edited, system, out_dir=tmp_path)
+    assert system.calls == ["q000", "q001", "q003"]
+    assert (run.metadata.resumed_from, run.metadata.edited) == (1, 3)
+    assert [(r.question, r.gold, r.gold_start, r.f1, r.reused) for r in run.results] == [
+        ("question 0", ["new gold"], "s0", 0.0, False),
+        ("question one, reworded", ["ans1"], "s1", 0.0, False),
+        ("question 2", ["ans2"], "s2", 1.0, True),
+        ("question 3", ["ans3"], "s9", 0.0, False),
+    ]
+    assert sorted(_checkpoint_ids(tmp_path)) == ["q000", "q001", "q002", "q003"]  # stale ones dropped
+    again = DictSystem()
+    assert run_eval(edited, again, out_dir=tmp_path).metadata.resumed_from == 4 and again.calls == []

@@ -84,6 +84,20 @@ def test_read_triples_and_errors(tmp_path: Path) -> None:
         list(read_triples(tmp_path / "missing.txt"))
 
 
+def test_read_triples_of_a_non_utf8_file_names_file_and_line(tmp_path: Path) -> None:
+    """A Latin-1 file, or a binary one, is an InputError, not a UnicodeDecodeError traceback."""
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes(b"a|r|b\n" * 3 + "Café|r|b\n".encode("latin-1"))
+    with pytest.raises(
+        InputError, match=r"latin1\.txt:4: not UTF-8 text \(byte 0xe9\): a triples file holds"
+    ):
+        list(read_triples(latin1))
+    binary = tmp_path / "graph.bin"
+    binary.write_bytes(b"SQLite format 3\x00\x10\x00\x86\x01")
+    with pytest.raises(InputError, match=r"graph\.bin:1: not UTF-8 text \(byte 0x86\)"):
+        list(read_triples(binary))
+
+
 def test_write_triples_round_trip(tmp_path: Path) -> None:
     triples = [("a", "r", "b"), ("b", "s", "ü c")]
     assert write_triples(tmp_path / "t.txt", triples) == 2

@@ -36,6 +36,11 @@ class Question(BaseModel):
         """The gold entry node (MetaQA's bracketed topic, 2Wiki's first evidence subject), if known."""
         return self.extra.get("start") or None
 
+    def content_key(self) -> str:
+        """A hash of everything in the question (text, gold, start, hops, …): a checkpointed answer is
+        reused only for the question exactly as it was asked."""
+        return content_hash(self)
+
 
 class Passage(BaseModel):
     """A text passage; ``id`` becomes the document id whose provenance the graph keeps."""
@@ -127,6 +132,18 @@ def require_file(path: Path, what: str) -> Path:
     if not path.is_file():
         raise InputError(f"{what} not found: {path} (set --data-dir or GRAPHWALK_DATA_DIR)")
     return path
+
+
+def read_text_file(path: Path) -> str:
+    """``path`` decoded as UTF-8 (a leading byte-order mark, as Excel writes, is dropped); other bytes
+    are an InputError naming file and line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{byte}); save the file as UTF-8") from exc
 
 
 def parse_json(text: str, path: Path) -> Any:

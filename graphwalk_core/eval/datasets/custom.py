@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,12 @@ from graphwalk_core.eval.datasets.base import (
     Knowledge,
     Question,
     jsonl_rows,
+    read_text_file,
     require_file,
     seeded_subset,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
+from graphwalk_core.stores.open import SQLITE_SUFFIXES
 
 
 def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
@@ -33,6 +36,9 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
         raise InputError(f"{where}: 'question' is missing or empty")
     if "answers" not in row:
         raise InputError(f"{where}: 'answers' is missing")
+    gold = _answers(row["answers"], where)
+    if not gold:
+        raise InputError(f"{where}: 'answers' is empty")
     hops = row.get("hops")
     try:
         hops_value = int(hops) if hops not in (None, "") else None
@@ -45,7 +51,7 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
     return Question(
         id=str(row.get("id") or f"q{index:05d}"),
         text=text,
-        gold=_answers(row["answers"], where),
+        gold=gold,
         hops=hops_value,
         qtype=row.get("qtype") or None,
         topic=start,
@@ -54,20 +60,24 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
 
 
 def read_custom_questions(path: Path) -> list[Question]:
-    """Rows of a ``.csv`` (header row) or ``.jsonl`` file as questions; ids must be unique."""
+    """Rows of a ``.csv`` (header row) or ``.jsonl`` file (UTF-8, any suffix case) as questions;
+    ids must be unique, and the file must hold at least one."""
     require_file(path, "custom question file")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".ndjson"):
+        raise InputError(f"{path}: custom questions must be .csv or .jsonl, got {path.suffix!r}")
+    text = read_text_file(path)
     questions: list[Question] = []
-    if path.suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as fh:
-            for i, row in enumerate(csv.DictReader(fh), start=2):
-                questions.append(_question(row, i - 1, f"{path}:{i}"))
-    elif path.suffix in (".jsonl", ".ndjson"):
-        for i, row in jsonl_rows(path.read_text(encoding="utf-8"), path):
+    if suffix == ".csv":
+        for i, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
+            questions.append(_question(row, i - 1, f"{path}:{i}"))
+    else:
+        for i, row in jsonl_rows(text, path):
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{i}: expected a JSON object")
             questions.append(_question(row, i, f"{path}:{i}"))
-    else:
-        raise InputError(f"{path}: custom questions must be .csv or .jsonl, got {path.suffix!r}")
+    if not questions:
+        raise InputError(f"no questions in {path}")
     seen: set[str] = set()
     for q in questions:
         if q.id in seen:
@@ -86,6 +96,11 @@ def load_custom(
     if (kb is None) == (corpus is None):
         raise InputError("a custom dataset needs exactly one of --kb FILE (triples) or --corpus FILE")
     questions = read_custom_questions(path)
+    if kb is not None and (kb.is_dir() or kb.suffix.lower() in SQLITE_SUFFIXES):
+        raise InputError(
+            f"--kb expects a subject|relation|object triples text file, not the database or folder {kb} "
+            f"(for a graph: `graphwalk graph export {kb} --format triples --out kb.txt`)"
+        )
     if kb is not None:
         knowledge = Knowledge(
             graph="triples", kb_path=require_file(kb, "knowledge graph file"), source="custom"

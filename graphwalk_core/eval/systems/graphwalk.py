@@ -80,7 +80,8 @@ def passages_of(result: WalkResult) -> list[str]:
 
 
 class GraphwalkSystem:
-    """Walks the graph from the gold start (``linking="gold"``) or resolved ones (``resolve*``)."""
+    """Walks the graph from the question's gold start (``linking="gold"``; a question without one is
+    linked by ``entry`` when given) or from resolved ones (``resolve*``)."""
 
     def __init__(
         self,
@@ -122,10 +123,10 @@ class GraphwalkSystem:
     async def walk(self, question: Question) -> tuple[WalkResult | None, list[str] | None]:
         """The walk (None when no entry node was found) and the linked start's names (None when the
         gold start was given)."""
-        if self.linking == "gold":
-            if question.gold_start is None:
-                raise InputError(f"question {question.id} has no gold start: use --set linking=resolve")
+        if self.linking == "gold" and question.gold_start is not None:
             return (await ask.answer(self.traverser, question.text, [question.gold_start])).result, None
+        if self.entry is None:
+            raise InputError(f"question {question.id} has no gold start: use --set linking=resolve")
         asked = await ask.answer(self.traverser, question.text, resolver=self.entry)
         nodes = await self.store.get_nodes(asked.start)
         return asked.result, [nodes[s].name if s in nodes else s for s in asked.start]

@@ -72,7 +72,9 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     A system whose backend is missing (no LLM for vector-rag/iter-rag/graph-reader, no decider for the
     walks) comes back as a ``SkippedSystem`` with the reason (``skip_reason`` may word it, e.g. "no Jev
     key"). ``overrides`` holds TraversalConfig fields (``show_types=False``, ``beam_width=5``) and
-    ``linking`` (gold|resolve|resolve-best), ``k``, ``read_from`` (facts|passages), ``walker``
+    ``linking`` (gold, the default when any question has a start: each question walks from its own
+    start, one without is linked from its text; resolve|resolve-best: every question is linked from
+    its text), ``k``, ``read_from`` (facts|passages), ``walker``
     (graph-reader's preset), ``routing`` (exact|jev ingestion routing) and ``max_calls``,
     ``max_lookups``, ``max_docs`` (iter-rag); for the rankers ``k`` (passages returned, default 10),
     ``profile`` (typed-path: ``typed-path/v1-hybrid|-lexical|-vector``) and any ``PPRProfile`` field
@@ -139,8 +141,9 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
             max_docs=int(options.get("max_docs", 40)),
         )
     assert decider is not None and store is not None
-    has_gold_start = all(q.gold_start for q in dataset.questions)
-    linking = options.pop("linking", "gold" if has_gold_start else "resolve")
+    # per question: one with a gold start walks from it, one without is linked from its text
+    starts = [q.gold_start is not None for q in dataset.questions]
+    linking = options.pop("linking", "gold" if any(starts) else "resolve")
     preset = options.pop("walker", "relation-greedy" if name == "graph-reader" else name)
     read_from = options.pop("read_from", "passages" if knowledge.passages else "facts")
     for key in ("k", "max_calls", "max_lookups", "max_docs", *RANKER_OPTIONS):
@@ -151,7 +154,7 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
     best_only = linking == "resolve-best"
     entry = (
         None
-        if linking == "gold"
+        if linking == "gold" and all(starts)
         else await NameEntryResolver.from_store(store, embedder=embedder, best_only=best_only)
     )
     walker = GraphwalkSystem(
