@@ -39,6 +39,11 @@ class IngestReport(BaseModel):
     def cost(self) -> Cost:
         return self.extraction_cost.plus(self.routing_cost)
 
+    def _skipped_summary(self) -> str:
+        """How much input was skipped, and how many documents from earlier runs it kept as they were."""
+        kept = f"; {self.kept} document{'s' if self.kept != 1 else ''} kept from earlier runs"
+        return f"{len(self.skipped)}{kept if self.kept else ''}"
+
     def summary_rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a summary table."""
         u = self.update
@@ -49,7 +54,7 @@ class IngestReport(BaseModel):
                 f"new {self.new}, changed {self.changed}, retried {self.incomplete}, "
                 f"unchanged {self.unchanged}, deleted {self.deleted}, failed {len(self.failed)}",
             ),
-            ("skipped input", str(len(self.skipped))),
+            ("skipped input", self._skipped_summary()),
             (
                 "nodes",
                 f"added {u.nodes_added}, merged {u.nodes_merged}, retracted {u.nodes_retracted}, "

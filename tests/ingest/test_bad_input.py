@@ -243,7 +243,7 @@ async def test_a_sql_table_that_fails_to_read_keeps_its_rows_and_the_rest_is_rea
         conn.execute("INSERT INTO cities VALUES (2, 'Rome')")
     report = await ingest(SQLSource(f"sqlite:///{db}"), store, routing="exact")
     assert [s.describe() for s in report.skipped] == [
-        "people: cannot read the table from its first row: Could not decode to UTF-8 column 'name' "
+        "people: cannot read a row among its first 1,000: Could not decode to UTF-8 column 'name' "
         "with text '\ufffdA'"
     ]
     assert (report.new, report.unchanged, report.deleted, report.kept) == (1, 1, 0, 2)

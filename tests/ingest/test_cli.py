@@ -51,6 +51,18 @@ def test_skipped_input_is_listed(tmp_path: Path) -> None:
     assert "new 2," in out
 
 
+def test_the_summary_counts_the_documents_skipped_input_kept(tmp_path: Path) -> None:
+    corpus, graph = tmp_path / "corpus", str(tmp_path / "g.sqlite")
+    corpus.mkdir()
+    (corpus / "rows.jsonl").write_text('{"a": 1}\n{"a": 2}\n', encoding="utf-8")
+    assert invoke(str(corpus), "--graph", graph, "--routing", "exact")[0] == 0
+    (corpus / "rows.jsonl").write_text('{"a": 1}\n{broken\n', encoding="utf-8")
+    code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact")
+    assert code == 0, out
+    assert "│ skipped input     │ 1; 1 document kept from earlier runs" in out
+    assert "new 0, changed 0, retried 0, unchanged 1, deleted 0, failed 0" in out
+
+
 def test_errors_are_clear(tmp_path: Path) -> None:
     code, out = invoke(str(tmp_path / "nope"), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
     assert (code, out.strip()) == (2, f"error: source path {tmp_path / 'nope'} does not exist")

@@ -208,10 +208,13 @@ class SQLSource(SourceBase):
                 except SQLAlchemyError as exc:
                     conn.rollback()
                     lookup.rollback()
-                    after = f"after row {last}" if last is not None else "from its first row"
+                    # rows come STREAM_BATCH at a time: the failing one is in the batch after the last read
+                    where = f"after row {last}, among the next" if last is not None else "among its first"
                     detail = str(self._error(exc)).split(": ", 1)[-1]
                     self._skipped.append(
-                        SkippedItem(path=table.name, reason=f"cannot read the table {after}: {detail}")
+                        SkippedItem(
+                            path=table.name, reason=f"cannot read a row {where} {STREAM_BATCH:,}: {detail}"
+                        )
                     )
         for key in unmatched_keys(self.mappings, list(by_name)):
             self._skipped.append(
