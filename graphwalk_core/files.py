@@ -53,3 +53,13 @@ def write_text_atomic(text: str, path: Path) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
     return path
+
+
+def first_undecodable(data: bytes) -> tuple[int, str]:
+    """The line number and hex byte of the first bytes in ``data`` that are not UTF-8, for an error
+    message (``(0, "")`` when all of it decodes)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return data[: exc.start].count(b"\n") + 1, data[exc.start : exc.start + 1].hex()
+    return 0, ""

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import atomic_path
+from graphwalk_core.files import atomic_path, first_undecodable
 
 
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
@@ -30,22 +30,11 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
                         f"got {line.rstrip()!r}"
                     )
     except UnicodeDecodeError as exc:
-        number, byte = _first_undecodable(path)
+        number, byte = first_undecodable(path.read_bytes())  # read again only on that error
         raise InputError(
             f"{path}:{number}: not UTF-8 text (byte 0x{byte}): a triples file holds "
             "'subject|relation|object' lines (a graph database or Parquet graph is not one)"
         ) from exc
-
-
-def _first_undecodable(path: Path) -> tuple[int, str]:
-    """The line number and hex byte of the first invalid UTF-8 in ``path`` (read only on that error)."""
-    with path.open("rb") as raw:
-        for number, line in enumerate(raw, 1):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return number, line[exc.start : exc.start + 1].hex()
-    return 1, "??"  # unreachable: the caller saw a decode error
 
 
 def write_triples(path: str | Path, triples: Iterable[tuple[str, str, str]]) -> int:

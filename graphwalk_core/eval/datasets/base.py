@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.metrics import MatchMode
+from graphwalk_core.files import first_undecodable
 from graphwalk_core.model import content_hash
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -141,8 +142,7 @@ def read_text_file(path: Path) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        byte = data[exc.start : exc.start + 1].hex()
+        line, byte = first_undecodable(data)
         raise InputError(f"{path}:{line}: not UTF-8 text (byte 0x{byte}); save the file as UTF-8") from exc
 
 
