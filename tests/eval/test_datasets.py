@@ -69,6 +69,26 @@ def test_hotpotqa_both_formats(data_dir: Path) -> None:
     assert len(small.questions) == 2 and len(small.knowledge.passages) == 20  # pooled over the subset only
 
 
+def test_a_dev_only_dataset_refuses_another_split_unless_its_file_is_given(data_dir: Path) -> None:
+    """The shared HotpotQA and 2Wiki files are dev questions: a test run of them would be dev data
+    labelled test."""
+    for name, files in (
+        ("hotpotqa", "hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl"),
+        ("2wiki", "2wiki/format_sample_2.json"),
+        ("2wiki-retrieval", "2wiki/corpus.json, 2wiki/retrieval_questions_51.json"),
+    ):
+        with pytest.raises(InputError) as error:
+            load_dataset(name, split="test", data_dir=data_dir)
+        assert str(error.value) == (
+            f"{name} has dev questions only in the data folder ({files}): --split test needs a question "
+            "file of that split (--file)"
+        )
+    own = load_dataset(
+        "hotpotqa", split="test", n=2, path=data_dir / "hotpotqa" / "hipporag_hotpotqa_train100.json"
+    )
+    assert (own.split, len(own.questions)) == ("test", 2)
+
+
 def test_twowiki_official_format_and_pooled_graph(data_dir: Path) -> None:
     ds = load_dataset("2wiki", data_dir=data_dir)
     assert [q.qtype for q in ds.questions] == ["compositional", "comparison"]

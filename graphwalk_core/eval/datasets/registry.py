@@ -20,6 +20,10 @@ DATASET_NAMES = (
     "custom",
 )
 
+#: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split): another
+#: split needs its own question file (``path`` / ``--file``), which the run then labels as asked.
+DEV_ONLY = ("hotpotqa", "2wiki", "2wiki-retrieval")
+
 
 def data_files(name: str, *, split: str = "dev") -> list[str]:
     """The files ``load_dataset(name, split=split)`` reads by default, relative to the data folder."""
@@ -55,6 +59,12 @@ def load_dataset(
     triples file (metaqa, custom); ``corpus`` the passage corpus (2wiki-retrieval, custom).
     """
     root = data_dir or default_data_dir()
+    if name in DEV_ONLY and split != "dev" and path is None:
+        files = ", ".join(data_files(name))
+        raise InputError(
+            f"{name} has dev questions only in the data folder ({files}): --split {split} needs a question "
+            f"file of that split (--file)"
+        )
     if name.startswith("metaqa-") and name in DATASET_NAMES:
         return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
     if name == "hotpotqa":
