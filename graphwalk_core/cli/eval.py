@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.errors import GraphwalkError
+from graphwalk_core.errors import GraphwalkError, InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
@@ -144,6 +144,7 @@ class Shared:
     def backends(self, systems: list[str]) -> Any:
         """Decider, embedder and LLM from the settings and these options (see graphwalk_core.backends)."""
         from graphwalk_core.backends import Backends, settings_with
+        from graphwalk_core.decisions.factory import DECIDER_NAMES
 
         settings = settings_with(
             embed_model_path=self.embed_model_path,
@@ -151,6 +152,18 @@ class Shared:
             llm_api_base=self.llm_api_base,
             decider_model=self.decider_model,
         )
+        # a typo is an error; a decider named right but not configured (no Jev key) records skipped rows
+        if self.decider is not None and self.decider not in DECIDER_NAMES:
+            raise InputError(f"--decider must be one of {', '.join(DECIDER_NAMES)} (got {self.decider!r})")
+        if self.decider_model is not None:
+            if not self.decider_model.is_dir():
+                raise InputError(f"--decider-model {self.decider_model}: no such folder")
+            chosen = self.decider or settings.resolved_decider()
+            if chosen != "trained":
+                raise InputError(
+                    f"--decider-model is read by the trained decider only: add --decider trained (the "
+                    f"decider would be {chosen})"
+                )
         return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(
             systems, self.decider
         )

@@ -159,3 +159,30 @@ def test_system_help_names_every_system_whole_in_80_columns() -> None:
     words = {word.strip(",│") for line in result.output.splitlines() for word in line.split()}
     assert set(SYSTEM_NAMES) <= words
     assert "relatio…" not in result.output
+
+
+def test_a_mistyped_or_unread_decider_option_is_an_error_before_anything_is_written(tmp_path: Path) -> None:
+    """A typo or a model folder no decider reads would otherwise give skipped rows (or local-decider
+    numbers) and exit 0."""
+    kb, questions = _files(tmp_path)
+    model, missing = tmp_path / "model", tmp_path / "nope"
+    model.mkdir()
+    base = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--system", "relation-greedy"]
+    base += ["--embed-model-path", "hashing", "--quiet"]
+    cases = {
+        "typo": (["--decider", "bogus"], "--decider must be one of jev, local, trained, fake (got 'bogus')"),
+        "missing": (
+            ["--decider", "trained", "--decider-model", str(missing)],
+            f"--decider-model {missing}: no such folder",
+        ),
+        "unread": (
+            ["--decider", "local", "--decider-model", str(model)],
+            "--decider-model is read by the trained decider only: add --decider trained (the decider "
+            "would be local)",
+        ),
+    }
+    for name, (extra, error) in cases.items():
+        out = tmp_path / name
+        result = runner.invoke(app, [*base, *extra, "--out", str(out)])
+        assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {error}")
+        assert not out.exists()
