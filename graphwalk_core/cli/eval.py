@@ -380,7 +380,7 @@ def twowiki_retrieval(
     corpus: Annotated[Path | None, typer.Option(help="passage corpus (default: 2wiki/corpus.json)")] = None,
     questions: Annotated[Path | None, typer.Option(help="questions with supporting_titles")] = None,
     corpus_subset: Annotated[
-        int | None, typer.Option(help="passages kept: every supporting one + seeded distractors")
+        int | None, typer.Option(min=1, help="passages kept: every supporting one + seeded distractors")
     ] = None,
     preset: Annotated[str, typer.Option(help="graphwalk preset for the walk")] = "entity-beam",
     n: N = None,

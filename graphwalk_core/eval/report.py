@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.eval import metrics
 from graphwalk_core.eval.records import QuestionResult
 from graphwalk_core.files import write_table_atomic, write_text_atomic
@@ -228,8 +229,11 @@ def report_from_runs(out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
     from graphwalk_core.eval.checkpoint import read_checkpoint
     from graphwalk_core.eval.runner import CHECKPOINT, METADATA
 
+    runs = Path(out_dir) / "runs"
+    if not any(runs.glob(f"*/{CHECKPOINT}")):
+        raise InputError(f"no eval run checkpointed under {runs}: give the --out folder of an eval command")
     tables, metas = [], []
-    for folder in sorted((Path(out_dir) / "runs").glob("*/")):
+    for folder in sorted(runs.glob("*/")):
         if (folder / CHECKPOINT).exists():
             tables.append(results_table(read_checkpoint(folder / CHECKPOINT)))
         if (folder / METADATA).exists():

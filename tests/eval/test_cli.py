@@ -186,3 +186,20 @@ def test_a_mistyped_or_unread_decider_option_is_an_error_before_anything_is_writ
         result = runner.invoke(app, [*base, *extra, "--out", str(out)])
         assert (result.exit_code, " ".join(result.output.split())) == (2, f"error: {error}")
         assert not out.exists()
+
+
+def test_report_of_a_folder_without_runs_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "typo"
+    result = runner.invoke(app, ["eval", "report", "--out", str(out)])
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        2,
+        f"error: no eval run checkpointed under {out / 'runs'}: give the --out folder of an eval command",
+    )
+    assert not out.exists()
+
+
+def test_corpus_subset_must_keep_at_least_one_passage(tmp_path: Path) -> None:
+    result = runner.invoke(
+        app, ["eval", "2wiki-retrieval", "--corpus-subset", "0", "--out", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2 and "Invalid value for '--corpus-subset'" in result.output
