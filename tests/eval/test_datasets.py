@@ -72,16 +72,16 @@ def test_hotpotqa_both_formats(data_dir: Path) -> None:
 def test_a_dev_only_dataset_refuses_another_split_unless_its_file_is_given(data_dir: Path) -> None:
     """The shared HotpotQA and 2Wiki files are dev questions: a test run of them would be dev data
     labelled test."""
-    for name, files in (
-        ("hotpotqa", "hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl"),
-        ("2wiki", "2wiki/format_sample_2.json"),
-        ("2wiki-retrieval", "2wiki/corpus.json, 2wiki/retrieval_questions_51.json"),
+    for name, files, option in (
+        ("hotpotqa", "hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl", "--file"),
+        ("2wiki", "2wiki/format_sample_2.json", "--file"),
+        ("2wiki-retrieval", "2wiki/corpus.json, 2wiki/retrieval_questions_51.json", "--questions"),
     ):
         with pytest.raises(InputError) as error:
             load_dataset(name, split="test", data_dir=data_dir)
         assert str(error.value) == (
             f"{name} has dev questions only in the data folder ({files}): --split test needs a question "
-            "file of that split (--file)"
+            f"file of that split ({option})"
         )
     own = load_dataset(
         "hotpotqa", split="test", n=2, path=data_dir / "hotpotqa" / "hipporag_hotpotqa_train100.json"

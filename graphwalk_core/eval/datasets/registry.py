@@ -20,9 +20,9 @@ DATASET_NAMES = (
     "custom",
 )
 
-#: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split): another
-#: split needs its own question file (``path`` / ``--file``), which the run then labels as asked.
-DEV_ONLY = ("hotpotqa", "2wiki", "2wiki-retrieval")
+#: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split), with the
+#: option that names a question file instead: another split needs its own, which the run labels as asked.
+DEV_ONLY = {"hotpotqa": "--file", "2wiki": "--file", "2wiki-retrieval": "--questions"}
 
 
 def data_files(name: str, *, split: str = "dev") -> list[str]:
@@ -63,7 +63,7 @@ def load_dataset(
         files = ", ".join(data_files(name))
         raise InputError(
             f"{name} has dev questions only in the data folder ({files}): --split {split} needs a question "
-            f"file of that split (--file)"
+            f"file of that split ({DEV_ONLY[name]})"
         )
     if name.startswith("metaqa-") and name in DATASET_NAMES:
         return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
