@@ -159,3 +159,52 @@ def test_system_help_names_every_system_whole_in_80_columns() -> None:
     words = {word.strip(",│") for line in result.output.splitlines() for word in line.split()}
     assert set(SYSTEM_NAMES) <= words
     assert "relatio…" not in result.output
+
+
+def test_every_system_checks_its_set_options_before_any_question(tmp_path: Path) -> None:
+    """An unknown --set key or a bad value is a one-line error naming it (rc 2), for rankers and RAG
+    too, also for a system skipped for want of an LLM, and nothing runs."""
+    kb, questions = _files(tmp_path)
+    out = tmp_path / "o"
+    base = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--out", str(out), "--quiet"]
+    base += ["--decider", "fake", "--embed-model-path", "hashing", "--system", "relation-greedy"]
+    ppr_keys = "k, routing, damping, dense_k, dense_weight, title_weight, relation_weight, walk_weight, "
+    ppr_keys += "walk_k, max_iterations, tolerance"
+    cases = {
+        ("graph-ppr", "nosuch=1"): "error: unknown --set key 'nosuch': no system of this run takes it "
+        f"(relation-greedy takes linking, routing, strategy, hop_mode, direction, beam_width, n_samples, "
+        "length_alpha, prob_floor, temperature, top_p, seed, beam_batching, prefilter_threshold, "
+        "prefilter_top_n, max_frontier, leads_to_names, max_witnesses, exclude_visited, "
+        "allow_stop_at_start, show_types, stop_style, relation_glosses, answer_type, budget; "
+        f"graph-ppr takes {ppr_keys})",
+        ("graph-ppr", "dampng=0.5"): "error: unknown --set key 'dampng' (did you mean damping?): no system "
+        "of this run takes it (relation-greedy takes linking, routing, strategy, hop_mode, direction, "
+        "beam_width, n_samples, length_alpha, prob_floor, temperature, top_p, seed, beam_batching, "
+        "prefilter_threshold, prefilter_top_n, max_frontier, leads_to_names, max_witnesses, "
+        "exclude_visited, allow_stop_at_start, show_types, stop_style, relation_glosses, answer_type, "
+        f"budget; graph-ppr takes {ppr_keys})",
+        ("graph-ppr", "damping=2"): "error: bad --set damping=2 for graph-ppr: Input should be less than 1",
+        ("graph-ppr", "k=abc"): "error: bad --set k=abc for graph-ppr: Input should be a valid integer, "
+        "unable to parse string as an integer",
+        ("vector-rag", "k=abc"): "error: bad --set k=abc for vector-rag: Input should be a valid integer, "
+        "unable to parse string as an integer",
+        ("iter-rag", "max_docs=0"): "error: bad --set max_docs=0 for iter-rag: Input should be greater "
+        "than or equal to 1",
+        ("typed-path", "profile=nope"): "error: bad --set profile=nope for typed-path: choose one of "
+        "typed-path/v1-lexical, typed-path/v1-vector, typed-path/v1-hybrid",
+        ("dense", "k=0"): "error: bad --set k=0 for dense: Input should be greater than or equal to 1",
+    }
+    for (system, option), expected in cases.items():
+        result = runner.invoke(app, [*base, "--system", system, "--set", option])
+        assert (result.exit_code, result.output.strip()) == (2, expected)
+        assert not out.exists()  # relation-greedy, listed first, did not run either
+
+
+def test_a_single_system_names_its_own_set_keys(tmp_path: Path) -> None:
+    kb, questions = _files(tmp_path)
+    base = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*base, "--system", "vector-rag", "--set", "max_calls=3"])
+    assert (result.exit_code, result.output.strip()) == (
+        2,
+        "error: unknown --set key 'max_calls': vector-rag takes k",
+    )
