@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -208,3 +209,51 @@ def test_a_single_system_names_its_own_set_keys(tmp_path: Path) -> None:
         2,
         "error: unknown --set key 'max_calls': vector-rag takes k",
     )
+
+
+def _metaqa(tmp_path: Path) -> tuple[Path, Path]:
+    """A MetaQA data folder of 8 one-hop dev questions (5 of template 'who directed ENTITY') and a
+    trained model that held that template out."""
+    films = ["Heat", "Ronin", "Thief", "Collateral", "Manhunter", "Alien", "Jaws", "Rocky"]
+    kb = "".join(f"{f}|directed_by|Director {i}\n{f}|release_year|{1980 + i}\n" for i, f in enumerate(films))
+    qa = [f"who directed [{f}]\tDirector {i}" for i, f in enumerate(films[:5])]
+    qa += [f"when was [{f}] released\t{1985 + i}" for i, f in enumerate(films[5:])]
+    hop = tmp_path / "data" / "metaqa" / "1-hop"
+    (hop / "vanilla").mkdir(parents=True)
+    (hop / "vanilla" / "qa_dev.txt").write_text("\n".join(qa) + "\n")
+    (hop / "qa_dev_qtype.txt").write_text("movie_to_director\n" * 5 + "movie_to_year\n" * 3)
+    (tmp_path / "data" / "metaqa" / "kb.txt").write_text(kb)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "manifest.json").write_text(json.dumps({"held_out_templates": ["who directed ENTITY"]}))
+    return tmp_path / "data", model
+
+
+def test_templates_from_filters_before_the_n_subset_and_is_recorded(tmp_path: Path) -> None:
+    """--n 3 --templates-from scores 3 questions of the held-out template (not those of a 3-question
+    subset that happen to have it), and run.json says which model's templates were kept."""
+    data, model = _metaqa(tmp_path)
+    out = tmp_path / "out"
+    args = ["eval", "metaqa", "--hops", "1", "--n", "3", "--templates-from", str(model), "--data-dir"]
+    args += [str(data), "--system", "relation-greedy", "--decider", "fake", "--out", str(out), "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ids = pq.read_table(out / "results.parquet").column("question_id").to_pylist()
+    assert ids == ["metaqa-1hop-dev-00005", "metaqa-1hop-dev-00002", "metaqa-1hop-dev-00003"]
+    (run_json,) = (out / "runs").glob("*/run.json")
+    info = json.loads(run_json.read_text())["dataset_info"]
+    assert (info["templates_from"], info["held_out_questions"], info["seed"]) == (str(model), 5, 0)
+
+
+def test_templates_from_leaving_no_question_is_an_error(tmp_path: Path) -> None:
+    data, model = _metaqa(tmp_path)
+    (model / "manifest.json").write_text(json.dumps({"held_out_templates": ["who wrote ENTITY"]}))
+    args = ["eval", "metaqa", "--hops", "1", "--templates-from", str(model), "--data-dir", str(data)]
+    args += ["--system", "relation-greedy", "--decider", "fake", "--out", str(tmp_path / "out"), "--quiet"]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.output.replace(str(tmp_path), "T").strip()) == (
+        2,
+        "error: --templates-from T/model: no question of metaqa-1hop-dev has a template held out by "
+        "that model (1 held out)",
+    )
+    assert not (tmp_path / "out").exists()
