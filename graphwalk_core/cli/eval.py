@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.errors import GraphwalkError
+from graphwalk_core.errors import GraphwalkError, InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
@@ -245,6 +245,8 @@ def metaqa(
     names = [f"metaqa-{h}hop" for h in hops or [1]]
 
     def run() -> None:
+        if any(h not in (1, 2, 3) for h in hops or []):
+            raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
         root = shared.data_root(names)
         whole = templates_from is not None  # the --n subset is taken among the held-out templates' questions
         datasets = [

@@ -257,3 +257,20 @@ def test_templates_from_leaving_no_question_is_an_error(tmp_path: Path) -> None:
         "that model (1 held out)",
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> None:
+    base = ["--system", "relation-greedy", "--out", str(tmp_path / "o"), "--quiet"]
+    outputs = []
+    for args in (
+        ["eval", "hotpotqa", "--file", str(tmp_path / "nope.jsonl")],
+        ["eval", "2wiki-retrieval", "--corpus", str(tmp_path / "c.json")],
+        ["eval", "metaqa", "--hops", "1", "--hops", "4"],
+    ):
+        result = runner.invoke(app, [*args, *base])
+        outputs.append((result.exit_code, result.output.replace(str(tmp_path), "T").strip()))
+    assert outputs == [
+        (2, "error: hotpotqa question file not found: T/nope.jsonl (check --file)"),
+        (2, "error: 2wiki-retrieval corpus not found: T/c.json (check --corpus)"),
+        (2, "error: --hops must be 1, 2 or 3, got 1, 4"),
+    ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets import hotpotqa, twowiki
-from graphwalk_core.eval.datasets.base import Dataset, default_data_dir
+from graphwalk_core.eval.datasets.base import Dataset, default_data_dir, require_file
 from graphwalk_core.eval.datasets.custom import load_custom
 from graphwalk_core.eval.datasets.metaqa import load_metaqa, metaqa_files
 
@@ -38,6 +38,15 @@ def data_files(name: str, *, split: str = "dev") -> list[str]:
     return [f.as_posix() for f in files]
 
 
+#: The flag that gives each dataset's question file (``path``), named when it is missing.
+QUESTION_FLAGS = {
+    "hotpotqa": "--file",
+    "2wiki": "--file",
+    "2wiki-retrieval": "--questions",
+    "custom": "--questions",
+}
+
+
 def load_dataset(
     name: str,
     *,
@@ -55,6 +64,10 @@ def load_dataset(
     triples file (metaqa, custom); ``corpus`` the passage corpus (2wiki-retrieval, custom).
     """
     root = data_dir or default_data_dir()
+    given = ((path, "question file", QUESTION_FLAGS.get(name, "--file")), (kb, "KB", "--kb"))
+    for file, what, flag in (*given, (corpus, "corpus", "--corpus")):
+        if file is not None and not file.exists():  # one that exists but is no file: the loader says why
+            require_file(file, f"{name} {what}", flag=flag)
     if name.startswith("metaqa-") and name in DATASET_NAMES:
         return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
     if name == "hotpotqa":
