@@ -248,20 +248,28 @@ def metaqa(
     kb: Annotated[Path | None, typer.Option(help="the KB file (default: metaqa/kb.txt)")] = None,
     templates_from: Annotated[
         Path | None,
-        typer.Option(help="keep only questions of the templates this trained decider was trained without"),
+        typer.Option(
+            help="keep only questions of the templates this trained decider was trained without "
+            "(--n counts those)"
+        ),
     ] = None,
 ) -> None:
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
     names = [f"metaqa-{h}hop" for h in hops or [1]]
 
     def run() -> None:
+        if any(h not in (1, 2, 3) for h in hops or []):
+            raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
         root = shared.data_root(names)
-        datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
+        whole = templates_from is not None  # the --n subset is taken among the held-out templates' questions
+        datasets = [
+            _load(name, split=shared.split, n=None if whole else n, seed=seed, data_dir=root, kb=kb)
+            for name in names
+        ]
         if templates_from is not None:
-            from graphwalk_core.training.templates import held_out_of, only_templates
+            from graphwalk_core.training.templates import held_out_subset
 
-            held = held_out_of(templates_from)
-            datasets = [only_templates(ds, held) for ds in datasets]
+            datasets = [held_out_subset(ds, templates_from, n=n, seed=seed) for ds in datasets]
         _evaluate(datasets, system, out, shared)
 
     _guard(run)

@@ -31,8 +31,9 @@ def evaluate(
 
     from graphwalk_core.eval.report import results_table, write_report
     from graphwalk_core.eval.runner import run_eval
-    from graphwalk_core.eval.systems.registry import build_system
+    from graphwalk_core.eval.systems.registry import build_system, options_by_system
 
+    options = options_by_system(systems, run.overrides)  # a bad --set fails before any question runs
     console = Console(stderr=True)
     tables, metas = [], []
     for ds in datasets:
@@ -43,7 +44,7 @@ def evaluate(
                 decider=backends.decider,
                 embedder=backends.embedder,
                 llm=backends.llm,
-                overrides=run.overrides,
+                overrides=options[name],
                 skip_reason=backends.reasons,
             )
             # a short-lived process: the graphs just built live until exit, so the cyclic GC need not

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from graphwalk_core.ranking.base import DenseScorer, RankedHit, RankResult
 from graphwalk_core.ranking.passage_graph import ABOUT, PassageGraph
@@ -31,16 +31,18 @@ class PPRProfile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "graph-ppr/v1"
-    damping: float = 0.5
-    dense_k: int = 5
-    dense_weight: float = 0.05
-    title_weight: float = 3.0
-    relation_weight: float = 0.0
+    #: the chance of following a link rather than restarting (0 ranks by seeds only, 1 forgets them)
+    damping: float = Field(default=0.5, gt=0.0, lt=1.0)
+    #: dense top passages seeded (0: none)
+    dense_k: int = Field(default=5, ge=0)
+    dense_weight: float = Field(default=0.05, ge=0.0)
+    title_weight: float = Field(default=3.0, ge=0.0)
+    relation_weight: float = Field(default=0.0, ge=0.0)
     #: share of the restart mass given to the passages a walk reached (0: walk results are ignored)
-    walk_weight: float = 0.0
-    walk_k: int = 10
-    max_iterations: int = 50
-    tolerance: float = 1e-8
+    walk_weight: float = Field(default=0.0, ge=0.0)
+    walk_k: int = Field(default=10, ge=0)
+    max_iterations: int = Field(default=50, ge=1)
+    tolerance: float = Field(default=1e-8, ge=0.0)
 
 
 class PPRRanker:

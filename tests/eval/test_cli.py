@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -203,3 +204,117 @@ def test_corpus_subset_must_keep_at_least_one_passage(tmp_path: Path) -> None:
         app, ["eval", "2wiki-retrieval", "--corpus-subset", "0", "--out", str(tmp_path / "o")]
     )
     assert result.exit_code == 2 and "Invalid value for '--corpus-subset'" in result.output
+
+
+def test_every_system_checks_its_set_options_before_any_question(tmp_path: Path) -> None:
+    """An unknown --set key or a bad value is a one-line error naming it (rc 2), for rankers and RAG
+    too, also for a system skipped for want of an LLM, and nothing runs."""
+    kb, questions = _files(tmp_path)
+    out = tmp_path / "o"
+    base = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--out", str(out), "--quiet"]
+    base += ["--decider", "fake", "--embed-model-path", "hashing", "--system", "relation-greedy"]
+    ppr_keys = "k, routing, damping, dense_k, dense_weight, title_weight, relation_weight, walk_weight, "
+    ppr_keys += "walk_k, max_iterations, tolerance"
+    cases = {
+        ("graph-ppr", "nosuch=1"): "error: unknown --set key 'nosuch': no system of this run takes it "
+        f"(relation-greedy takes linking, routing, strategy, hop_mode, direction, beam_width, n_samples, "
+        "length_alpha, prob_floor, temperature, top_p, seed, beam_batching, prefilter_threshold, "
+        "prefilter_top_n, max_frontier, leads_to_names, max_witnesses, exclude_visited, "
+        "allow_stop_at_start, show_types, stop_style, relation_glosses, answer_type, budget; "
+        f"graph-ppr takes {ppr_keys})",
+        ("graph-ppr", "dampng=0.5"): "error: unknown --set key 'dampng' (did you mean damping?): no system "
+        "of this run takes it (relation-greedy takes linking, routing, strategy, hop_mode, direction, "
+        "beam_width, n_samples, length_alpha, prob_floor, temperature, top_p, seed, beam_batching, "
+        "prefilter_threshold, prefilter_top_n, max_frontier, leads_to_names, max_witnesses, "
+        "exclude_visited, allow_stop_at_start, show_types, stop_style, relation_glosses, answer_type, "
+        f"budget; graph-ppr takes {ppr_keys})",
+        ("graph-ppr", "damping=2"): "error: bad --set damping=2 for graph-ppr: Input should be less than 1",
+        ("graph-ppr", "k=abc"): "error: bad --set k=abc for graph-ppr: Input should be a valid integer, "
+        "unable to parse string as an integer",
+        ("vector-rag", "k=abc"): "error: bad --set k=abc for vector-rag: Input should be a valid integer, "
+        "unable to parse string as an integer",
+        ("iter-rag", "max_docs=0"): "error: bad --set max_docs=0 for iter-rag: Input should be greater "
+        "than or equal to 1",
+        ("typed-path", "profile=nope"): "error: bad --set profile=nope for typed-path: choose one of "
+        "typed-path/v1-lexical, typed-path/v1-vector, typed-path/v1-hybrid",
+        ("dense", "k=0"): "error: bad --set k=0 for dense: Input should be greater than or equal to 1",
+    }
+    for (system, option), expected in cases.items():
+        result = runner.invoke(app, [*base, "--system", system, "--set", option])
+        assert (result.exit_code, result.output.strip()) == (2, expected)
+        assert not out.exists()  # relation-greedy, listed first, did not run either
+
+
+def test_a_single_system_names_its_own_set_keys(tmp_path: Path) -> None:
+    kb, questions = _files(tmp_path)
+    base = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*base, "--system", "vector-rag", "--set", "max_calls=3"])
+    assert (result.exit_code, result.output.strip()) == (
+        2,
+        "error: unknown --set key 'max_calls': vector-rag takes k",
+    )
+
+
+def _metaqa(tmp_path: Path) -> tuple[Path, Path]:
+    """A MetaQA data folder of 8 one-hop dev questions (5 of template 'who directed ENTITY') and a
+    trained model that held that template out."""
+    films = ["Heat", "Ronin", "Thief", "Collateral", "Manhunter", "Alien", "Jaws", "Rocky"]
+    kb = "".join(f"{f}|directed_by|Director {i}\n{f}|release_year|{1980 + i}\n" for i, f in enumerate(films))
+    qa = [f"who directed [{f}]\tDirector {i}" for i, f in enumerate(films[:5])]
+    qa += [f"when was [{f}] released\t{1985 + i}" for i, f in enumerate(films[5:])]
+    hop = tmp_path / "data" / "metaqa" / "1-hop"
+    (hop / "vanilla").mkdir(parents=True)
+    (hop / "vanilla" / "qa_dev.txt").write_text("\n".join(qa) + "\n")
+    (hop / "qa_dev_qtype.txt").write_text("movie_to_director\n" * 5 + "movie_to_year\n" * 3)
+    (tmp_path / "data" / "metaqa" / "kb.txt").write_text(kb)
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "manifest.json").write_text(json.dumps({"held_out_templates": ["who directed ENTITY"]}))
+    return tmp_path / "data", model
+
+
+def test_templates_from_filters_before_the_n_subset_and_is_recorded(tmp_path: Path) -> None:
+    """--n 3 --templates-from scores 3 questions of the held-out template (not those of a 3-question
+    subset that happen to have it), and run.json says which model's templates were kept."""
+    data, model = _metaqa(tmp_path)
+    out = tmp_path / "out"
+    args = ["eval", "metaqa", "--hops", "1", "--n", "3", "--templates-from", str(model), "--data-dir"]
+    args += [str(data), "--system", "relation-greedy", "--decider", "fake", "--out", str(out), "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    ids = pq.read_table(out / "results.parquet").column("question_id").to_pylist()
+    assert ids == ["metaqa-1hop-dev-00005", "metaqa-1hop-dev-00002", "metaqa-1hop-dev-00003"]
+    (run_json,) = (out / "runs").glob("*/run.json")
+    info = json.loads(run_json.read_text())["dataset_info"]
+    assert (info["templates_from"], info["held_out_questions"], info["seed"]) == (str(model), 5, 0)
+
+
+def test_templates_from_leaving_no_question_is_an_error(tmp_path: Path) -> None:
+    data, model = _metaqa(tmp_path)
+    (model / "manifest.json").write_text(json.dumps({"held_out_templates": ["who wrote ENTITY"]}))
+    args = ["eval", "metaqa", "--hops", "1", "--templates-from", str(model), "--data-dir", str(data)]
+    args += ["--system", "relation-greedy", "--decider", "fake", "--out", str(tmp_path / "out"), "--quiet"]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.output.replace(str(tmp_path), "T").strip()) == (
+        2,
+        "error: --templates-from T/model: no question of metaqa-1hop-dev has a template held out by "
+        "that model (1 held out)",
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> None:
+    base = ["--system", "relation-greedy", "--out", str(tmp_path / "o"), "--quiet"]
+    outputs = []
+    for args in (
+        ["eval", "hotpotqa", "--file", str(tmp_path / "nope.jsonl")],
+        ["eval", "2wiki-retrieval", "--corpus", str(tmp_path / "c.json")],
+        ["eval", "metaqa", "--hops", "1", "--hops", "4"],
+    ):
+        result = runner.invoke(app, [*args, *base])
+        outputs.append((result.exit_code, result.output.replace(str(tmp_path), "T").strip()))
+    assert outputs == [
+        (2, "error: hotpotqa question file not found: T/nope.jsonl (check --file)"),
+        (2, "error: 2wiki-retrieval corpus not found: T/c.json (check --corpus)"),
+        (2, "error: --hops must be 1, 2 or 3, got 1, 4"),
+    ]

@@ -128,10 +128,12 @@ def default_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
-def require_file(path: Path, what: str) -> Path:
-    """``path`` if it is a file, else an InputError naming it and what it should hold."""
+def require_file(path: Path, what: str, *, flag: str | None = None) -> Path:
+    """``path`` if it is a file, else an InputError naming it, what it should hold and the ``flag``
+    that gave it (by default it came from the data folder)."""
     if not path.is_file():
-        raise InputError(f"{what} not found: {path} (set --data-dir or GRAPHWALK_DATA_DIR)")
+        hint = f"check {flag}" if flag else "set --data-dir or GRAPHWALK_DATA_DIR"
+        raise InputError(f"{what} not found: {path} ({hint})")
     return path
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets import hotpotqa, twowiki
-from graphwalk_core.eval.datasets.base import Dataset, default_data_dir
+from graphwalk_core.eval.datasets.base import Dataset, default_data_dir, require_file
 from graphwalk_core.eval.datasets.custom import load_custom
 from graphwalk_core.eval.datasets.metaqa import load_metaqa, metaqa_files
 
@@ -20,9 +20,9 @@ DATASET_NAMES = (
     "custom",
 )
 
-#: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split), with the
-#: option that names a question file instead: another split needs its own, which the run labels as asked.
-DEV_ONLY = {"hotpotqa": "--file", "2wiki": "--file", "2wiki-retrieval": "--questions"}
+#: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split): another
+#: split needs its own question file (``QUESTION_FLAGS``), which the run labels as asked.
+DEV_ONLY = ("hotpotqa", "2wiki", "2wiki-retrieval")
 
 
 def data_files(name: str, *, split: str = "dev") -> list[str]:
@@ -40,6 +40,15 @@ def data_files(name: str, *, split: str = "dev") -> list[str]:
     else:
         raise _unknown(name)
     return [f.as_posix() for f in files]
+
+
+#: The flag that gives each dataset's question file (``path``), named when it is missing.
+QUESTION_FLAGS = {
+    "hotpotqa": "--file",
+    "2wiki": "--file",
+    "2wiki-retrieval": "--questions",
+    "custom": "--questions",
+}
 
 
 def load_dataset(
@@ -63,8 +72,12 @@ def load_dataset(
         files = ", ".join(data_files(name))
         raise InputError(
             f"{name} has dev questions only in the data folder ({files}): --split {split} needs a question "
-            f"file of that split ({DEV_ONLY[name]})"
+            f"file of that split ({QUESTION_FLAGS[name]})"
         )
+    given = ((path, "question file", QUESTION_FLAGS.get(name, "--file")), (kb, "KB", "--kb"))
+    for file, what, flag in (*given, (corpus, "corpus", "--corpus")):
+        if file is not None and not file.exists():  # one that exists but is no file: the loader says why
+            require_file(file, f"{name} {what}", flag=flag)
     if name.startswith("metaqa-") and name in DATASET_NAMES:
         return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
     if name == "hotpotqa":

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.eval.datasets.base import Knowledge, Question
@@ -34,10 +36,39 @@ WALK_PPR = "graph-ppr-walk"
 WALK_PPR_PROFILE = {"name": "graph-ppr-walk/v1", "walk_weight": 0.05, "walk_k": 10}
 #: The walk preset it runs (``--set walker=...`` picks another).
 WALK_PPR_WALKER = "entity-greedy"
-#: ``--set`` keys the rankers read (``graph-ppr``: PPRProfile fields; ``typed-path``: its profile name).
-RANKER_OPTIONS = ("profile", *(f for f in PPRProfile.model_fields if f != "name"))
+#: ``ingest.outputs.RoutingMode``, named here so that checking options does not import the ingest stack.
+Routing = Literal["exact", "jev"]
 #: Passages every ranker returns (the largest retrieval budget measured).
 DEFAULT_K = 10
+
+
+class RankerOptions(BaseModel):
+    """``--set`` options of every ranker (``graph-ppr`` also takes PPRProfile fields)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: passages returned
+    k: int = Field(default=DEFAULT_K, ge=1)
+
+
+class GraphRankerOptions(RankerOptions):
+    """Options of a ranker over ingested passages (``graph-ppr``)."""
+
+    routing: Routing = "exact"
+
+
+class TypedPathOptions(GraphRankerOptions):
+    """``typed-path``'s options: also its profile."""
+
+    profile: str = DEFAULT_PROFILE
+
+    @field_validator("profile")
+    @classmethod
+    def _known_profile(cls, value: str) -> str:
+        if value not in PROFILES:
+            raise ValueError(f"choose one of {', '.join(PROFILES)}")
+        return value
+
 
 _GRAPHS: dict[tuple[int, str], tuple[GraphStore, PassageGraph]] = {}
 _BM25: dict[str, BM25Index] = {}
@@ -121,7 +152,10 @@ async def build_ranker(
     options: dict[str, Any],
     ids: dict[str, Any],
 ) -> RankerSystem:
-    """``graph-ppr`` (``options``: PPRProfile fields), ``typed-path`` (``profile``) or ``dense``."""
+    """``graph-ppr`` (``options``: PPRProfile fields), ``typed-path`` (``profile``) or ``dense``.
+
+    ``options`` are the ranker's own, validated (see ``registry.system_options``).
+    """
     k = int(options.pop("k", DEFAULT_K))
     dense: DocumentIndex | None = (
         await document_index(knowledge, embedder, kind="passages") if embedder is not None else None
@@ -134,7 +168,7 @@ async def build_ranker(
     assert store is not None
     graph = await passage_graph(store, knowledge)
     if name in ("graph-ppr", WALK_PPR):
-        chosen = {key: v for key, v in options.items() if key in RANKER_OPTIONS[1:]}
+        chosen = {key: v for key, v in options.items() if key in PPRProfile.model_fields}
         profile = PPRProfile(**(WALK_PPR_PROFILE if name == WALK_PPR else {}) | chosen)
         ranker: PassageRanker = await asyncio.to_thread(PPRRanker, graph, dense, profile)
         return RankerSystem(name, ranker, k=k, ids={**ids, "ppr": profile.model_dump()})
