@@ -249,8 +249,8 @@ def metaqa(
     templates_from: Annotated[
         Path | None,
         typer.Option(
-            help="keep only questions of the templates this trained decider was trained without "
-            "(--n counts those)"
+            help="keep, of the --n subset, the questions of the templates this trained decider was "
+            "trained without"
         ),
     ] = None,
 ) -> None:
@@ -261,15 +261,11 @@ def metaqa(
         if any(h not in (1, 2, 3) for h in hops or []):
             raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
         root = shared.data_root(names)
-        whole = templates_from is not None  # the --n subset is taken among the held-out templates' questions
-        datasets = [
-            _load(name, split=shared.split, n=None if whole else n, seed=seed, data_dir=root, kb=kb)
-            for name in names
-        ]
+        datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
         if templates_from is not None:
-            from graphwalk_core.training.templates import held_out_subset
+            from graphwalk_core.training.templates import held_out_questions
 
-            datasets = [held_out_subset(ds, templates_from, n=n, seed=seed) for ds in datasets]
+            datasets = [held_out_questions(ds, templates_from) for ds in datasets]
         _evaluate(datasets, system, out, shared)
 
     _guard(run)

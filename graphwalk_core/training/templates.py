@@ -9,7 +9,7 @@ from typing import Any
 
 from graphwalk_core.decisions.views import mask_mentions
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, seeded_subset
+from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample
 from graphwalk_core.training.fit import is_validation
 
@@ -56,9 +56,11 @@ def only_templates(dataset: Any, templates: frozenset[str]) -> Any:
     return dataset.model_copy(update={"questions": kept})
 
 
-def held_out_subset(dataset: Dataset, model_dir: Path, *, n: int | None, seed: int) -> Dataset:
-    """``--templates-from``: the seeded subset of ``n`` among the questions whose template the model in
-    ``model_dir`` was trained without, recorded in the dataset's info; none at all is an InputError."""
+def held_out_questions(dataset: Dataset, model_dir: Path) -> Dataset:
+    """``--templates-from``: the questions of ``dataset`` (a seeded ``--n`` subset, as drawn) whose
+    template the model in ``model_dir`` was trained without, recorded in the dataset's info. The subset
+    is drawn first, so a command keeps the questions it kept when the results in docs/results.md were
+    measured; none at all is an InputError."""
     held = held_out_of(model_dir)
     kept = only_templates(dataset, held).questions
     if not kept:
@@ -67,4 +69,4 @@ def held_out_subset(dataset: Dataset, model_dir: Path, *, n: int | None, seed: i
             f"held out by that model ({len(held)} held out)"
         )
     info = {**dataset.info, "templates_from": str(model_dir), "held_out_questions": len(kept)}
-    return dataset.model_copy(update={"questions": seeded_subset(kept, n, seed), "info": info})
+    return dataset.model_copy(update={"questions": kept, "info": info})
