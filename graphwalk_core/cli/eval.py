@@ -386,7 +386,10 @@ def twowiki_retrieval(
     corpus_subset: Annotated[
         int | None, typer.Option(min=1, help="passages kept: every supporting one + seeded distractors")
     ] = None,
-    preset: Annotated[str, typer.Option(help="graphwalk preset for the walk")] = "entity-beam",
+    preset: Annotated[
+        str | None,
+        typer.Option(help="the walk run when no --system is given [default: entity-beam]"),
+    ] = None,
     n: N = None,
     seed: Seed = 0,
 ) -> None:
@@ -394,11 +397,18 @@ def twowiki_retrieval(
 
     def run() -> None:
         from graphwalk_core.eval.retrieval import corpus_subset as subset
+        from graphwalk_core.eval.systems.graphwalk import PRESETS
         from graphwalk_core.eval.systems.rankers import RANKERS
+
+        if preset is not None and preset not in PRESETS:
+            raise InputError(f"--preset must be one of {', '.join(PRESETS)} (got {preset!r})")
+        if system and preset is not None:
+            raise InputError("--preset picks the walk run without --system: name the walk with --system")
 
         root = shared.data_root(["2wiki-retrieval"])
         ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=questions, corpus=corpus)
-        _evaluate([subset(ds, corpus_subset, seed)], system or [preset, *RANKERS], out, shared)
+        systems = system or [preset or "entity-beam", *RANKERS]
+        _evaluate([subset(ds, corpus_subset, seed)], systems, out, shared)
 
     _guard(run)
 

@@ -318,3 +318,16 @@ def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> N
         (2, "error: 2wiki-retrieval corpus not found: T/c.json (check --corpus)"),
         (2, "error: --hops must be 1, 2 or 3, got 1, 4"),
     ]
+
+
+def test_retrieval_preset_is_checked_and_not_silently_ignored(tmp_path: Path) -> None:
+    base = ["eval", "2wiki-retrieval", "--out", str(tmp_path / "o")]
+    for extra, error in (
+        (["--preset", "bogus"], "error: --preset must be one of relation-greedy, relation-beam, "
+         "entity-greedy, entity-beam (got 'bogus')"),
+        (["--system", "graph-ppr", "--preset", "entity-beam"], "error: --preset picks the walk run "
+         "without --system: name the walk with --system"),
+    ):  # fmt: skip
+        result = runner.invoke(app, [*base, *extra])
+        assert (result.exit_code, " ".join(result.output.split())) == (2, error)
+    assert not (tmp_path / "o").exists()
