@@ -67,7 +67,8 @@ def score_answer(
     """Score ``answer`` against the question's gold; skipped and failed answers get no answer scores.
 
     A question with gold supporting passages (HotpotQA, 2Wiki, a custom corpus) also gets recall@2/5/10
-    and all-supporting@10 of ``answer.passages`` (a failed answer retrieved nothing); skipped: none.
+    and all-supporting@10 of ``answer.passages`` (a failed answer retrieved nothing); skipped, or a
+    system that cites no passages (a walk over a triples KB): none.
     """
     scored = (
         answer.status in ("ok", "aborted") and answer.answers_question and not question.extra.get("no_gold")
@@ -77,7 +78,7 @@ def score_answer(
     supporting = question.extra.get("supporting")
     retrieval = (
         metrics.retrieval_scores(answer.passages, supporting)
-        if supporting and answer.status in ("ok", "aborted", "error")
+        if supporting and answer.cites_passages and answer.status in ("ok", "aborted", "error")
         else {}
     )
     return QuestionResult(

@@ -170,3 +170,43 @@ def test_graph_ppr_walk_seeds_graph_ppr_with_the_walk_and_needs_a_decider() -> N
     )  # fmt: skip
     assert identity["ppr"]["walk_weight"] == 0.05 and identity["ppr"]["walk_k"] == 10
     assert skipped == {"system": "graph-ppr-walk", "skipped": "no decider configured"}
+
+
+def test_a_walk_over_triples_cites_no_passages_so_its_recall_is_not_scored() -> None:
+    """2Wiki's walks read its evidence triples (provenance: the KB), not its passages: their recall is
+    not measured (null), where it read 0. A ranker on the same dataset is scored, seeded by such a walk
+    too."""
+    from graphwalk_core.decisions.fake import FakeDecisionBackend
+
+    question = Question(
+        id="q",
+        text="Where was the performer of song B Boy (Song) detained?",
+        gold=["Philadelphia"],
+        extra={"start": "B Boy (song)", "supporting": ["B Boy (song)", "Meek Mill"]},
+    )
+    triples = (("B Boy (song)", "performer", "Meek Mill"), ("Meek Mill", "detained in", "Philadelphia"))
+    knowledge = Knowledge(graph="triples", triples=triples, passages=PASSAGES, source="2wiki")
+    ds = Dataset(name="2wiki", split="dev", questions=[question], knowledge=knowledge)
+
+    async def run(name: str) -> tuple[SystemAnswer, tuple[object, ...]]:
+        system = await build_system_async(
+            name, ds, decider=FakeDecisionBackend(seed=0), embedder=HashingEmbedder()
+        )
+        answer = await system.answer(question)
+        scored = score_answer(ds, question, answer, run_id="r", system=name, ids={})
+        return answer, (
+            scored.recall_at_2,
+            scored.recall_at_5,
+            scored.recall_at_10,
+            scored.all_supporting_at_10,
+        )
+
+    walk, walk_recall = asyncio.run(run("relation-greedy"))
+    assert (walk.status, walk.passages, walk.cites_passages, walk_recall) == (
+        "ok",
+        ["kb"],
+        False,
+        (None,) * 4,
+    )
+    ranked, ranked_recall = asyncio.run(run("graph-ppr-walk"))
+    assert (ranked.cites_passages, ranked_recall) == (True, (1.0, 1.0, 1.0, True))

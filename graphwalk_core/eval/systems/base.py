@@ -34,6 +34,9 @@ class SystemAnswer(BaseModel):
     llm_calls: int = 0
     linked_start: list[str] | None = None
     passages: list[str] = Field(default_factory=list)
+    #: False when ``passages`` are no passage ids (a walk over a triples KB reaches the KB file): no
+    #: retrieval scores, not zeros
+    cites_passages: bool = True
     #: False for a system that only retrieves (the passage rankers): no answer scores, not zeros
     answers_question: bool = True
     trace: dict[str, Any] | None = None

@@ -87,6 +87,7 @@ class GraphReaderSystem:
             latency_s=time.perf_counter() - start,
             linked_start=linked,
             passages=passages_of(result) if result is not None else [],
+            cites_passages=self.walker.cites_passages,
             trace={**walked, "blocks": blocks},
             **tally.fields(),
         )

@@ -95,7 +95,10 @@ class GraphwalkSystem:
         entry: EntryResolver | None = None,
         ingest: dict[str, Any] | None = None,
         names: NameVectors | None = None,
+        cites_passages: bool = True,
     ) -> None:
+        """``cites_passages``: the graph was ingested from passages, so the sources a walk reaches are
+        passages (not over a triples KB)."""
         if linking != "gold" and entry is None:
             raise InputError(f"linking={linking!r} needs an entry resolver")
         self.name = name
@@ -106,6 +109,7 @@ class GraphwalkSystem:
         self.linking = linking
         self.entry = entry
         self.ingest = ingest or {}
+        self.cites_passages = cites_passages
         self.traverser = Traverser(store, decider, embedder, config, names=names)
 
     def identity(self) -> dict[str, Any]:
@@ -133,15 +137,20 @@ class GraphwalkSystem:
 
     async def answer(self, question: Question) -> SystemAnswer:
         start = time.perf_counter()
+        cites = self.cites_passages
         try:
             result, linked = await self.walk(question)
         except InputError as exc:
-            return SystemAnswer(status="error", error=str(exc), latency_s=time.perf_counter() - start)
+            return SystemAnswer(
+                status="error", error=str(exc), latency_s=time.perf_counter() - start, cites_passages=cites
+            )
         if result is None:
-            return SystemAnswer(linked_start=linked, latency_s=time.perf_counter() - start)
+            latency = time.perf_counter() - start
+            return SystemAnswer(linked_start=linked, latency_s=latency, cites_passages=cites)
         answer = walk_answer(result, linked=linked, latency_s=time.perf_counter() - start)
         passages = await reached_passages(self.store, result)
-        return answer.model_copy(update={"passages": passages, "latency_s": time.perf_counter() - start})
+        update = {"passages": passages, "latency_s": time.perf_counter() - start, "cites_passages": cites}
+        return answer.model_copy(update=update)
 
 
 async def reached_passages(store: GraphStore, result: WalkResult) -> list[str]:

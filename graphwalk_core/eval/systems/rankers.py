@@ -117,6 +117,7 @@ class WalkSeededSystem:
                 "answers_question": False,
                 "latency_s": time.perf_counter() - start,
                 "passages": result.passage_ids,
+                "cites_passages": True,  # ranked passages, whatever graph the walk read
                 "trace": {**trace, "walk": walked.trace, "walk_status": walked.status},
                 "status": "ok",
                 "error": None,

@@ -297,6 +297,7 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
         linking=linking,
         entry=entry,
         ingest=extractor,
+        cites_passages=knowledge.graph != "triples",
     )
     if name == "graph-reader":
         assert llm is not None
