@@ -246,3 +246,15 @@ def test_metaqa_bad_line_names_file_and_line(tmp_path: Path) -> None:
     (root / "kb.txt").write_text("X|directed_by|Y\n")
     with pytest.raises(InputError, match=r"qa_dev\.txt:2: expected one \[bracketed\] topic entity, found 0"):
         load_dataset("metaqa-1hop", data_dir=tmp_path)
+
+
+def test_a_benchmark_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -> None:
+    hop = tmp_path / "metaqa" / "1-hop"
+    (hop / "vanilla").mkdir(parents=True)
+    qa = hop / "vanilla" / "qa_dev.txt"
+    qa.write_bytes(b"who directed [Heat]\tMichael Mann\nwho wrote [Caf\xe9]\tNobody\n")
+    (hop / "qa_dev_qtype.txt").write_text("movie_to_director\nmovie_to_writer\n")
+    (tmp_path / "metaqa" / "kb.txt").write_text("Heat|directed_by|Michael Mann\n")
+    with pytest.raises(InputError) as error:
+        load_dataset("metaqa-1hop", data_dir=tmp_path)
+    assert str(error.value) == f"{qa}:2: not UTF-8 text (byte 0xe9); save the file as UTF-8"

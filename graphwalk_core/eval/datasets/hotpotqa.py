@@ -13,6 +13,7 @@ from graphwalk_core.eval.datasets.base import (
     Question,
     jsonl_rows,
     parse_json,
+    read_text_file,
     require_file,
     seeded_subset,
 )
@@ -54,7 +55,7 @@ def _original_record(record: dict[str, Any], where: str) -> tuple[Question, list
 def read_hotpotqa(path: Path) -> list[tuple[Question, list[tuple[str, str, bool]]]]:
     """Records of either format: ``.jsonl`` is IRCoT's, a ``.json`` list is the original."""
     require_file(path, "HotpotQA file")
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path)
     if path.suffix == ".jsonl":
         return [_ircot_record(record, f"{path}:{i}") for i, record in jsonl_rows(text, path)]
     records = parse_json(text, path)

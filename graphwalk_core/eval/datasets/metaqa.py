@@ -6,7 +6,14 @@ import re
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, require_file, subset_ids
+from graphwalk_core.eval.datasets.base import (
+    Dataset,
+    Knowledge,
+    Question,
+    read_text_file,
+    require_file,
+    subset_ids,
+)
 
 _TOPIC = re.compile(r"\[([^\]]+)\]")
 SPLITS = ("dev", "test")
@@ -49,8 +56,8 @@ def load_metaqa(
     qa_path = require_file(data_dir / qa_file, "MetaQA QA file")
     qtype_path = require_file(data_dir / qtype_file, "MetaQA qtype file")
     kb = require_file(kb_path or data_dir / kb_file, "MetaQA KB")
-    qa_lines = qa_path.read_text(encoding="utf-8").splitlines()
-    qtypes = qtype_path.read_text(encoding="utf-8").splitlines()
+    qa_lines = read_text_file(qa_path).splitlines()
+    qtypes = read_text_file(qtype_path).splitlines()
     if len(qtypes) != len(qa_lines):
         raise InputError(
             f"{qtype_path}: {len(qtypes)} lines but {qa_path} has {len(qa_lines)}; they must pair up"

@@ -13,6 +13,7 @@ from graphwalk_core.eval.datasets.base import (
     Passage,
     Question,
     parse_json,
+    read_text_file,
     require_file,
     seeded_subset,
 )
@@ -24,7 +25,7 @@ RETRIEVAL_FILE = Path("2wiki") / "retrieval_questions_51.json"
 
 
 def _read_json(path: Path, what: str) -> Any:
-    return parse_json(require_file(path, what).read_text(encoding="utf-8"), path)
+    return parse_json(read_text_file(require_file(path, what)), path)
 
 
 def _listish(value: Any) -> Any:
