@@ -121,7 +121,8 @@ def eval_results(
     """Run the partition's system over its questions; write eval_results/dataset=…/system=… Parquet.
 
     The metadata says whether the partition was answered (``status``: ok, partial, skipped with
-    ``skip_reason``) and how many answers were ``reused`` from an earlier run over the same graph.
+    ``skip_reason``), how many questions were ``answered`` this run (a skipped one was not) and how many
+    answers were ``reused`` from an earlier run over the same graph.
     """
     dims = _dims(context)
     name = dims["system"].removesuffix(TRAINED)
@@ -144,7 +145,7 @@ def eval_results(
     return dg.MaterializeResult(
         metadata={
             **to_metadata(partition_stats(table)),
-            "answered": sum(not r.reused for r in run.results),
+            "answered": sum(not r.reused and r.status != "skipped" for r in run.results),
             "run_id": run.metadata.run_id,
             "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
             "path": dg.MetadataValue.path(str(path)),
