@@ -163,3 +163,13 @@ def test_automation_follows_what_exists(loaded: dg.Definitions) -> None:
             "eval_questions": ["custom|relation-greedy"],
             "eval_results": ["custom|relation-greedy"],
         }
+
+
+def test_eval_run_config_refuses_an_empty_subset() -> None:
+    import pydantic
+
+    from graphwalk_dagster.defs.eval.assets import EvalQuestionsConfig
+
+    with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1"):
+        EvalQuestionsConfig(n=0)
+    assert EvalQuestionsConfig(n=None).n is None

@@ -40,8 +40,10 @@ class HubSplitConfig(dg.Config):
 
 
 class EvalQuestionsConfig(dg.Config):
-    n: int | None = Field(default=20, description="questions per partition (seeded subset); none: all")
-    split: str = Field(default="dev", description="dev | test (MetaQA); datasets with one split ignore it")
+    n: int | None = Field(default=20, ge=1, description="questions per partition (seeded subset); none: all")
+    split: str = Field(
+        default="dev", description="dev | test (MetaQA); the shared HotpotQA and 2Wiki files are dev only"
+    )
     seed: int = 0
     data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
     hub: str | None = Field(
