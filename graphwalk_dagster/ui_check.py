@@ -129,10 +129,13 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout: float = 45.0) -
     raise TimeoutError(f"dagster-webserver at {url} not ready after {timeout:.0f}s")
 
 
-def asset_partitions(url: str) -> dict[str, list[str]]:
-    """Every asset the UI lists, with its partition keys (empty when unpartitioned)."""
+def asset_partitions(url: str) -> dict[str, list[str] | None]:
+    """Every asset the UI lists, with its partition keys (None when it is not partitioned)."""
     nodes = graphql(url, ASSETS_QUERY)["assetNodes"]
-    return {"/".join(n["assetKey"]["path"]): list(n["partitionKeys"]) for n in nodes}
+    return {
+        "/".join(n["assetKey"]["path"]): list(n["partitionKeys"]) if n["isPartitioned"] else None
+        for n in nodes
+    }
 
 
 def launch_backfill(url: str, assets: list[str], partitions: list[str]) -> str:
@@ -180,16 +183,22 @@ def run_backfill_daemon(workspace: Path, until_done: str, url: str, timeout: flo
 
 
 def main() -> None:
-    """Start the UI on a free port with a throwaway DAGSTER_HOME and print what it lists."""
+    """Start the UI on a free port over $DAGSTER_HOME (else a throwaway instance) and print what it
+    lists: the partitions a source sensor or the demo registered are in the instance."""
     with tempfile.TemporaryDirectory() as tmp:
-        home = prepare_home(Path(tmp) / "dagster_home")
+        given = os.environ.get("DAGSTER_HOME")
+        home = Path(given) if given else prepare_home(Path(tmp) / "dagster_home")
+        print(f"instance: {home}" + ("" if given else " (throwaway: set DAGSTER_HOME for yours)"))
         port = free_port()
         proc = start_webserver(port, {"DAGSTER_HOME": str(home)})
         url = f"http://127.0.0.1:{port}"
         try:
             wait_ready(url, proc)
             for asset, keys in sorted(asset_partitions(url).items()):
-                print(f"{asset}: {len(keys)} partition(s) {keys[:8]}{' ...' if len(keys) > 8 else ''}")
+                if keys is None:
+                    print(f"{asset}: not partitioned")
+                else:
+                    print(f"{asset}: {len(keys)} partition(s) {keys[:8]}{' ...' if len(keys) > 8 else ''}")
         finally:
             stop(proc)
 

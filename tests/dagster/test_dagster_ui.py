@@ -65,7 +65,7 @@ def test_ui_lists_every_asset_and_partition(server: Server) -> None:
     for asset in INGEST:
         assert listed[asset] == ["films", "sample_db"]
     for asset in UNPARTITIONED:
-        assert listed[asset] == []
+        assert listed[asset] is None
     for asset in ("eval_questions", "eval_results"):
         assert len(listed[asset]) == 120  # 8 datasets x (11 systems + 4 trained walk presets)
         assert {"custom|relation-greedy", "metaqa-3hop|iter-rag", "2wiki|graph-reader"} <= set(listed[asset])
@@ -90,3 +90,14 @@ def test_backfill_of_two_eval_partitions(server: Server) -> None:
         ("metaqa-1hop", "vector-rag", "skipped", 20),
         ("metaqa-2hop", "vector-rag", "skipped", 20),
     ]
+
+
+def test_ui_check_prints_the_instance_dagster_home_names(
+    server: Server, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``python -m graphwalk_dagster.ui_check`` over $DAGSTER_HOME lists the partitions registered there."""
+    ui_check.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"instance: {server.home}"
+    assert "source_profile: 2 partition(s) ['films', 'sample_db']" in lines
+    assert "knowledge_graph: not partitioned" in lines
