@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from graphwalk_core.cli.options import choice
 from graphwalk_core.errors import GraphwalkError, InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -153,8 +154,8 @@ class Shared:
             decider_model=self.decider_model,
         )
         # a typo is an error; a decider named right but not configured (no Jev key) records skipped rows
-        if self.decider is not None and self.decider not in DECIDER_NAMES:
-            raise InputError(f"--decider must be one of {', '.join(DECIDER_NAMES)} (got {self.decider!r})")
+        if self.decider is not None:
+            choice(self.decider, DECIDER_NAMES, "--decider")
         if self.decider_model is not None:
             if not self.decider_model.is_dir():
                 raise InputError(f"--decider-model {self.decider_model}: no such folder")
@@ -400,8 +401,8 @@ def twowiki_retrieval(
         from graphwalk_core.eval.systems.graphwalk import PRESETS
         from graphwalk_core.eval.systems.rankers import RANKERS
 
-        if preset is not None and preset not in PRESETS:
-            raise InputError(f"--preset must be one of {', '.join(PRESETS)} (got {preset!r})")
+        if preset is not None:
+            choice(preset, tuple(PRESETS), "--preset")
         if system and preset is not None:
             raise InputError("--preset picks the walk run without --system: name the walk with --system")
 

@@ -9,18 +9,13 @@ from typing import Annotated, get_args
 import typer
 from rich.console import Console
 
+from graphwalk_core.cli.options import choice
 from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_core.model import NodeId
 from graphwalk_core.settings import DeciderName
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import HopMode, Strategy, TraversalConfig
 from graphwalk_core.traversal.trace import render_trace
-
-
-def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
-    if value not in allowed:
-        raise InputError(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
-    return value
 
 
 async def _run(
@@ -78,18 +73,18 @@ def _config(
     defaults with ``strategy`` and ``hop_mode``."""
     from graphwalk_core.eval.systems.graphwalk import PRESETS, metaqa_glosses, preset_config
 
-    relation_glosses = metaqa_glosses(_choice(glosses, ("metaqa",), "--glosses")) if glosses else {}
+    relation_glosses = metaqa_glosses(choice(glosses, ("metaqa",), "--glosses")) if glosses else {}
     if preset is None:
         return TraversalConfig(
-            strategy=_choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
-            hop_mode=_choice(hop_mode or "entity", get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
+            strategy=choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
+            hop_mode=choice(hop_mode or "entity", get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
             beam_width=beam_width,
             relation_glosses=relation_glosses,
         )
     if strategy is not None or hop_mode is not None:
         raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
     return preset_config(
-        _choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
+        choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
     )
 
 
@@ -133,7 +128,7 @@ def query(
     try:
         config = _config(preset, strategy, hop_mode, beam_width, glosses)
         if decider is not None:
-            _choice(decider, get_args(DeciderName), "--decider")
+            choice(decider, get_args(DeciderName), "--decider")
         result = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {err}")
