@@ -71,9 +71,10 @@ async def ingest(
     """
     extractor = extractor or NLPExtractor()
     origin = source.origin if isinstance(source, OriginAware) else None
-    new_origin = origin is not None and await check_origin(
+    if origin is not None and not await check_origin(
         store, source.source_id, origin, exclusive=exclusive_origin
-    )
+    ):
+        origin = None  # recorded already
     seconds: dict[str, float] = dict.fromkeys(("diff", "extract", "route", "apply"), 0.0)
     cpu_seconds = dict(seconds)
     clock, cpu_clock = time.perf_counter(), time.process_time()
@@ -90,8 +91,7 @@ async def ingest(
             source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing], spool=spool
         )
         lap("diff")
-        if new_origin:  # the run's first write
-            assert origin is not None
+        if origin is not None:  # the run's first write
             await record_origin(store, source.source_id, origin)
         update = UpdateReport(source_id=source.source_id)
         await retract_deleted(store, diff, update)
