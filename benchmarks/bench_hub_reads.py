@@ -27,7 +27,8 @@ from bench_bulk_apply import CORPUS, apply_windows, plan_for, write_passages
 from sqlalchemy import create_engine, select
 
 from graphwalk_core.model import Node
-from graphwalk_core.stores.sql import SQLGraphStore, node_parts_table
+from graphwalk_core.stores.sql import SQLGraphStore
+from graphwalk_core.stores.sql_tables import node_parts_table
 
 
 def record_refs(nodes: list[Node]) -> tuple[int, int]:

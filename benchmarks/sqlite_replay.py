@@ -21,7 +21,8 @@ from typing import Any
 
 from sqlalchemy import Engine, event
 
-from graphwalk_core.stores.sql import SQLGraphStore, schema
+from graphwalk_core.stores.sql import SQLGraphStore
+from graphwalk_core.stores.sql_tables import schema
 
 #: A recorded statement: (connection number, statement or "commit"/"rollback", parameters, executemany).
 Entry = tuple[int, str, Any, bool]

@@ -17,7 +17,7 @@ transaction commits, a savepoint starts or ends, or any other read or a delete n
 window of documents that merges into one hub node writes that node once, not once per document.
 
 Writers serialize per graph, readers never wait: on SQLite a write transaction starts with
-``BEGIN IMMEDIATE`` and waits up to ``SQLITE_BUSY_TIMEOUT_S`` for another process's writer; on
+``BEGIN IMMEDIATE`` and waits up to ``sql_engine.SQLITE_BUSY_TIMEOUT_S`` for another process's writer; on
 PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two
 processes never merge into the same element from stale reads (no lost update) and never deadlock.
 
@@ -30,37 +30,23 @@ rerun redoes exactly those documents).
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from itertools import islice
 from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import (
-    Column,
     Connection,
-    Engine,
-    Index,
-    Integer,
-    MetaData,
-    String,
     Table,
-    Text,
     bindparam,
-    create_engine,
     delete,
-    event,
     func,
     insert,
-    inspect,
     select,
     tuple_,
 )
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
-from sqlalchemy.schema import CreateTable
 
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId
@@ -68,90 +54,29 @@ from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired
 from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.memory import check_direction, name_key
+from graphwalk_core.stores.sql_engine import (
+    WRITER_OPTION,
+    array_statement,
+    open_engine,
+    redact_url,
+    upsert_statement,
+)
+from graphwalk_core.stores.sql_tables import (
+    create_schema,
+    edges_table,
+    generation_table,
+    metadata_table,
+    node_names_table,
+    node_parts_table,
+    nodes_table,
+    provenance_table,
+    schema,
+)
 
 _CHUNK = 500
-#: Seconds a SQLite writer waits for another process's write transaction before failing.
-SQLITE_BUSY_TIMEOUT_S = 600
-#: SQLite's page cache per connection, KiB (its default is 2,000): a graph's indexes outgrow the default at
-#: a few thousand documents, and every insert then re-reads B-tree pages from the operating system. 16 MiB
-#: keeps their inner pages; 64 MiB applied 6,119 passages 3% faster for 55 MB more resident memory.
-SQLITE_CACHE_KIB = 16_384
-#: WAL pages after which a SQLite commit copies the log into the database file (its default is 1,000): a
-#: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
-#: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
-SQLITE_CHECKPOINT_PAGES = 16_384
 #: Provenance records of the large nodes a store object keeps in memory across transactions (see
 #: ``node_parts``): beyond them, a large node is read back from its head and parts.
 LARGE_RECORDS_KEPT = 500_000
-#: The PostgreSQL advisory lock key of graph writers (one graph per database).
-WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
-#: Execution option marking write transactions (see the module docstring).
-_WRITER = "graphwalk_writer"
-#: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
-#: edges come back in the same order whatever the database's locale.
-Key = String().with_variant(String(collation="C"), "postgresql")
-#: Every index costs a random B-tree write per row (ids are hashes), and a window's writes reach most
-#: pages of every such index, so there are only the ones reads use: edges by (source, type, target)
-#: (which also serves lookups by source) and by target, nodes by type. An element's index rows are
-#: deleted by their exact keys, computed from the element the tables hold, never looked up by element
-#: id. The key-only tables are stored as their primary key's B-tree on SQLite (``WITHOUT ROWID``).
-#: Graphs created before keep their extra indexes and row ids; both layouts take the same statements.
-schema = MetaData()
-nodes_table = Table(
-    "nodes",
-    schema,
-    Column("id", Key, primary_key=True),
-    Column("type", Key, nullable=False, index=True),
-    Column("name", String, nullable=False),
-    Column("data", Text, nullable=False),
-)
-node_names_table = Table(
-    "node_names",
-    schema,
-    Column("name_key", Key, primary_key=True),
-    Column("node_id", Key, primary_key=True),
-    sqlite_with_rowid=False,
-)
-edges_table = Table(
-    "edges",
-    schema,
-    Column("id", Key, primary_key=True),
-    Column("source", Key, nullable=False),
-    Column("target", Key, nullable=False, index=True),
-    Column("type", Key, nullable=False),
-    Column("data", Text, nullable=False),
-    Index("ix_edges_order", "source", "type", "target"),
-)
-provenance_table = Table(
-    "provenance",
-    schema,
-    Column("source_id", Key, primary_key=True),
-    Column("element_kind", Key, primary_key=True),
-    Column("element_id", Key, primary_key=True),
-    sqlite_with_rowid=False,
-)
-metadata_table = Table(
-    "metadata",
-    schema,
-    Column("key", Key, primary_key=True),
-    Column("value", Text, nullable=False),
-)
-#: A large node's records (see :mod:`~graphwalk_core.stores.node_parts`), in part order.
-node_parts_table = Table(
-    "node_parts",
-    schema,
-    Column("node_id", Key, primary_key=True),
-    Column("part", Integer, primary_key=True, autoincrement=False),
-    Column("data", Text, nullable=False),
-)
-#: One row: a number every write transaction increments, so a store object knows whether the large nodes
-#: it keeps in memory across transactions are still what the tables hold.
-generation_table = Table(
-    "generation",
-    schema,
-    Column("id", Integer, primary_key=True, autoincrement=False),
-    Column("value", Integer, nullable=False),
-)
 
 
 def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -186,105 +111,6 @@ def _changes(old: set[str], new: set[str]) -> tuple[list[str], list[str]]:
     return sorted(new - old), sorted(old - new)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
-
-
-def has_password(url: str) -> bool:
-    """Whether ``url`` carries a password (an unparsable URL: whether it looks like ``user:pw@``)."""
-    try:
-        return make_url(url).password is not None
-    except ArgumentError:
-        return re.search(r"://[^:/@]*:[^@]*@", url) is not None
-
-
-def create_schema(engine: Engine) -> None:
-    """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
-    order (and with it the database file's bytes) would vary from process to process."""
-    with engine.begin() as conn:
-        existing = set(inspect(conn).get_table_names())
-        for table in schema.sorted_tables:
-            if table.name not in existing:
-                conn.execute(CreateTable(table))
-            for index in sorted(table.indexes, key=lambda i: str(i.name)):
-                index.create(conn, checkfirst=True)
-        if conn.scalar(select(generation_table.c.value)) is None:
-            conn.execute(insert(generation_table).values(id=1, value=0))
-
-
-def _sqlite_transactions(engine: Engine) -> None:
-    """SQLAlchemy, not pysqlite, emits BEGIN (so SAVEPOINTs behave): IMMEDIATE for writers; WAL mode."""
-
-    @event.listens_for(engine, "connect")
-    def _connect(dbapi_connection: Any, _record: Any) -> None:
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
-        cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_CHECKPOINT_PAGES}")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
-
-
-def _postgresql_writer_lock(engine: Engine) -> None:
-    """Write transactions start by taking the graph's advisory lock (released at commit or rollback)."""
-
-    @event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        if conn.get_execution_options().get(_WRITER):
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
-
-
-def _connect_args(url: str) -> dict[str, Any]:
-    backend = make_url(url).get_backend_name()
-    if backend == "sqlite":
-        return {"timeout": SQLITE_BUSY_TIMEOUT_S}
-    if backend == "postgresql" and make_url(url).get_driver_name() == "psycopg":
-        return {"options": "-c synchronous_commit=off"}
-    return {}
-
-
-def _upsert(engine: Engine, table: Table) -> Any | None:
-    """``INSERT … ON CONFLICT (id) DO UPDATE`` for ``table`` on SQLite and PostgreSQL, else None."""
-    dialects = {"sqlite": sqlite.insert, "postgresql": postgresql.insert}
-    make = dialects.get(engine.dialect.name)
-    if make is None:
-        return None
-    statement = make(table)
-    primary = [c for c in table.c if c.primary_key]
-    updated = {c.name: statement.excluded[c.name] for c in table.c if not c.primary_key}
-    return statement.on_conflict_do_update(index_elements=primary, set_=updated)
-
-
-def _array_statement(action: str, table: Table, quote: Callable[[str], str]) -> tuple[str, tuple[str, ...]]:
-    """PostgreSQL with psycopg: ``action`` ("upsert", "insert" or "delete" by primary key) on many rows of
-    ``table`` as ONE statement over one text array per column (``unnest``, sent in binary: no escaping),
-    and the columns in parameter order: a batch costs one round trip and one plan, not one per row."""
-    columns = (
-        tuple(c.name for c in table.c) if action != "delete" else tuple(c.name for c in table.primary_key)
-    )
-    names = ", ".join(quote(c) for c in columns)
-    rows = f"SELECT * FROM unnest({', '.join(['%b::text[]'] * len(columns))})"
-    if action == "delete":
-        return f"DELETE FROM {quote(table.name)} WHERE ({names}) IN ({rows})", columns
-    sql = f"INSERT INTO {quote(table.name)} ({names}) {rows}"
-    if action == "upsert":
-        keys = ", ".join(quote(c.name) for c in table.primary_key)
-        updates = ", ".join(
-            f"{quote(c.name)} = EXCLUDED.{quote(c.name)}" for c in table.c if not c.primary_key
-        )
-        sql += f" ON CONFLICT ({keys}) DO UPDATE SET {updates}"
-    return sql, columns
-
-
 class SQLGraphStore:
     """A :class:`~graphwalk_core.stores.base.GraphStore` in a SQL database (see the module docstring)."""
 
@@ -292,12 +118,8 @@ class SQLGraphStore:
         self.url = url
         shown = redact_url(url)
         try:
-            self._engine = create_engine(url, connect_args=_connect_args(url))
-            if self._engine.dialect.name == "sqlite":
-                _sqlite_transactions(self._engine)
-            elif self._engine.dialect.name == "postgresql":
-                _postgresql_writer_lock(self._engine)
-            self._writer = self._engine.execution_options(**{_WRITER: True})
+            self._engine = open_engine(url)
+            self._writer = self._engine.execution_options(**{WRITER_OPTION: True})
             #: reads outside a transaction see one snapshot (SQLite's deferred transactions always do)
             self._reader = (
                 self._engine.execution_options(isolation_level="REPEATABLE READ")
@@ -323,7 +145,9 @@ class SQLGraphStore:
         #: transactions while the tables' generation is ``_seen`` (None: unknown, keep nothing)
         self._large: dict[NodeId, tuple[Node, int]] = {}
         self._seen: int | None = None
-        self._upserts = {t.name: _upsert(self._engine, t) for t in (nodes_table, edges_table, metadata_table)}
+        self._upserts = {
+            t.name: upsert_statement(self._engine, t) for t in (nodes_table, edges_table, metadata_table)
+        }
         self._inserts = {t.name: insert(t) for t in (provenance_table, node_names_table)}
         self._part_insert = insert(node_parts_table)
         #: a row of an index table, deleted by its whole primary key
@@ -346,7 +170,7 @@ class SQLGraphStore:
                 ("delete", self._deletes),
             ):
                 for name, statement in statements.items():
-                    self._arrays[id(statement)] = _array_statement(action, schema.tables[name], quote)
+                    self._arrays[id(statement)] = array_statement(action, schema.tables[name], quote)
 
     def __repr__(self) -> str:
         return f"SQLGraphStore({redact_url(self.url)!r})"
@@ -527,7 +351,7 @@ class SQLGraphStore:
     def _executemany(self, conn: Connection, statement: Any, rows: list[dict[str, str]]) -> None:
         """``statement`` once per row, compiled once and handed to the driver's ``executemany`` (the
         statement layer's per-row work costs more than the database's on bulk writes); with psycopg on
-        PostgreSQL, one statement over arrays (see ``_array_statement``)."""
+        PostgreSQL, one statement over arrays (see ``sql_engine.array_statement``)."""
         if not rows:
             return
         arrays = self._arrays.get(id(statement))

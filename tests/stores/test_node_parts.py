@@ -12,7 +12,7 @@ from sqlalchemy import create_engine, func, select
 from graphwalk_core.model import Node, Provenance
 from graphwalk_core.model.merge import merge_node_data, retract_source
 from graphwalk_core.stores import SQLGraphStore, node_parts
-from graphwalk_core.stores.sql import node_parts_table, nodes_table
+from graphwalk_core.stores.sql_tables import node_parts_table, nodes_table
 
 
 def mention(doc: int, summary: str | None = None) -> Node:

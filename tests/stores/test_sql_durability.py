@@ -23,7 +23,7 @@ KILLED_WRITER = textwrap.dedent(
     import asyncio, sys, time
     from graphwalk_core.model import Node
     from graphwalk_core.stores import SQLGraphStore
-    from graphwalk_core.stores.sql import SQLITE_CACHE_KIB
+    from graphwalk_core.stores.sql_engine import SQLITE_CACHE_KIB
 
     async def main() -> None:
         store = SQLGraphStore(sys.argv[1])

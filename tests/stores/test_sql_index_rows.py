@@ -16,7 +16,7 @@ from graphwalk_core.model import Edge, Node, Provenance
 from graphwalk_core.model.merge import merge_node_data, source_ids
 from graphwalk_core.stores import SQLGraphStore
 from graphwalk_core.stores.memory import name_key
-from graphwalk_core.stores.sql import node_names_table, provenance_table
+from graphwalk_core.stores.sql_tables import node_names_table, provenance_table
 
 SOURCES = [f"doc/{i}" for i in range(6)]
 NAMES = ["Ada", "ada", "Bea", "Cy", "Dee", "Eve", "Flo"]

@@ -20,7 +20,7 @@ from graphwalk_core.backends import Backends, settings_with
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
-from graphwalk_core.stores.sql import has_password, redact_url
+from graphwalk_core.stores.sql_engine import has_password, redact_url
 from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 

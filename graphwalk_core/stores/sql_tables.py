@@ -1,0 +1,87 @@
+"""The SQL graph store's tables, and creating them in a fixed order (the store:
+:mod:`~graphwalk_core.stores.sql`)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Engine, Index, Integer, MetaData, String, Table, Text, insert, inspect, select
+from sqlalchemy.schema import CreateTable
+
+#: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
+#: edges come back in the same order whatever the database's locale.
+Key = String().with_variant(String(collation="C"), "postgresql")
+#: Every index costs a random B-tree write per row (ids are hashes), and a window's writes reach most
+#: pages of every such index, so there are only the ones reads use: edges by (source, type, target)
+#: (which also serves lookups by source) and by target, nodes by type. An element's index rows are
+#: deleted by their exact keys, computed from the element the tables hold, never looked up by element
+#: id. The key-only tables are stored as their primary key's B-tree on SQLite (``WITHOUT ROWID``).
+#: Graphs created before keep their extra indexes and row ids; both layouts take the same statements.
+schema = MetaData()
+nodes_table = Table(
+    "nodes",
+    schema,
+    Column("id", Key, primary_key=True),
+    Column("type", Key, nullable=False, index=True),
+    Column("name", String, nullable=False),
+    Column("data", Text, nullable=False),
+)
+node_names_table = Table(
+    "node_names",
+    schema,
+    Column("name_key", Key, primary_key=True),
+    Column("node_id", Key, primary_key=True),
+    sqlite_with_rowid=False,
+)
+edges_table = Table(
+    "edges",
+    schema,
+    Column("id", Key, primary_key=True),
+    Column("source", Key, nullable=False),
+    Column("target", Key, nullable=False, index=True),
+    Column("type", Key, nullable=False),
+    Column("data", Text, nullable=False),
+    Index("ix_edges_order", "source", "type", "target"),
+)
+provenance_table = Table(
+    "provenance",
+    schema,
+    Column("source_id", Key, primary_key=True),
+    Column("element_kind", Key, primary_key=True),
+    Column("element_id", Key, primary_key=True),
+    sqlite_with_rowid=False,
+)
+metadata_table = Table(
+    "metadata",
+    schema,
+    Column("key", Key, primary_key=True),
+    Column("value", Text, nullable=False),
+)
+#: A large node's records (see :mod:`~graphwalk_core.stores.node_parts`), in part order.
+node_parts_table = Table(
+    "node_parts",
+    schema,
+    Column("node_id", Key, primary_key=True),
+    Column("part", Integer, primary_key=True, autoincrement=False),
+    Column("data", Text, nullable=False),
+)
+#: One row: a number every write transaction increments, so a store object knows whether the large nodes
+#: it keeps in memory across transactions are still what the tables hold.
+generation_table = Table(
+    "generation",
+    schema,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("value", Integer, nullable=False),
+)
+
+
+def create_schema(engine: Engine) -> None:
+    """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
+    order (and with it the database file's bytes) would vary from process to process."""
+    with engine.begin() as conn:
+        existing = set(inspect(conn).get_table_names())
+        for table in schema.sorted_tables:
+            if table.name not in existing:
+                conn.execute(CreateTable(table))
+            for index in sorted(table.indexes, key=lambda i: str(i.name)):
+                index.create(conn, checkfirst=True)
+        if conn.scalar(select(generation_table.c.value)) is None:
+            conn.execute(insert(generation_table).values(id=1, value=0))
