@@ -33,6 +33,7 @@ from math import comb
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRAPHWALK_EMBED_CACHE", "off")  # cold: no vectors kept from an earlier run
 
 from graphwalk_core.eval.datasets.base import Passage
 from graphwalk_core.eval.datasets.twowiki import load_corpus

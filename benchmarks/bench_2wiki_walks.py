@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRAPHWALK_EMBED_CACHE", "off")  # cold: no vectors kept from an earlier run
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRAPHWALK_EMBED_CACHE", "off")  # cold: no vectors kept from an earlier run
 
 import numpy as np
 from metaqa_sample import metaqa_datasets, walk_and_report

@@ -67,6 +67,12 @@ class GraphwalkSettings(BaseSettings):
         "(model_qint8_dynamic.onnx in the shared MiniLM folder: ~2x faster, batch-dependent vectors)",
     )
 
+    embed_cache: str = Field(
+        default="",
+        description="SQLite file keeping computed embeddings across runs (a re-ingest then embeds only new "
+        "names); empty: ~/.cache/graphwalk/vectors.sqlite ($XDG_CACHE_HOME); off: none",
+    )
+
     warehouse: Path = Field(default=Path("warehouse"), description="root folder of Parquet + DuckDB")
     graph_url: SecretStr | None = Field(
         default=None,
@@ -79,6 +85,15 @@ class GraphwalkSettings(BaseSettings):
         if self.decider is not None:
             return self.decider
         return "jev" if self.jev_api_key is not None else "local"
+
+    def resolved_embed_cache(self) -> Path | None:
+        """The embedding cache file, or None when ``embed_cache`` is ``off``."""
+        from graphwalk_core.embeddings.disk_cache import default_cache_path
+
+        value = self.embed_cache.strip()
+        if value.lower() == "off":
+            return None
+        return Path(value).expanduser() if value else default_cache_path()
 
     def resolved_jev_model(self) -> str:
         return self.jev_model or DEFAULT_JEV_MODELS[self.jev_provider]

@@ -12,6 +12,8 @@ from servers.postgres_server import PostgresServer
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+#: No test reads or writes the developer's embedding cache (~/.cache/graphwalk); tests of it set their own.
+os.environ["GRAPHWALK_EMBED_CACHE"] = "off"
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

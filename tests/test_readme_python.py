@@ -23,6 +23,7 @@ def test_readme_python_example_prints_what_the_readme_says(tmp_path: Path, minil
     (tmp_path / "data").symlink_to(REPO / "data")
     (tmp_path / "example.py").write_text(code, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHWALK_")}
+    env["GRAPHWALK_EMBED_CACHE"] = str(tmp_path / "vectors.sqlite")  # not the developer's cache
 
     def run() -> list[str]:
         done = subprocess.run(

@@ -7,6 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.disk_cache import DiskVectorCache
 from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import ConfigError
@@ -34,9 +35,12 @@ def infer_model_name(path: Path, fallback: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _fastembed(model_name: str, model_path: Path | None, model_file: str | None = None) -> FastEmbedEmbedder:
-    """One loaded model (and vector cache) per (name, folder, file) in the process."""
-    return FastEmbedEmbedder(model_name, model_path, model_file=model_file)
+def _fastembed(
+    model_name: str, model_path: Path | None, model_file: str | None = None, disk_cache: Path | None = None
+) -> FastEmbedEmbedder:
+    """One loaded model (and vector cache) per (name, folder, file, cache file) in the process."""
+    disk = DiskVectorCache(disk_cache) if disk_cache is not None else None
+    return FastEmbedEmbedder(model_name, model_path, model_file=model_file, disk_cache=disk)
 
 
 def make_embedder(settings: GraphwalkSettings) -> Embedder:
@@ -46,8 +50,11 @@ def make_embedder(settings: GraphwalkSettings) -> Embedder:
     explicitly, else inferred from the folder; ``embed_model_file`` picks another ONNX file in it); a bad
     folder is a ConfigError. Unset: ``embed_model``
     from fastembed's cache, offline; if it is not there, a HashingEmbedder (one warning per model).
+    A fastembed model keeps its vectors across runs in ``settings.resolved_embed_cache()`` (see
+    :mod:`~graphwalk_core.embeddings.disk_cache`).
     """
     explicit_name = "embed_model" in settings.model_fields_set
+    cache = settings.resolved_embed_cache()
     path = settings.embed_model_path
     if settings.embed_model_file is not None and path is None:
         raise ConfigError(
@@ -57,9 +64,9 @@ def make_embedder(settings: GraphwalkSettings) -> Embedder:
         if not path.is_dir():
             raise ConfigError(f"GRAPHWALK_EMBED_MODEL_PATH {path} is not a folder")
         name = settings.embed_model if explicit_name else infer_model_name(path, settings.embed_model)
-        return _fastembed(name, path.resolve(), settings.embed_model_file)
+        return _fastembed(name, path.resolve(), settings.embed_model_file, cache)
     try:
-        return _fastembed(settings.embed_model, None)
+        return _fastembed(settings.embed_model, None, None, cache)
     except ConfigError as err:
         shared = default_model_path()
         if shared is not None:
@@ -68,7 +75,7 @@ def make_embedder(settings: GraphwalkSettings) -> Embedder:
                 log.info(
                     "%s is not cached offline; using the shared model at %s", settings.embed_model, shared
                 )
-            return _fastembed(MINILM_MODEL, shared.resolve())
+            return _fastembed(MINILM_MODEL, shared.resolve(), None, cache)
         if settings.embed_model not in _warned:
             _warned.add(settings.embed_model)
             log.warning("embedding model unavailable offline, using HashingEmbedder: %s", err)

@@ -1,7 +1,11 @@
-"""FastEmbedEmbedder: ONNX sentence embeddings via fastembed, offline only, cached by text."""
+"""FastEmbedEmbedder: ONNX sentence embeddings via fastembed, offline only, cached by text (in memory, and
+across runs in an optional :class:`~graphwalk_core.embeddings.disk_cache.DiskVectorCache`)."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from graphwalk_core.embeddings.cache import VectorCache
+from graphwalk_core.embeddings.disk_cache import DiskVectorCache
 from graphwalk_core.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -17,6 +22,11 @@ if TYPE_CHECKING:
 
 DEFAULT_MODEL = "BAAI/bge-small-en-v1.5"
 MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Texts a model's disk-cache key is derived from: its row for the first, alone and beside the second.
+KEY_PROBE = "graphwalk vector cache probe"
+KEY_PROBE_MATE = "a longer batch-mate, so that the probe's batch is padded: " + "words " * 24
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -115,7 +125,8 @@ class FastEmbedEmbedder:
     ``model_file`` (with ``model_path``) loads another ONNX file of the folder, e.g. the shared folder's
     ``model_qint8_dynamic.onnx``: about twice as fast on short names, but its activations are quantized
     per batch, so a text's vector varies slightly (cosine ~0.99) with its batch-mates.
-    Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing.
+    Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing;
+    with ``disk_cache``, also across runs (:meth:`disk_key`).
     ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names).
     """
 
@@ -129,6 +140,7 @@ class FastEmbedEmbedder:
         batch_size: int = 32,
         cache_size: int = 100_000,
         threads: int | None = None,
+        disk_cache: DiskVectorCache | None = None,
     ) -> None:
         if batch_size < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
@@ -139,6 +151,9 @@ class FastEmbedEmbedder:
         self.cache = VectorCache(cache_size)
         self._model = self._load(cache_dir, threads)
         self._dim = int(self._model.embedding_size)
+        self.disk_cache = disk_cache
+        self._disk_key: str | None = None
+        self._disk_lock = threading.Lock()
 
     def _load(self, cache_dir: str | Path | None, threads: int | None) -> TextEmbedding:
         if self.model_path is not None and not (self.model_path / "tokenizer.json").is_file():
@@ -183,7 +198,44 @@ class FastEmbedEmbedder:
             return [len(t) for t in texts]
         return [sum(enc.attention_mask) for enc in tokenizer.encode_batch(texts)]
 
+    def disk_key(self) -> str | None:
+        """The key of this model's rows in :attr:`disk_cache`, or None when it may not use one.
+
+        The key is the model id and a digest of the model's row for a fixed text, so other weights, another
+        tokenizer or a runtime that computes other bytes never read these rows. A model whose row for a text
+        changes with its batch-mates (activations quantized per batch) uses no disk cache: a stored row
+        would then depend on the run that stored it. Decided at first use, once per process."""
+        if self.disk_cache is None:
+            return None
+        with self._disk_lock:
+            if self._disk_key is None:
+                alone = self._embed_rows([KEY_PROBE])[0]
+                batched = self._embed_rows([KEY_PROBE, KEY_PROBE_MATE])[0]
+                if np.array_equal(alone, batched):
+                    self._disk_key = f"{self.model_id}#{hashlib.sha256(alone.tobytes()).hexdigest()[:16]}"
+                else:
+                    log.info("%s: rows depend on their batch-mates; no disk cache", self.model_id)
+                    self._disk_key = ""
+        return self._disk_key or None
+
     def _compute(self, texts: list[str]) -> np.ndarray:
+        """Distinct texts' rows, in input order: those :attr:`disk_cache` holds read back, the others
+        embedded (and stored there)."""
+        key = self.disk_key()
+        if key is None or self.disk_cache is None:
+            return self._embed_rows(texts)
+        found = self.disk_cache.get(key, texts, self._dim)
+        missing = [t for t in texts if t not in found]
+        if missing:
+            rows = self._embed_rows(missing)
+            self.disk_cache.put(key, missing, rows)
+            found.update(zip(missing, rows, strict=True))
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = found[text]
+        return out
+
+    def _embed_rows(self, texts: list[str]) -> np.ndarray:
         """Embed distinct texts in token-count order, returned in input order.
 
         A batch pads to its longest text, so batching texts of equal token count wastes no compute: on

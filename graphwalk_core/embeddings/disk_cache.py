@@ -1,0 +1,129 @@
+"""Vectors kept across runs: a SQLite file of (model key, text) -> the model's float32 row, exactly.
+
+A re-ingest routes new mentions against every stored node's name, so without it each run embeds the whole
+graph's names again (7,000 names: ~12 s on 2 cores) to route a one-line edit. The file is a cache: any
+error opening, reading or writing it is logged once and the process goes on computing vectors, and the
+rows it returns are the bytes the model gave, so a warm cache changes no result (see
+:meth:`~graphwalk_core.embeddings.fastembed.FastEmbedEmbedder.disk_key` for when a model may use it).
+Processes share the file (WAL mode; a writer that finds it busy skips storing, it never waits long).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+#: Texts looked up per statement (SQLite's parameter limit is far above).
+LOOKUP_BATCH = 500
+#: Seconds a write waits for another process's write before the rows are not stored.
+BUSY_TIMEOUT_S = 2.0
+_SCHEMA = """CREATE TABLE IF NOT EXISTS vectors (
+    model TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text)
+) WITHOUT ROWID"""
+
+
+def default_cache_path() -> Path:
+    """``$XDG_CACHE_HOME/graphwalk/vectors.sqlite`` (``~/.cache`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "graphwalk" / "vectors.sqlite"
+
+
+class DiskVectorCache:
+    """The vectors of a SQLite file, by model key and text (thread-safe; opened at first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._broken = False
+        self.hits = 0
+        self.stored = 0
+
+    def __repr__(self) -> str:
+        return f"DiskVectorCache({str(self.path)!r})"
+
+    def _connection(self) -> sqlite3.Connection | None:
+        if self._conn is None and not self._broken:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute(_SCHEMA)
+                self._conn = conn
+            except (OSError, sqlite3.Error) as exc:
+                self._fail("open", exc)
+        return self._conn
+
+    def _fail(self, what: str, exc: Exception) -> None:
+        """Stop using the file for this process (a cache: the vectors are computed instead)."""
+        log.warning(
+            "embedding cache %s: cannot %s it (%s); computing vectors without it", self.path, what, exc
+        )
+        self._broken = True
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def get(self, model: str, texts: Sequence[str], dim: int) -> dict[str, np.ndarray]:
+        """The stored rows of ``texts`` under ``model`` (a row of another width is ignored)."""
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return found
+            try:
+                for start in range(0, len(texts), LOOKUP_BATCH):
+                    batch = list(texts[start : start + LOOKUP_BATCH])
+                    marks = ",".join("?" * len(batch))
+                    rows = conn.execute(
+                        f"SELECT text, vector FROM vectors WHERE model = ? AND text IN ({marks})",
+                        [model, *batch],
+                    )
+                    for text, blob in rows:
+                        if len(blob) == 4 * dim:
+                            found[text] = np.frombuffer(blob, dtype=np.float32)
+            except sqlite3.Error as exc:
+                self._fail("read", exc)
+                return {}
+        self.hits += len(found)
+        return found
+
+    def put(self, model: str, texts: Sequence[str], rows: np.ndarray) -> None:
+        """Store ``rows`` (float32, one per text) under ``model``; a text stored already keeps its row."""
+        with self._lock:
+            conn = self._connection()
+            if conn is None:
+                return
+            data = [
+                (model, text, row.astype(np.float32).tobytes()) for text, row in zip(texts, rows, strict=True)
+            ]
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                conn.executemany("INSERT OR IGNORE INTO vectors (model, text, vector) VALUES (?, ?, ?)", data)
+                conn.execute("COMMIT")
+                self.stored += len(data)
+            except sqlite3.OperationalError as exc:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if "locked" in str(exc) or "busy" in str(exc):
+                    log.debug("embedding cache %s busy: %d vectors not stored", self.path, len(data))
+                    return
+                self._fail("write", exc)
+            except sqlite3.Error as exc:
+                self._fail("write", exc)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,139 @@
+"""The embedding cache across runs: exact rows, per model, never in the way, and a re-ingest that embeds
+only names it has not seen."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphwalk_core.decisions.local import LocalDecisionBackend
+from graphwalk_core.embeddings.disk_cache import DiskVectorCache, default_cache_path
+from graphwalk_core.embeddings.fastembed import KEY_PROBE, KEY_PROBE_MATE, MINILM_MODEL, FastEmbedEmbedder
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.sources import FileSource
+from graphwalk_core.settings import GraphwalkSettings
+from graphwalk_core.stores.sql import SQLGraphStore
+
+#: What a model embeds once per process to derive its cache key (see FastEmbedEmbedder.disk_key).
+KEY_TEXTS = [KEY_PROBE, KEY_PROBE, KEY_PROBE_MATE]
+ROWS = np.array([[0.5, -0.25, 0.125], [1.0, 0.0, -1.0]], dtype=np.float32)
+
+
+def test_rows_come_back_byte_for_byte_per_model(tmp_path: Path) -> None:
+    cache = DiskVectorCache(tmp_path / "sub" / "v.sqlite")
+    cache.put("m1", ["a", "b"], ROWS)
+    cache.put("m1", ["a"], np.array([[9.0, 9.0, 9.0]], dtype=np.float32))  # stored already: kept
+    again = DiskVectorCache(tmp_path / "sub" / "v.sqlite")  # another process
+    found = again.get("m1", ["b", "a", "c"], 3)
+    assert sorted(found) == ["a", "b"]
+    assert found["a"].tobytes() == ROWS[0].tobytes() and found["b"].tobytes() == ROWS[1].tobytes()
+    assert again.get("m2", ["a", "b"], 3) == {}
+    assert again.get("m1", ["a"], 4) == {}  # another width: not this model's row
+    assert (again.hits, cache.stored) == (2, 3)
+
+
+@pytest.mark.parametrize("make", ["folder is a file", "not a database"])
+def test_an_unusable_file_is_logged_and_skipped(
+    tmp_path: Path, make: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    if make == "folder is a file":
+        (tmp_path / "taken").write_text("x")
+        path = tmp_path / "taken" / "v.sqlite"
+    else:
+        path = tmp_path / "v.sqlite"
+        path.write_bytes(b"this is not a SQLite database, " * 100)
+    cache = DiskVectorCache(path)
+    with caplog.at_level(logging.WARNING):
+        cache.put("m", ["a", "b"], ROWS)
+        assert cache.get("m", ["a"], 3) == {}
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [f"embedding cache {path}"]
+    if make == "not a database":
+        assert path.read_bytes() == b"this is not a SQLite database, " * 100  # left as it was
+
+
+def test_settings_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert default_cache_path() == tmp_path / "graphwalk" / "vectors.sqlite"
+    assert (
+        GraphwalkSettings(embed_cache="").resolved_embed_cache() == tmp_path / "graphwalk" / "vectors.sqlite"
+    )
+    assert GraphwalkSettings(embed_cache="OFF").resolved_embed_cache() is None
+    assert GraphwalkSettings(embed_cache=str(tmp_path / "v.db")).resolved_embed_cache() == tmp_path / "v.db"
+
+
+class CountingEmbedder(FastEmbedEmbedder):
+    """MiniLM, recording the texts the model itself embeds (past both caches)."""
+
+    def __init__(self, path: Path, cache: DiskVectorCache | None) -> None:
+        super().__init__(MINILM_MODEL, path, disk_cache=cache)
+        self.computed: list[str] = []
+
+    def _embed_rows(self, texts: list[str]) -> np.ndarray:
+        self.computed.extend(texts)
+        return super()._embed_rows(texts)
+
+
+def test_a_warm_cache_gives_the_models_bytes_without_the_model(tmp_path: Path, minilm_dir: Path) -> None:
+    texts = ["Inception", "Christopher Nolan", "a much longer text about the films Tom Hardy starred in"]
+    plain = CountingEmbedder(minilm_dir, None).embed_uncached(texts)
+    first = CountingEmbedder(minilm_dir, DiskVectorCache(tmp_path / "v.sqlite"))
+    assert first.embed_uncached(texts).tobytes() == plain.tobytes()
+    second = CountingEmbedder(minilm_dir, DiskVectorCache(tmp_path / "v.sqlite"))
+    assert second.embed(texts).tobytes() == plain.tobytes()
+    assert second.computed == KEY_TEXTS
+
+
+def test_a_batch_dependent_model_uses_no_disk_cache(tmp_path: Path, minilm_dir: Path) -> None:
+    cache = DiskVectorCache(tmp_path / "v.sqlite")
+    quantized = FastEmbedEmbedder(
+        MINILM_MODEL, minilm_dir, model_file="model_qint8_dynamic.onnx", disk_cache=cache
+    )
+    assert quantized.disk_key() is None
+    quantized.embed(["Inception"])
+    assert cache.stored == 0
+
+
+async def _ingest(corpus: Path, graph: Path, embedder: FastEmbedEmbedder) -> None:
+    store = SQLGraphStore(f"sqlite:///{graph}")
+    try:
+        await ingest(
+            FileSource(corpus, source_id="films"),
+            store,
+            decider=LocalDecisionBackend(embedder),
+            embedder=embedder,
+        )
+    finally:
+        await store.close()
+
+
+async def _dump(graph: Path) -> tuple[list[str], list[str]]:
+    store = SQLGraphStore(f"sqlite:///{graph}")
+    try:
+        nodes = sorted([n.model_dump_json() async for n in store.iter_nodes()])
+        edges = sorted([e.model_dump_json() async for e in store.iter_edges()])
+        return nodes, edges
+    finally:
+        await store.close()
+
+
+async def test_a_reingest_embeds_only_new_names_and_builds_the_same_graph(
+    tmp_path: Path, minilm_dir: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Inception is a film directed by Christopher Nolan.\n", encoding="utf-8")
+    (corpus / "b.txt").write_text("Tom Hardy starred in Inception and in Dunkirk.\n", encoding="utf-8")
+    cache = tmp_path / "v.sqlite"
+    await _ingest(corpus, tmp_path / "cold.sqlite", CountingEmbedder(minilm_dir, None))
+    await _ingest(corpus, tmp_path / "warm.sqlite", CountingEmbedder(minilm_dir, DiskVectorCache(cache)))
+    (corpus / "c.txt").write_text("Emma Thomas produced Dunkirk.\n", encoding="utf-8")
+    cold = CountingEmbedder(minilm_dir, None)
+    await _ingest(corpus, tmp_path / "cold.sqlite", cold)
+    warm = CountingEmbedder(minilm_dir, DiskVectorCache(cache))
+    await _ingest(corpus, tmp_path / "warm.sqlite", warm)
+    assert "Inception" in cold.computed  # without the cache: every stored name again
+    assert warm.computed == [*KEY_TEXTS, "Emma Thomas"]
+    assert await _dump(tmp_path / "warm.sqlite") == await _dump(tmp_path / "cold.sqlite")
