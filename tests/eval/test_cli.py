@@ -309,6 +309,8 @@ def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> N
     for args in (
         ["eval", "hotpotqa", "--file", str(tmp_path / "nope.jsonl")],
         ["eval", "2wiki-retrieval", "--corpus", str(tmp_path / "c.json")],
+        ["eval", "2wiki-retrieval", "--questions", str(tmp_path / "q.json")],
+        ["eval", "hotpotqa", "--split", "test", "--data-dir", str(tmp_path)],
         ["eval", "metaqa", "--hops", "1", "--hops", "4"],
     ):
         result = runner.invoke(app, [*args, *base])
@@ -316,6 +318,13 @@ def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> N
     assert outputs == [
         (2, "error: hotpotqa question file not found: T/nope.jsonl (check --file)"),
         (2, "error: 2wiki-retrieval corpus not found: T/c.json (check --corpus)"),
+        (2, "error: 2wiki-retrieval question file not found: T/q.json (check --questions)"),
+        (
+            2,
+            "error: hotpotqa has dev questions only in the data folder "
+            "(hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl): --split=test needs a question file of that split "
+            "(--file)",
+        ),
         (2, "error: --hops must be 1, 2 or 3, got 1, 4"),
     ]
 
