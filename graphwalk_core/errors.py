@@ -1,5 +1,12 @@
 """Error types: every user-facing failure names what was wrong."""
 
+from __future__ import annotations
+
+import functools
+import string
+from collections.abc import Mapping
+from typing import Any
+
 
 class GraphwalkError(Exception):
     """Base class for errors graphwalk raises on purpose."""
@@ -15,3 +22,54 @@ class ConfigError(GraphwalkError):
 
 class BackendError(GraphwalkError):
     """A remote backend (decisions, LLM) failed after its retries."""
+
+
+class _Fields(dict[str, object]):
+    """``str.format_map`` fields: the given values, else an option key's label (the key by default)."""
+
+    def __init__(self, values: Mapping[str, object], labels: Mapping[str, str]) -> None:
+        super().__init__(values)
+        self.labels = labels
+
+    def __missing__(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+
+class NamesOptions(Exception):
+    """An error that names its caller's options by neutral keys, the core functions' parameter names
+    (``n``, ``kb``, ``overrides``): each front end names them in its own terms with :meth:`render` (the
+    CLI by its flags, Dagster by its run-config fields); ``str()`` names them by their keys.
+
+    ``template`` is a ``str.format`` string: a field in ``values`` is filled with its value, any other
+    field is an option key (``OptionError("{n} must be at least 1, got {got}", got=0)``).
+    """
+
+    def __init__(self, template: str, **values: object) -> None:
+        self.template = template
+        self.values = values
+        super().__init__(self.render({}))
+
+    def render(self, labels: Mapping[str, str]) -> str:
+        """The message, naming each option by its label in ``labels`` (else by its key)."""
+        return self.template.format_map(_Fields(self.values, labels))
+
+    def options(self) -> list[str]:
+        """The option keys the message names, in order."""
+        fields = (field for _, field, _, _ in string.Formatter().parse(self.template) if field)
+        return list(dict.fromkeys(f for f in fields if f not in self.values))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return functools.partial(type(self), **self.values), (self.template,)
+
+
+class OptionError(NamesOptions, InputError):
+    """Bad input in an option, named in the caller's terms (see :class:`NamesOptions`)."""
+
+
+class OptionConfigError(NamesOptions, ConfigError):
+    """A setup problem whose remedy is an option, named in the caller's terms (see :class:`NamesOptions`)."""
+
+
+def message(exc: BaseException, labels: Mapping[str, str]) -> str:
+    """``exc``'s message, naming the options it names by their ``labels``."""
+    return exc.render(labels) if isinstance(exc, NamesOptions) else str(exc)

@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import choice
-from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.cli.options import choice, guarded
+from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
@@ -78,7 +78,7 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         None,
     ),
     "concurrency": (Annotated[int, typer.Option(help="questions in flight")], 4),
-    "set_": (
+    "overrides": (
         Annotated[
             list[str] | None,
             typer.Option(
@@ -112,7 +112,7 @@ RUN = (
     "decider",
     "decider_model",
     "concurrency",
-    "set_",
+    "overrides",
     "embed_model_path",
     "llm_model",
     "llm_api_base",
@@ -131,7 +131,7 @@ class Shared:
     hub: str | None = None
     hub_endpoint: str | None = None
     concurrency: int = 4
-    set_: list[str] | None = None
+    overrides: list[str] | None = None
     embed_model_path: Path | None = None
     llm_model: str | None = None
     llm_api_base: str | None = None
@@ -172,7 +172,7 @@ class Shared:
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
 
-        return EvalRun(out, self.concurrency, parse_sets(self.set_), self.quiet)
+        return EvalRun(out, self.concurrency, parse_sets(self.overrides), self.quiet)
 
 
 def shared_options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -222,15 +222,6 @@ def _evaluate(datasets: list[Any], systems: list[str], out: Path, shared: Shared
     typer.echo(summary.read_text(encoding="utf-8"))
 
 
-def _guard(fn: Any) -> Any:
-    """Turn graphwalk errors into a clean exit with the message."""
-    try:
-        return fn()
-    except GraphwalkError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
-
-
 def _load(name: str, **kwargs: Any) -> Any:
     from graphwalk_core.eval.datasets import load_dataset
 
@@ -238,6 +229,7 @@ def _load(name: str, **kwargs: Any) -> Any:
 
 
 @app.command("metaqa")
+@guarded
 @shared_options(*DATA, *RUN)
 def metaqa(
     system: Systems,
@@ -258,38 +250,33 @@ def metaqa(
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
     names = [f"metaqa-{h}hop" for h in hops or [1]]
 
-    def run() -> None:
-        if any(h not in (1, 2, 3) for h in hops or []):
-            raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
-        root = shared.data_root(names)
-        datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
-        if templates_from is not None:
-            from graphwalk_core.training.templates import held_out_questions
+    if any(h not in (1, 2, 3) for h in hops or []):
+        raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
+    root = shared.data_root(names)
+    datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
+    if templates_from is not None:
+        from graphwalk_core.training.templates import held_out_questions
 
-            datasets = [held_out_questions(ds, templates_from) for ds in datasets]
-        _evaluate(datasets, system, out, shared)
-
-    _guard(run)
+        datasets = [held_out_questions(ds, templates_from) for ds in datasets]
+    _evaluate(datasets, system, out, shared)
 
 
 def _text_command(dataset: str, doc: str) -> Any:
+    @guarded
     @shared_options(*DATA, *RUN)
     def command(
         system: Systems,
         out: Out,
         shared: Shared,
-        file: Annotated[
+        path: Annotated[
             Path | None, typer.Option("--file", help="question file (default: the shared sample)")
         ] = None,
         n: N = None,
         seed: Seed = 0,
     ) -> None:
-        def run() -> None:
-            root = shared.data_root([dataset])
-            datasets = [_load(dataset, split=shared.split, n=n, seed=seed, data_dir=root, path=file)]
-            _evaluate(datasets, system, out, shared)
-
-        _guard(run)
+        root = shared.data_root([dataset])
+        datasets = [_load(dataset, split=shared.split, n=n, seed=seed, data_dir=root, path=path)]
+        _evaluate(datasets, system, out, shared)
 
     command.__doc__ = doc
     return command
@@ -306,6 +293,7 @@ app.command("2wiki")(
 
 
 @app.command("hf")
+@guarded
 @shared_options("hub_endpoint", *RUN)
 def hf(
     system: Systems,
@@ -329,39 +317,36 @@ def hf(
 ) -> None:
     """Any hub dataset (questions, answers, passages, supporting titles) via HF datasets and a column map."""
 
-    def run() -> None:
-        from graphwalk_core.eval.datasets.hf import HubDatasetSpec
+    from graphwalk_core.eval.datasets.hf import HubDatasetSpec
 
-        spec = HubDatasetSpec.from_options(
-            repo, split=split, config_name=config, columns=column, streaming=stream
-        )
-        ds = spec.load(n=n, seed=seed, endpoint=shared.hub_endpoint)
-        _evaluate([ds], system, out, shared)
-
-    _guard(run)
+    spec = HubDatasetSpec.from_options(
+        repo, split=split, config_name=config, columns=column, streaming=stream
+    )
+    ds = spec.load(n=n, seed=seed, endpoint=shared.hub_endpoint)
+    _evaluate([ds], system, out, shared)
 
 
 @app.command("custom")
+@guarded
 @shared_options(*RUN)
 def custom(
     system: Systems,
     out: Out,
     shared: Shared,
-    questions: Annotated[Path, typer.Option(help="CSV or JSONL: question, answers[, start, id, hops]")],
+    path: Annotated[
+        Path, typer.Option("--questions", help="CSV or JSONL: question, answers[, start, id, hops]")
+    ],
     kb: Annotated[Path | None, typer.Option(help="subject|relation|object triples file")] = None,
     corpus: Annotated[Path | None, typer.Option(help="[{title, text}] passage JSON (ingested)")] = None,
     n: N = None,
     seed: Seed = 0,
 ) -> None:
     """Your own questions over a triples file (--kb) or a passage corpus (--corpus)."""
-    _guard(
-        lambda: _evaluate(
-            [_load("custom", n=n, seed=seed, path=questions, kb=kb, corpus=corpus)], system, out, shared
-        )
-    )
+    _evaluate([_load("custom", n=n, seed=seed, path=path, kb=kb, corpus=corpus)], system, out, shared)
 
 
 @app.command("2wiki-retrieval")
+@guarded
 @shared_options(
     "data_dir",
     "hub",
@@ -369,7 +354,7 @@ def custom(
     "decider",
     "decider_model",
     "concurrency",
-    "set_",
+    "overrides",
     "embed_model_path",
     "quiet",
 )
@@ -383,7 +368,7 @@ def twowiki_retrieval(
         ),
     ] = None,
     corpus: Annotated[Path | None, typer.Option(help="passage corpus (default: 2wiki/corpus.json)")] = None,
-    questions: Annotated[Path | None, typer.Option(help="questions with supporting_titles")] = None,
+    path: Annotated[Path | None, typer.Option("--questions", help="questions with supporting_titles")] = None,
     corpus_subset: Annotated[
         int | None, typer.Option(min=1, help="passages kept: every supporting one + seeded distractors")
     ] = None,
@@ -396,32 +381,27 @@ def twowiki_retrieval(
 ) -> None:
     """Recall@2/5/10 and all-supporting@10 of every retrieval system: a walk, the rankers, dense."""
 
-    def run() -> None:
-        from graphwalk_core.eval.retrieval import corpus_subset as subset
-        from graphwalk_core.eval.systems.graphwalk import PRESETS
-        from graphwalk_core.eval.systems.rankers import RANKERS
+    from graphwalk_core.eval.retrieval import corpus_subset as subset
+    from graphwalk_core.eval.systems.graphwalk import PRESETS
+    from graphwalk_core.eval.systems.rankers import RANKERS
 
-        if preset is not None:
-            choice(preset, tuple(PRESETS), "--preset")
-        if system and preset is not None:
-            raise InputError("--preset picks the walk run without --system: name the walk with --system")
+    if preset is not None:
+        choice(preset, tuple(PRESETS), "--preset")
+    if system and preset is not None:
+        raise InputError("--preset picks the walk run without --system: name the walk with --system")
 
-        root = shared.data_root(["2wiki-retrieval"])
-        ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=questions, corpus=corpus)
-        systems = system or [preset or "entity-beam", *RANKERS]
-        _evaluate([subset(ds, corpus_subset, seed)], systems, out, shared)
-
-    _guard(run)
+    root = shared.data_root(["2wiki-retrieval"])
+    ds = _load("2wiki-retrieval", n=n, seed=seed, data_dir=root, path=path, corpus=corpus)
+    systems = system or [preset or "entity-beam", *RANKERS]
+    _evaluate([subset(ds, corpus_subset, seed)], systems, out, shared)
 
 
 @app.command("report")
+@guarded
 def report(out: Out) -> None:
     """Rebuild results.parquet, summary.md and plots from every run checkpointed under OUT/runs."""
 
-    def run() -> None:
-        from graphwalk_core.eval.report import report_from_runs
+    from graphwalk_core.eval.report import report_from_runs
 
-        paths = report_from_runs(out)
-        typer.echo(paths["summary_md"].read_text(encoding="utf-8"))
-
-    _guard(run)
+    paths = report_from_runs(out)
+    typer.echo(paths["summary_md"].read_text(encoding="utf-8"))

@@ -1,10 +1,17 @@
-"""Checks the commands share on option values."""
+"""Checks the commands share on option values, and errors worded in a command's own flags."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import inspect
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from graphwalk_core.errors import InputError
+import typer
+from typer.models import ArgumentInfo, OptionInfo
+
+from graphwalk_core.errors import GraphwalkError, InputError, NamesOptions
 
 
 def choice(value: str, allowed: Sequence[str], option: str) -> str:
@@ -12,3 +19,50 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     if value not in allowed:
         raise InputError(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
     return value
+
+
+def flags(command: Callable[..., Any]) -> dict[str, str]:
+    """``command``'s options by parameter name, as its user types them (``n`` -> ``--n``, ``overrides``
+    declared ``--set`` -> ``--set``, an argument ``repo`` -> ``REPO``).
+
+    The core names an option by a key (see ``errors.NamesOptions``); the command's parameter of that
+    name gives its flag, so a flag is declared once, with its option.
+    """
+    out = {}
+    for name, hint in typing.get_type_hints(command, include_extras=True).items():
+        found = (m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionInfo | ArgumentInfo))
+        info = next(found, None)
+        if isinstance(info, ArgumentInfo):
+            out[name] = name.upper()
+        elif info is not None:  # under Annotated, typer reads a str first argument as the first flag
+            decls = [d for d in (info.default, *(info.param_decls or ())) if str(d).startswith("--")]
+            out[name] = decls[0] if decls else "--" + name.replace("_", "-")
+    return out
+
+
+def error_text(exc: BaseException, labels: dict[str, str]) -> str:
+    """``exc``'s message naming its options by ``labels`` (a key without one by typer's rule:
+    ``data_dir`` -> ``--data-dir``)."""
+    if not isinstance(exc, NamesOptions):
+        return str(exc)
+    return exc.render({key: labels.get(key, "--" + key.replace("_", "-")) for key in exc.options()})
+
+
+def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with a graphwalk error as a clean exit (rc 2) whose message names its options by
+    ``command``'s flags."""
+    labels = flags(command)
+    hints = typing.get_type_hints(command, include_extras=True)
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except GraphwalkError as exc:
+            typer.echo(f"error: {error_text(exc, labels)}", err=True)
+            raise typer.Exit(2) from exc
+
+    # resolved here: typer would resolve string annotations in this module's namespace
+    run.__signature__ = inspect.signature(command, eval_str=True)  # type: ignore[attr-defined]
+    run.__annotations__ = hints
+    return run

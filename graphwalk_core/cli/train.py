@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.cli.options import guarded
+from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
 
@@ -37,6 +38,7 @@ def _summary(report: Any, unlabeled: int, seconds: float) -> str:
 
 
 @app.command("decider")
+@guarded
 def decider(
     out: Annotated[Path, typer.Option(help="model folder to write (weights.npz + manifest.json)")],
     graph: Annotated[
@@ -70,14 +72,10 @@ def decider(
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train a decider from labeled questions (weak supervision over relation paths) and/or traces."""
-    try:
-        asyncio.run(
-            _train(out, graph, questions, dataset, split, hops, n, data_dir, traces, hold_out_templates,
-                   examples_out, max_depth, max_iter, embed_model_path, quiet)
-        )  # fmt: skip
-    except GraphwalkError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from exc
+    asyncio.run(
+        _train(out, graph, questions, dataset, split, hops, n, data_dir, traces, hold_out_templates,
+               examples_out, max_depth, max_iter, embed_model_path, quiet)
+    )  # fmt: skip
 
 
 async def _train(

@@ -51,7 +51,8 @@ class QuestionResult(BaseModel):
     extractor: str | None = None
     trace: dict[str, Any] | None = None
     #: Taken from the checkpoint of an earlier run with the same run id (same question ids, knowledge
-    #: fingerprint and system identity), for the same question content, instead of being answered again.
+    #: fingerprint and system identity), for the same question content, instead of being answered again,
+    #: by the latest run with this id; the checkpoint keeps the label, so a rebuilt report does too.
     reused: bool = False
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import OptionError
 from graphwalk_core.eval import metrics
 from graphwalk_core.eval.records import QuestionResult
 from graphwalk_core.files import write_table_atomic, write_text_atomic
@@ -231,7 +231,9 @@ def report_from_runs(out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
 
     runs = Path(out_dir) / "runs"
     if not any(runs.glob(f"*/{CHECKPOINT}")):
-        raise InputError(f"no eval run checkpointed under {runs}: give the --out folder of an eval command")
+        raise OptionError(
+            "no eval run checkpointed under {runs}: give the {out} folder of an eval command", runs=runs
+        )
     tables, metas = [], []
     for folder in sorted(runs.glob("*/")):
         if (folder / CHECKPOINT).exists():

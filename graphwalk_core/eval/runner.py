@@ -67,14 +67,21 @@ def run_id_for(dataset: Dataset, system: QASystem, graph: str | None = None) -> 
 
 
 def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionResult], int]:
-    """The checkpointed results still valid for ``dataset``'s questions, by question id, and how many
-    were dropped: a question edited since it was answered (text, gold, start, hops, …) is answered
-    again. Dropped records are cut from the checkpoint, so it holds each question once."""
+    """The checkpointed results still valid for ``dataset``'s questions, by question id, labelled
+    ``reused``, and how many were dropped: a question edited since it was answered (text, gold, start,
+    hops, …) is answered again.
+
+    The checkpoint is rewritten to match: dropped records cut (it holds each question once), kept ones
+    labelled, so it says how this run obtained each answer, as its results do, and a report rebuilt from
+    it (``report_from_runs``) says the same.
+    """
     keys = {q.id: q.content_key() for q in dataset.questions}
     records = read_checkpoint(checkpoint)
     kept = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
     if len(kept) < len(records):
         log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(kept))
+    if len(kept) < len(records) or not all(r.reused for r in kept):
+        kept = [r.model_copy(update={"reused": True}) for r in kept]
         rewrite_checkpoint(checkpoint, kept)
     return {r.question_id: r for r in kept}, len(records) - len(kept)
 
@@ -122,8 +129,7 @@ async def run_eval_async(
     folder = Path(out_dir) / "runs" / run_id
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT
-    done, edited = _reusable(dataset, checkpoint)
-    reused = frozenset(done)  # answered by an earlier run with the same id: labelled, not redone
+    done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone
     identity = system.identity()
     meta = RunMetadata(
         run_id=run_id,
@@ -166,10 +172,9 @@ async def run_eval_async(
         await asyncio.gather(*(one(q, writer) for q in pending))
     meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
     write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
-    results = [
-        done[q.id].model_copy(update={"reused": True}) if q.id in reused else done[q.id]
-        for q in dataset.questions
-    ]
+    results = [done[q.id] for q in dataset.questions]
+    if list(done) != [r.question_id for r in results]:  # ``done`` is in file order: answers as they came
+        rewrite_checkpoint(checkpoint, results)  # in question order, so a rebuilt report has this run's rows
     return EvalRun(metadata=meta, results=results, path=folder)
 
 

@@ -152,3 +152,49 @@ def test_hf_partition_without_its_hub_split_says_what_to_configure(tmp_path: Pat
         ConfigError, match=r"the 'hf' dataset needs its hub split in the run config: hf: \{repo"
     ):
         load_partition_dataset("hf", Warehouse(tmp_path), n=None)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (
+            {"hub": "not-a-ref"},
+            "eval_questions run config: `hub` expects REPO@SHA (e.g. owner/name@<40-hex commit sha>), "
+            "got 'not-a-ref'",
+        ),
+        (
+            {"hub_endpoint": "http://127.0.0.1:9"},
+            "eval_questions run config: `hub_endpoint` needs `hub` (REPO@SHA)",
+        ),
+        (
+            {"hub": f"{REPO}@{SHA}", "data_dir": "/data"},
+            "eval_questions run config: `data_dir` and `hub` are mutually exclusive: read local files or "
+            "a hub repo",
+        ),
+        (
+            {"hf": {"repo": "not-a-ref"}},
+            "eval_questions run config: `hf.repo` expects REPO@SHA (e.g. owner/name@<40-hex commit sha>), "
+            "got 'not-a-ref'",
+        ),
+    ],
+)
+def test_eval_questions_config_errors_name_the_config_fields(
+    tmp_path: Path, config: dict[str, object], message: str
+) -> None:
+    """A bad run-config value is named as the eval_questions field, not as a CLI flag (``--hub``)."""
+    dataset = "hf" if "hf" in config else "metaqa-1hop"
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [eval_questions],
+            partition_key=eval_key(dataset, "relation-greedy"),
+            resources={"warehouse": WarehouseResource(root=str(tmp_path / "warehouse"))},
+            run_config={"ops": {"eval_questions": {"config": config}}},
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert (error.cause.cls_name, error.cause.message.strip()) == (
+        "InputError",
+        f"graphwalk_core.errors.InputError: {message}",
+    )

@@ -68,7 +68,13 @@ def test_eval_custom_writes_results_and_summary(tmp_path: Path) -> None:
     assert pq.read_table(out / "results.parquet").column("reused").to_pylist() == [True] * 4
     rebuilt = runner.invoke(app, ["eval", "report", "--out", str(out)])
     assert rebuilt.exit_code == 0, rebuilt.output
-    assert pq.read_table(out / "results.parquet").num_rows == 4
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    assert [(r["system"], r["question_id"], r["reused"]) for r in table] == [
+        ("relation-greedy", "q1", True),
+        ("relation-greedy", "q2", True),
+        ("vector-rag", "q1", True),
+        ("vector-rag", "q2", True),
+    ]
 
 
 def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> None:
@@ -83,11 +89,14 @@ def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> Non
     (note,) = [line for line in result.output.splitlines() if "custom · relation-greedy:" in line]
     assert note.startswith("custom · relation-greedy: reused 1 of 2 answers from ")
     assert note.endswith(" (same questions, graph and system); answered 1 edited question again")
+    expected = [("q1", ["Al Pacino"], False), ("q2", ["John Frankenheimer"], True)]
     table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
-    assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == [
-        ("q1", ["Al Pacino"], False),
-        ("q2", ["John Frankenheimer"], True),
-    ]
+    assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == expected
+    # `eval report` rebuilds the rows from the checkpoint: each says how this run obtained its answer
+    rebuilt = runner.invoke(app, ["eval", "report", "--out", str(tmp_path / "out")])
+    assert rebuilt.exit_code == 0, rebuilt.output
+    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == expected
 
 
 def test_eval_errors_are_clean(tmp_path: Path) -> None:
@@ -309,6 +318,8 @@ def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> N
     for args in (
         ["eval", "hotpotqa", "--file", str(tmp_path / "nope.jsonl")],
         ["eval", "2wiki-retrieval", "--corpus", str(tmp_path / "c.json")],
+        ["eval", "2wiki-retrieval", "--questions", str(tmp_path / "q.json")],
+        ["eval", "hotpotqa", "--split", "test", "--data-dir", str(tmp_path)],
         ["eval", "metaqa", "--hops", "1", "--hops", "4"],
     ):
         result = runner.invoke(app, [*args, *base])
@@ -316,6 +327,13 @@ def test_a_missing_file_names_its_flag_and_hops_are_checked(tmp_path: Path) -> N
     assert outputs == [
         (2, "error: hotpotqa question file not found: T/nope.jsonl (check --file)"),
         (2, "error: 2wiki-retrieval corpus not found: T/c.json (check --corpus)"),
+        (2, "error: 2wiki-retrieval question file not found: T/q.json (check --questions)"),
+        (
+            2,
+            "error: hotpotqa has dev questions only in the data folder "
+            "(hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl): --split=test needs a question file of that split "
+            "(--file)",
+        ),
         (2, "error: --hops must be 1, 2 or 3, got 1, 4"),
     ]
 

@@ -151,7 +151,9 @@ async def test_offline_uncached_is_a_clear_error_and_unreachable_hub_too(
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     unreachable = r"at http://127.0.0.1:9: ConnectionError: Couldn't reach 'tests/hotpot-mini' on the Hub"
-    with pytest.raises(ConfigError, match=unreachable + r".*; use local files instead: --data-dir DIR"):
+    with pytest.raises(
+        ConfigError, match=unreachable + r".*; use local files instead: data_dir or GRAPHWALK_DATA_DIR"
+    ):
         load_hub_dataset(REPO, revision=SHA, endpoint="http://127.0.0.1:9", cache_dir=tmp_path / "x")
 
 

@@ -32,7 +32,7 @@ FILES = {
     "metaqa/2-hop/vanilla/qa_dev.txt": "who directed the films of [Michael Mann]\tMichael Mann\n",
     "metaqa/2-hop/qa_dev_qtype.txt": "director_to_movie_to_director\n",
 }
-LOCAL_FILES = "use local files instead: --data-dir DIR or GRAPHWALK_DATA_DIR (default ../shared/data)"
+LOCAL_FILES = "use local files instead: data_dir or GRAPHWALK_DATA_DIR (default ../shared/data)"
 QUESTIONS = [
     ("metaqa-1hop-dev-00001", "who directed Heat", ["Michael Mann"], "movie_to_director", "Heat"),
     ("metaqa-1hop-dev-00002", "when was Heat released", ["1995"], "movie_to_year", "Heat"),
@@ -91,7 +91,7 @@ def test_revisions_must_be_full_commit_shas(hub: HubServer, tmp_path: Path) -> N
             HubRef.parse(f"{REPO}@{bad}")
         assert f"hub revision {bad!r}" in str(info.value) and "reproducible" in str(info.value)
     for bad_ref in (REPO, f"@{SHA}", f"a/b/c@{SHA}"):
-        with pytest.raises(InputError, match=r"--hub expects REPO@SHA"):
+        with pytest.raises(InputError, match=r"^hub expects REPO@SHA"):
             HubRef.parse(bad_ref)
     assert check_revision(SHA) == SHA
     assert str(HubRef.parse(f" {REPO}@{SHA} ")) == f"{REPO}@{SHA}"
@@ -158,8 +158,7 @@ def test_cli_eval_metaqa_from_the_hub(
     both = runner.invoke(app, [*base, "--hub", f"{REPO}@{SHA}", "--data-dir", str(tmp_path)])
     assert (both.exit_code, both.output) == (
         2,
-        "error: data_dir (--data-dir) and hub (--hub) are mutually exclusive: "
-        "read local files or a hub repo\n",
+        "error: --data-dir and --hub are mutually exclusive: read local files or a hub repo\n",
     )
     branch = runner.invoke(app, [*base, "--hub", f"{REPO}@main"])
     assert branch.exit_code == 2
@@ -167,5 +166,5 @@ def test_cli_eval_metaqa_from_the_hub(
     endpoint_only = runner.invoke(app, [*base, "--hub-endpoint", hub.endpoint])
     assert (endpoint_only.exit_code, endpoint_only.output) == (
         2,
-        "error: hub_endpoint (--hub-endpoint) needs hub (--hub REPO@SHA)\n",
+        "error: --hub-endpoint needs --hub (REPO@SHA)\n",
     )

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.metrics import MatchMode
 from graphwalk_core.files import first_undecodable
 from graphwalk_core.model import content_hash
@@ -110,7 +110,7 @@ class Dataset(BaseModel):
 def subset_ids(ids: list[str], n: int, seed: int) -> list[str]:
     """The ``n`` ids with the smallest sha256 of ``"<seed>\\0<id>"``: independent of file order."""
     if n < 1:
-        raise InputError(f"--n must be at least 1, got {n}")
+        raise OptionError("{n} must be at least 1, got {got}", got=n)
     return sorted(ids, key=lambda i: hashlib.sha256(f"{seed}\x00{i}".encode()).hexdigest())[:n]
 
 
@@ -128,12 +128,12 @@ def default_data_dir() -> Path:
     return Path(env) if env else REPO_ROOT.parent / "shared" / "data"
 
 
-def require_file(path: Path, what: str, *, flag: str | None = None) -> Path:
-    """``path`` if it is a file, else an InputError naming it, what it should hold and the ``flag``
-    that gave it (by default it came from the data folder)."""
+def require_file(path: Path, what: str, *, option: str | None = None) -> Path:
+    """``path`` if it is a file, else an OptionError naming it, what it should hold and the ``option``
+    (key) that gave it (by default it came from the data folder, option ``data_dir``)."""
     if not path.is_file():
-        hint = f"check {flag}" if flag else "set --data-dir or GRAPHWALK_DATA_DIR"
-        raise InputError(f"{what} not found: {path} ({hint})")
+        hint = f"check {{{option}}}" if option else "set {data_dir} or GRAPHWALK_DATA_DIR"
+        raise OptionError(f"{{what}} not found: {{file}} ({hint})", what=what, file=path)
     return path
 
 

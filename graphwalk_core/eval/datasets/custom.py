@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.datasets.base import (
     Dataset,
     Knowledge,
@@ -94,12 +94,13 @@ def load_custom(
     A question's ``supporting`` titles must name corpus passages (they are passage ids).
     """
     if (kb is None) == (corpus is None):
-        raise InputError("a custom dataset needs exactly one of --kb FILE (triples) or --corpus FILE")
+        raise OptionError("a custom dataset needs exactly one of {kb} (triples) or {corpus} (passages)")
     questions = read_custom_questions(path)
     if kb is not None and (kb.is_dir() or kb.suffix.lower() in SQLITE_SUFFIXES):
-        raise InputError(
-            f"--kb expects a subject|relation|object triples text file, not the database or folder {kb} "
-            f"(for a graph: `graphwalk graph export {kb} --format triples --out kb.txt`)"
+        raise OptionError(
+            "{kb} expects a subject|relation|object triples text file, not the database or folder {given} "
+            "(for a graph: `graphwalk graph export {given} --format triples --out kb.txt`)",
+            given=kb,
         )
     if kb is not None:
         knowledge = Knowledge(
@@ -112,7 +113,9 @@ def load_custom(
     for q in questions:
         missing = [t for t in q.extra.get("supporting", []) if t not in ids]
         if missing and kb is not None:
-            raise InputError(f"{path}: question {q.id}: 'supporting' passages need --corpus, not --kb")
+            raise OptionError(
+                "{file}: question {id}: 'supporting' passages need {corpus}, not {kb}", file=path, id=q.id
+            )
         if missing:
             raise InputError(f"{path}: question {q.id}: supporting titles not in {corpus}: {missing}")
     return Dataset(

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.errors import ConfigError, InputError, OptionConfigError
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, subset_ids
 from graphwalk_core.eval.datasets.hub import LOCAL_FILES_HINT, HubRef, check_revision
 from graphwalk_core.eval.datasets.passages import PassagePool
@@ -94,7 +94,7 @@ class HubDatasetSpec(BaseModel):
         """From CLI/run-config values: ``columns`` as ``FIELD=COLUMN`` strings or a ``{FIELD: COLUMN}``
         mapping (an empty COLUMN: the dataset has no such column)."""
         pairs = [f"{k}={v}" for k, v in columns.items()] if isinstance(columns, Mapping) else columns
-        ref = HubRef.parse(repo)
+        ref = HubRef.parse(repo, option="repo")
         return cls(
             repo=str(ref),
             split=split,
@@ -104,7 +104,7 @@ class HubDatasetSpec(BaseModel):
         )
 
     def load(self, *, n: int | None = None, seed: int = 0, endpoint: str | None = None) -> Dataset:
-        ref = HubRef.parse(self.repo)
+        ref = HubRef.parse(self.repo, option="repo")
         return load_hub_dataset(
             ref.repo_id,
             revision=ref.revision,
@@ -312,9 +312,12 @@ def _hub_errors(where: str) -> Iterator[None]:
         if isinstance(exc, DatasetNotFoundError) and not datasets.config.HF_HUB_OFFLINE:
             raise InputError(f"cannot load {where}: {exc} (check the repo id and the sha)") from exc
         if datasets.config.HF_HUB_OFFLINE:
-            raise ConfigError(
-                f"cannot load {where}: offline mode is on (HF_HUB_OFFLINE) and the split is not in the "
-                f"datasets cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}"
+            raise OptionConfigError(
+                "cannot load {where}: offline mode is on (HF_HUB_OFFLINE) and the split is not in the "
+                f"datasets cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}",
+                where=where,
             ) from exc
         detail = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
-        raise ConfigError(f"cannot load {where}: {detail}; {LOCAL_FILES_HINT}") from exc
+        raise OptionConfigError(
+            f"cannot load {{where}}: {{detail}}; {LOCAL_FILES_HINT}", where=where, detail=detail
+        ) from exc

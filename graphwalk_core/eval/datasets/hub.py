@@ -19,11 +19,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.errors import ConfigError, InputError, OptionConfigError, OptionError
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
-LOCAL_FILES_HINT = "use local files instead: --data-dir DIR or GRAPHWALK_DATA_DIR (default ../shared/data)"
+#: The end of an OptionConfigError template (option ``data_dir``) when the hub cannot be reached.
+LOCAL_FILES_HINT = "use local files instead: {data_dir} or GRAPHWALK_DATA_DIR (default ../shared/data)"
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,14 @@ class HubRef:
     revision: str
 
     @classmethod
-    def parse(cls, text: str) -> HubRef:
+    def parse(cls, text: str, option: str = "hub") -> HubRef:
+        """``text`` as REPO@SHA; an OptionError names the ``option`` (key) that gave it."""
         repo_id, sep, revision = text.strip().rpartition("@")
         if not sep or not _REPO_ID.fullmatch(repo_id):
-            raise InputError(f"--hub expects REPO@SHA (e.g. owner/name@<40-hex commit sha>), got {text!r}")
+            raise OptionError(
+                f"{{{option}}} expects REPO@SHA (e.g. owner/name@<40-hex commit sha>), got {{text!r}}",
+                text=text,
+            )
         return cls(repo_id, check_revision(revision))
 
     def __str__(self) -> str:
@@ -107,16 +112,19 @@ def _fetch_error(where: str, exc: BaseException) -> InputError | ConfigError:
     while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and cause not in chain:
         chain.append(cause)
     if any(isinstance(e, OfflineModeIsEnabled) for e in chain):
-        return ConfigError(
-            f"cannot fetch {where}: offline mode is on (HF_HUB_OFFLINE) and the snapshot is not in the "
-            f"hub cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}"
+        return OptionConfigError(
+            "cannot fetch {where}: offline mode is on (HF_HUB_OFFLINE) and the snapshot is not in the "
+            f"hub cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}",
+            where=where,
         )
     for e in chain:
         if isinstance(e, RepositoryNotFoundError | RevisionNotFoundError):
             return InputError(f"cannot fetch {where}: {type(e).__name__} (check the repo id and the sha)")
     root = chain[-1]
     detail = f"{type(root).__name__}: {str(root).splitlines()[0]}" if str(root) else type(root).__name__
-    return ConfigError(f"cannot fetch {where}: {detail}; {LOCAL_FILES_HINT}")
+    return OptionConfigError(
+        f"cannot fetch {{where}}: {{detail}}; {LOCAL_FILES_HINT}", where=where, detail=detail
+    )
 
 
 def resolve_data_dir(
@@ -132,12 +140,10 @@ def resolve_data_dir(
     """
     if hub is None:
         if hub_endpoint is not None:
-            raise InputError("hub_endpoint (--hub-endpoint) needs hub (--hub REPO@SHA)")
+            raise OptionError("{hub_endpoint} needs {hub} (REPO@SHA)")
         return data_dir
     if data_dir is not None:
-        raise InputError(
-            "data_dir (--data-dir) and hub (--hub) are mutually exclusive: read local files or a hub repo"
-        )
+        raise OptionError("{data_dir} and {hub} are mutually exclusive: read local files or a hub repo")
     from graphwalk_core.eval.datasets.registry import data_files
 
     files = dict.fromkeys(f for name in datasets for f in data_files(name, split=split))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.datasets import hotpotqa, twowiki
 from graphwalk_core.eval.datasets.base import Dataset, default_data_dir, require_file
 from graphwalk_core.eval.datasets.custom import load_custom
@@ -21,7 +21,7 @@ DATASET_NAMES = (
 )
 
 #: Datasets whose files in the data folder hold dev questions only (MetaQA has a file per split): another
-#: split needs its own question file (``QUESTION_FLAGS``), which the run labels as asked.
+#: split needs its own question file (``path``), which the run labels as asked.
 DEV_ONLY = ("hotpotqa", "2wiki", "2wiki-retrieval")
 
 
@@ -40,15 +40,6 @@ def data_files(name: str, *, split: str = "dev") -> list[str]:
     else:
         raise _unknown(name)
     return [f.as_posix() for f in files]
-
-
-#: The flag that gives each dataset's question file (``path``), named when it is missing.
-QUESTION_FLAGS = {
-    "hotpotqa": "--file",
-    "2wiki": "--file",
-    "2wiki-retrieval": "--questions",
-    "custom": "--questions",
-}
 
 
 def load_dataset(
@@ -70,14 +61,17 @@ def load_dataset(
     root = data_dir or default_data_dir()
     if name in DEV_ONLY and split != "dev" and path is None:
         files = ", ".join(data_files(name))
-        raise InputError(
-            f"{name} has dev questions only in the data folder ({files}): --split {split} needs a question "
-            f"file of that split ({QUESTION_FLAGS[name]})"
+        raise OptionError(
+            "{name} has dev questions only in the data folder ({files}): {split}={given} needs a question "
+            "file of that split ({path})",
+            name=name,
+            files=files,
+            given=split,
         )
-    given = ((path, "question file", QUESTION_FLAGS.get(name, "--file")), (kb, "KB", "--kb"))
-    for file, what, flag in (*given, (corpus, "corpus", "--corpus")):
+    given = ((path, "question file", "path"), (kb, "KB", "kb"), (corpus, "corpus", "corpus"))
+    for file, what, option in given:
         if file is not None and not file.exists():  # one that exists but is no file: the loader says why
-            require_file(file, f"{name} {what}", flag=flag)
+            require_file(file, f"{name} {what}", option=option)
     if name.startswith("metaqa-") and name in DATASET_NAMES:
         return load_metaqa(int(name[len("metaqa-")]), split=split, data_dir=root, kb_path=kb, n=n, seed=seed)
     if name == "hotpotqa":
@@ -94,7 +88,7 @@ def load_dataset(
         )
     elif name == "custom":
         if path is None:
-            raise InputError("the custom dataset needs a question file (path=... / --questions FILE)")
+            raise OptionError("the custom dataset needs a question file ({path})")
         ds = load_custom(path, split=split, n=n, seed=seed, kb=kb, corpus=corpus)
     else:
         raise _unknown(name)

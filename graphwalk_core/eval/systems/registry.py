@@ -12,7 +12,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from graphwalk_core.decisions.base import DecisionBackend
 from graphwalk_core.embeddings.base import Embedder
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
 from graphwalk_core.eval.systems.documents import document_index
@@ -126,23 +126,39 @@ def option_keys(name: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(fields))
 
 
-def _unknown_key(key: str, takes: Mapping[str, tuple[str, ...]]) -> InputError:
+def _unknown_key(key: str, takes: Mapping[str, tuple[str, ...]]) -> OptionError:
     close = difflib.get_close_matches(key, [k for keys in takes.values() for k in keys], n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
     if len(takes) == 1:
         ((name, keys),) = takes.items()
-        return InputError(f"unknown --set key {key!r}{hint}: {name} takes {', '.join(keys)}")
+        return OptionError(
+            "unknown {overrides} key {key!r}{hint}: {name} takes {keys}",
+            key=key,
+            hint=hint,
+            name=name,
+            keys=", ".join(keys),
+        )
     each = "; ".join(f"{name} takes {', '.join(keys)}" for name, keys in takes.items())
-    return InputError(f"unknown --set key {key!r}{hint}: no system of this run takes it ({each})")
+    return OptionError(
+        "unknown {overrides} key {key!r}{hint}: no system of this run takes it ({each})",
+        key=key,
+        hint=hint,
+        each=each,
+    )
 
 
-def _bad_value(name: str, given: Mapping[str, Any], exc: ValidationError) -> InputError:
+def _bad_value(name: str, given: Mapping[str, Any], exc: ValidationError) -> OptionError:
     error = exc.errors()[0]
     key = error["loc"][0] if error["loc"] else None
     shown = ", ".join(
         f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in given.items() if key in (None, k)
     )
-    return InputError(f"bad --set {shown} for {name}: {error['msg'].removeprefix('Value error, ')}")
+    return OptionError(
+        "bad {overrides} {shown} for {name}: {why}",
+        shown=shown,
+        name=name,
+        why=error["msg"].removeprefix("Value error, "),
+    )
 
 
 def system_options(name: str, values: Mapping[str, Any]) -> dict[str, Any]:

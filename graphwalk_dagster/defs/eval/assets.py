@@ -6,6 +6,7 @@ import dagster as dg
 from pydantic import Field
 
 from graphwalk_core.backends import Backends
+from graphwalk_core.errors import ConfigError, InputError, NamesOptions
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.report import results_table
@@ -58,6 +59,18 @@ class EvalQuestionsConfig(dg.Config):
     hf: HubSplitConfig | None = Field(default=None, description="the hub split of the hf dataset partition")
 
 
+#: The eval_questions config field of each option key the core names in its errors where the field is
+#: named otherwise (``n``, ``split``, ``data_dir``, ``hub``, ``hub_endpoint`` are named alike).
+QUESTIONS_FIELDS = {"path": "questions", "repo": "hf.repo"}
+
+
+def config_error(exc: NamesOptions, asset: str, fields: dict[str, str]) -> InputError | ConfigError:
+    """``exc`` worded for a Dagster user: the options it names as ``asset``'s run-config fields."""
+    labels = {key: f"`{fields.get(key, key)}`" for key in exc.options()}
+    kind = ConfigError if isinstance(exc, ConfigError) else InputError
+    return kind(f"{asset} run config: {exc.render(labels)}")
+
+
 class EvalResultsConfig(dg.Config):
     concurrency: int = Field(default=4, ge=1)
 
@@ -78,7 +91,12 @@ def eval_questions(
     context: dg.AssetExecutionContext, config: EvalQuestionsConfig, warehouse: WarehouseResource
 ) -> Dataset:
     """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
-    dataset = load_partition_dataset(_dims(context)["dataset"], warehouse.warehouse(), **config.model_dump())
+    try:
+        dataset = load_partition_dataset(
+            _dims(context)["dataset"], warehouse.warehouse(), **config.model_dump()
+        )
+    except NamesOptions as exc:
+        raise config_error(exc, "eval_questions", QUESTIONS_FIELDS) from exc
     context.add_output_metadata(
         {
             "questions": len(dataset.questions),
