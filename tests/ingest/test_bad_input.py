@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from graphwalk_core.ingest.ledger import read_ledger
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.sources import FileSource, SQLSource, load_mappings
@@ -77,6 +78,128 @@ async def test_a_bad_csv_row_retracts_nothing_and_names_its_line(
     (tmp_path / "films.csv").write_text(FILMS, encoding="utf-8", newline="")
     fixed = await ingest_films(tmp_path, store)
     assert (fixed.unchanged, fixed.changed, fixed.new, fixed.skipped) == (5, 0, 0, [])
+
+
+MID_WRITE = (
+    "the file ends {where}, without a final newline: it may still be being written, "
+    "so none of its documents are deleted this run"
+)
+PEOPLE = '{"name": "Ann Lee"}\n{"name": "Bob Ray"}\n{"name": "Cal Fox"}\n'
+
+
+async def test_a_jsonl_file_caught_mid_write_deletes_none_of_its_records(tmp_path: Path) -> None:
+    """Record 2 cut mid-line with no final newline: records 2 and 3 are not yet written, not deleted."""
+    path = tmp_path / "people.jsonl"
+    path.write_text(PEOPLE, encoding="utf-8", newline="")
+    store = MemoryGraphStore()
+    mappings = load_mappings({"people.jsonl": {"name": "name", "type": "person"}})
+
+    async def run() -> IngestReport:
+        source = FileSource(tmp_path, source_id="people", mappings=mappings)
+        return await ingest(source, store, routing="exact")
+
+    assert (await run()).new == 3
+    before = await graph_tables(store, "people")
+    path.write_text('{"name": "Ann Lee"}\n{"name": "Bo', encoding="utf-8", newline="")
+    report = await run()
+    where = "mid-record (invalid JSON: Unterminated string starting at)"
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        ("people.jsonl:2: " + MID_WRITE.format(where=where), None)
+    ]
+    assert (report.new, report.changed, report.deleted, report.unchanged, report.kept) == (0, 0, 0, 1, 2)
+    assert await graph_tables(store, "people") == before
+    assert await names(store) == ["Ann Lee", "Bob Ray", "Cal Fox"]
+    path.write_text(PEOPLE, encoding="utf-8", newline="")  # the writer is done
+    done = await run()
+    assert (done.unchanged, done.new, done.deleted, done.skipped) == (3, 0, 0, [])
+
+
+@pytest.mark.parametrize(
+    ("cut", "line", "where"),
+    [
+        ("Beta Film,20", 3, "mid-record (malformed CSV row: 2 fields, the header has 3)"),
+        (
+            'Beta Film,2002,"Bob R',
+            3,
+            "mid-record (malformed CSV: a quote opened on this line is never closed)",
+        ),
+        (
+            'Beta Film,2002,"Bob\nRay,x,y',  # the line after the open quote parses as a row of 3
+            3,
+            "mid-record (malformed CSV: a quote opened on this line is never closed)",
+        ),
+        ("", 1, "in its header"),
+    ],
+    ids=["too-few-fields", "open-quote", "open-quote-over-lines", "in-the-header"],
+)
+async def test_a_csv_file_caught_mid_write_deletes_none_of_its_records(
+    tmp_path: Path, cut: str, line: int, where: str
+) -> None:
+    """The rows after the complete ones are not yet written: none is deleted (nor read from the lines
+    of an open quote); the complete rows are read as usual."""
+    path = tmp_path / "films.csv"
+    path.write_text(FILMS, encoding="utf-8", newline="")
+    store = MemoryGraphStore()
+    await ingest_films(tmp_path, store)
+    before = await graph_tables(store, "films")
+    head = "title,year,director" if not cut else "title,year,director\nAlpha Film,2001,Ann Lee\n" + cut
+    path.write_text(head, encoding="utf-8", newline="")
+    report = await ingest_films(tmp_path, store)
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        (f"films.csv:{line}: " + MID_WRITE.format(where=where), None)
+    ]
+    unchanged = 1 if cut else 0
+    assert (report.new, report.changed, report.deleted, report.unchanged, report.kept) == (
+        0,
+        0,
+        0,
+        unchanged,
+        5 - unchanged,
+    )
+    assert await graph_tables(store, "films") == before
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "deleted", "skipped"),
+    [
+        ("films.csv", FILMS.split("Delta")[0].removesuffix("\n"), ["films.csv#3", "films.csv#4"], []),
+        (
+            "films.csv",
+            FILMS.replace("Beta Film,2002,Bob Ray", "Beta Film").split("Delta")[0].removesuffix("\n"),
+            ["films.csv#3", "films.csv#4"],
+            ["films.csv:3: malformed CSV row: 1 fields, the header has 3"],
+        ),
+        ("people.jsonl", PEOPLE.split("\n")[0], ["people.jsonl#1", "people.jsonl#2"], []),
+        (
+            "people.jsonl",
+            '{"name": "Ann Lee"}\n{"name":\n{"name": "Cal Fox"}',
+            [],
+            ["people.jsonl:2: invalid JSON: Expecting value"],
+        ),
+    ],
+    ids=["csv-complete", "csv-bad-row-not-last", "jsonl-complete", "jsonl-bad-record-not-last"],
+)
+async def test_a_file_without_a_final_newline_whose_last_record_parses_is_complete(
+    tmp_path: Path, name: str, text: str, deleted: list[str], skipped: list[str]
+) -> None:
+    """Its removed records are deleted as usual, and a bad record before the last is one record's skip."""
+    path = tmp_path / name
+    path.write_text(FILMS if name == "films.csv" else PEOPLE, encoding="utf-8", newline="")
+    store = MemoryGraphStore()
+    mapping = MAPPING["films.csv"] if name == "films.csv" else {"name": "name", "type": "person"}
+
+    async def run() -> tuple[IngestReport, list[str]]:
+        source = FileSource(tmp_path, source_id="s", mappings=load_mappings({name: mapping}))
+        report = await ingest(source, store, routing="exact")
+        return report, sorted((await read_ledger(store, "s")).keys())
+
+    first, ids = await run()
+    assert first.new == len(ids)
+    path.write_text(text, encoding="utf-8", newline="")
+    report, left = await run()
+    assert [s.describe() for s in report.skipped] == skipped
+    assert (report.deleted, report.kept, report.new, report.changed) == (len(deleted), len(skipped), 0, 0)
+    assert left == [i for i in ids if i not in deleted]
 
 
 async def test_quoted_fields_may_span_lines_and_are_named_by_their_first_line(tmp_path: Path) -> None:

@@ -34,8 +34,15 @@ RECORD_SUFFIXES = frozenset({".csv", ".json", ".jsonl"})
 DEFAULT_MAX_BYTES = 10_000_000
 #: The one rule for every format: an empty (or blank) file is read as unreadable, not as "no documents",
 #: so what it held before stays in the graph (a file truncated mid-write deletes nothing). Deleting
-#: the file, or a header-only CSV / ``[]`` JSON, removes its documents.
+#: the file, or a header-only CSV (with its final newline) / ``[]`` JSON, removes its documents.
 EMPTY_FILE = "empty file: its documents from earlier runs are kept (delete the file to remove them)"
+#: A .csv or .jsonl file without a final newline that ends in a record that does not parse (or, for a
+#: CSV, in its header) is taken to be caught mid-write: one skip for the whole file, at the line that
+#: record starts on, so the records not written yet are not deleted. The records before it are read.
+MID_WRITE = (
+    "the file ends {where}, without a final newline: it may still be being written, "
+    "so none of its documents are deleted this run"
+)
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 _INT = re.compile(r"-?\d{1,18}")
@@ -295,8 +302,9 @@ def _csv_error(exc: csv.Error) -> str:
     return f"malformed CSV: {message}"
 
 
-def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
-    """(first line, fields, error) per non-blank record of a CSV text, parsed strictly and locally.
+def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | None]]:
+    """(first line, last line, fields, error) per non-blank record of a CSV text, parsed strictly and
+    locally.
 
     A record starts on a line and may span more only through a quoted field. After the header, a
     record that does not parse (an unclosed quote, a bare CR) is an error alone and parsing resumes
@@ -325,64 +333,89 @@ def _csv_rows(text: str) -> Iterator[tuple[int, list[str] | None, str | None]]:
         if row is not None and width is None:
             width = len(row)
         pos = start + 1 if row is None else feed.pos
-        yield start + 1, row, error
+        yield start + 1, feed.pos, row, error
+
+
+#: A record as parsed: its first line, and the record or why it does not parse.
+_Parsed = tuple[int, dict[str, Any] | str]
+
+
+def _indexed(
+    rel: str, text: str, parsed: list[_Parsed], skipped: list[SkippedItem]
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """``(index, first line, record)`` of the records that parse. A bad record is a skip naming its line
+    that keeps its index (so its document id: nothing after it shifts), but a bad last record in a file
+    without a final newline is the file caught mid-write (:data:`MID_WRITE`, a skip of the whole file)."""
+    out: list[tuple[int, int, dict[str, Any]]] = []
+    for index, (line, value) in enumerate(parsed):
+        if isinstance(value, dict):
+            out.append((index, line, value))
+        elif index == len(parsed) - 1 and not text.endswith("\n"):
+            skipped.append(
+                SkippedItem(path=rel, line=line, reason=MID_WRITE.format(where=f"mid-record ({value})"))
+            )
+        else:
+            skipped.append(SkippedItem(path=rel, line=line, reason=value, document_id=f"{rel}#{index}"))
+    return out
 
 
 def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
-    """Records of a CSV file: ``(index, first line, record)``. A bad row is a skip naming its own line
-    that keeps its index (so its document id: nothing after it shifts)."""
-    out: list[tuple[int, int, dict[str, Any]]] = []
-    rows = _csv_rows(text)
-    first = next(rows, None)
-    if first is None:  # blank lines only: the caller skips empty files
-        return out
-    line, header, error = first
+    """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`)."""
+    rows = list(_csv_rows(text))
+    if not rows:  # blank lines only: the caller skips empty files
+        return []
+    (line, _, header, error), body = rows[0], rows[1:]
     if header is None:
         skipped.append(SkippedItem(path=rel, line=line, reason=f"{error} (in the header)"))
-        return out
+        return []
     header = [h.strip() for h in header]
     if len(set(header)) != len(header) or not all(header):
         skipped.append(
             SkippedItem(path=rel, line=line, reason=f"CSV header has blank or repeated names: {header}")
         )
-        return out
-    for index, (line, row, error) in enumerate(rows):
-        if row is None or error is not None:
-            reason = error or "malformed CSV"
-            skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=f"{rel}#{index}"))
-            continue
-        out.append((index, line, {h: _cell(c) for h, c in zip(header, row, strict=True)}))
-    return out
+        return []
+    if not text.endswith("\n"):
+        if not body:
+            skipped.append(SkippedItem(path=rel, line=line, reason=MID_WRITE.format(where="in its header")))
+            return []
+        body = _through_last_record(body)
+    parsed: list[_Parsed] = [
+        (line, {h: _cell(c) for h, c in zip(header, row, strict=True)})
+        if row is not None and error is None
+        else (line, error or "malformed CSV")
+        for line, _, row, error in body
+    ]
+    return _indexed(rel, text, parsed, skipped)
+
+
+def _through_last_record(
+    rows: list[tuple[int, int, list[str] | None, str | None]],
+) -> list[tuple[int, int, list[str] | None, str | None]]:
+    """The rows up to the file's last record: the first bad one that runs to the last row's end (an
+    unclosed quote runs to the end of the file: the rows after it were read from its own lines)."""
+    last = rows[-1][1]
+    cut = next(
+        (i for i, (_, end, _, error) in enumerate(rows) if error is not None and end >= last), len(rows) - 1
+    )
+    return rows[: cut + 1]
 
 
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
-    out: list[tuple[int, int, dict[str, Any]]] = []
-    index = 0
+    parsed: list[_Parsed] = []
     for line_no, line in enumerate(_physical_lines(text), start=1):
         if not line.strip():
             continue
-        doc_id = f"{rel}#{index}"
-        index += 1
         try:
             value = json.loads(line)
         except json.JSONDecodeError as exc:
-            skipped.append(
-                SkippedItem(path=rel, line=line_no, reason=f"invalid JSON: {exc.msg}", document_id=doc_id)
-            )
+            parsed.append((line_no, f"invalid JSON: {exc.msg}"))
             continue
-        if not isinstance(value, dict):
-            skipped.append(
-                SkippedItem(
-                    path=rel,
-                    line=line_no,
-                    reason=f"a record must be a JSON object, got {type(value).__name__}",
-                    document_id=doc_id,
-                )
-            )
-            continue
-        out.append((index - 1, line_no, value))
-    return out
+        if isinstance(value, dict):
+            parsed.append((line_no, value))
+        else:
+            parsed.append((line_no, f"a record must be a JSON object, got {type(value).__name__}"))
+    return _indexed(rel, text, parsed, skipped)
 
 
 def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
