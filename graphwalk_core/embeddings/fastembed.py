@@ -126,7 +126,7 @@ class FastEmbedEmbedder:
     ``model_qint8_dynamic.onnx``: about twice as fast on short names, but its activations are quantized
     per batch, so a text's vector varies slightly (cosine ~0.99) with its batch-mates.
     Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing;
-    with ``disk_cache``, also across runs (:meth:`disk_key`).
+    with ``disk_cache``, the rows of :meth:`embed_uncached` also across runs (:meth:`disk_key`).
     ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names).
     """
 
@@ -209,8 +209,8 @@ class FastEmbedEmbedder:
             return None
         with self._disk_lock:
             if self._disk_key is None:
-                alone = self._embed_rows([KEY_PROBE])[0]
-                batched = self._embed_rows([KEY_PROBE, KEY_PROBE_MATE])[0]
+                alone = self._compute([KEY_PROBE])[0]
+                batched = self._compute([KEY_PROBE, KEY_PROBE_MATE])[0]
                 if np.array_equal(alone, batched):
                     self._disk_key = f"{self.model_id}#{hashlib.sha256(alone.tobytes()).hexdigest()[:16]}"
                 else:
@@ -218,16 +218,16 @@ class FastEmbedEmbedder:
                     self._disk_key = ""
         return self._disk_key or None
 
-    def _compute(self, texts: list[str]) -> np.ndarray:
+    def _kept(self, texts: list[str]) -> np.ndarray:
         """Distinct texts' rows, in input order: those :attr:`disk_cache` holds read back, the others
         embedded (and stored there)."""
         key = self.disk_key()
         if key is None or self.disk_cache is None:
-            return self._embed_rows(texts)
+            return self._compute(texts)
         found = self.disk_cache.get(key, texts, self._dim)
         missing = [t for t in texts if t not in found]
         if missing:
-            rows = self._embed_rows(missing)
+            rows = self._compute(missing)
             self.disk_cache.put(key, missing, rows)
             found.update(zip(missing, rows, strict=True))
         out = np.empty((len(texts), self._dim), dtype=np.float32)
@@ -235,7 +235,7 @@ class FastEmbedEmbedder:
             out[i] = found[text]
         return out
 
-    def _embed_rows(self, texts: list[str]) -> np.ndarray:
+    def _compute(self, texts: list[str]) -> np.ndarray:
         """Embed distinct texts in token-count order, returned in input order.
 
         A batch pads to its longest text, so batching texts of equal token count wastes no compute: on
@@ -255,12 +255,14 @@ class FastEmbedEmbedder:
         return self.cache.embed_through(check_texts(texts), self._dim, self._compute)
 
     def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
-        """The rows of :meth:`embed`, past the cache (for a caller that keeps the vectors itself)."""
+        """The rows of :meth:`embed`, past the memory cache, for a caller that keeps the vectors itself
+        (routing's pool of names): these are the rows :attr:`disk_cache` keeps across runs. The texts
+        :meth:`embed` serves (a decider's questions and options, mostly seen once) never go there."""
         items = check_texts(texts)
         distinct = list(dict.fromkeys(items))
         if not distinct:
             return np.empty((0, self._dim), dtype=np.float32)
-        vectors = self._compute(distinct)
+        vectors = self._kept(distinct)
         if len(distinct) == len(items):
             return vectors
         row = {text: i for i, text in enumerate(distinct)}

@@ -71,9 +71,9 @@ class CountingEmbedder(FastEmbedEmbedder):
         super().__init__(MINILM_MODEL, path, disk_cache=cache)
         self.computed: list[str] = []
 
-    def _embed_rows(self, texts: list[str]) -> np.ndarray:
+    def _compute(self, texts: list[str]) -> np.ndarray:
         self.computed.extend(texts)
-        return super()._embed_rows(texts)
+        return super()._compute(texts)
 
 
 def test_a_warm_cache_gives_the_models_bytes_without_the_model(tmp_path: Path, minilm_dir: Path) -> None:
@@ -82,8 +82,10 @@ def test_a_warm_cache_gives_the_models_bytes_without_the_model(tmp_path: Path, m
     first = CountingEmbedder(minilm_dir, DiskVectorCache(tmp_path / "v.sqlite"))
     assert first.embed_uncached(texts).tobytes() == plain.tobytes()
     second = CountingEmbedder(minilm_dir, DiskVectorCache(tmp_path / "v.sqlite"))
-    assert second.embed(texts).tobytes() == plain.tobytes()
-    assert second.computed == KEY_TEXTS
+    assert second.embed_uncached(texts).tobytes() == plain.tobytes()
+    assert second.embed(["Interstellar"]).shape == (1, 384)  # a decider's text: not kept on disk
+    assert second.computed == [*KEY_TEXTS, "Interstellar"]
+    assert (first.disk_cache.stored, second.disk_cache.stored, second.disk_cache.hits) == (3, 0, 3)
 
 
 def test_a_batch_dependent_model_uses_no_disk_cache(tmp_path: Path, minilm_dir: Path) -> None:
@@ -92,7 +94,7 @@ def test_a_batch_dependent_model_uses_no_disk_cache(tmp_path: Path, minilm_dir: 
         MINILM_MODEL, minilm_dir, model_file="model_qint8_dynamic.onnx", disk_cache=cache
     )
     assert quantized.disk_key() is None
-    quantized.embed(["Inception"])
+    quantized.embed_uncached(["Inception"])
     assert cache.stored == 0
 
 
