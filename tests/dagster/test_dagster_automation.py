@@ -1,51 +1,159 @@
-"""The source sensor (content hashes as cursor) and the daily schedule."""
+"""The source sensor (content hashes, settled before a run; missing paths named) and the daily schedule."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import sqlite3
+from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
 import dagster as dg
 from dagster_fixtures import copy_data
 
+from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.specs import load_sources
 from graphwalk_dagster.defs.ingest.schedules import daily_reingest
 from graphwalk_dagster.defs.ingest.sensors import source_change_sensor
 from graphwalk_dagster.defs.shared.resources import SourcesResource
 
+SETTLING = "(new or changed since the last tick; run requested once unchanged)"
 
-def _tick(instance: dg.DagsterInstance, sources: Path, cursor: str | None) -> dg.SensorResult:
+
+class _Collect(logging.Handler):
+    def __init__(self, messages: list[str]) -> None:
+        super().__init__()
+        self.messages = messages
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _tick(
+    instance: dg.DagsterInstance, sources: Path, cursor: str | None, log: list[str] | None = None
+) -> dg.SensorResult:
+    """One evaluation; ``log`` receives the messages the sensor logged to its tick."""
     context = dg.build_sensor_context(
         instance=instance, cursor=cursor, resources={"sources": SourcesResource(path=str(sources))}
     )
+    if log is not None:
+        context.log.addHandler(_Collect(log))
     result = source_change_sensor(context)
     assert isinstance(result, dg.SensorResult)
     return result
 
 
-def test_sensor_requests_only_changed_sources(tmp_path: Path) -> None:
+def _requests(result: dg.SensorResult) -> list[tuple[str | None, str | None]]:
+    return [(r.partition_key, r.run_key) for r in result.run_requests or []]
+
+
+def _fingerprints(sources: Path) -> dict[str, str]:
+    return {spec.id: source_fingerprint(spec) for spec in load_sources(sources)}
+
+
+def _state(requested: dict[str, str], observed: dict[str, str]) -> str:
+    return json.dumps({"requested": requested, "observed": observed}, sort_keys=True)
+
+
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + text, encoding="utf-8")
+
+
+def test_sensor_requests_a_change_once_it_settled(tmp_path: Path) -> None:
     sources = copy_data(tmp_path / "data")
+    fp = _fingerprints(sources)
     with dg.DagsterInstance.ephemeral() as instance:
+        # new sources: registered at once, requested once unchanged at the next tick
         first = _tick(instance, sources, None)
-        assert sorted(r.partition_key for r in first.run_requests or []) == ["films", "sample_db"]
+        assert _requests(first) == []
         (add,) = first.dynamic_partitions_requests or []
-        assert (add.partitions_def_name, sorted(add.partition_keys)) == ("sources", ["films", "sample_db"])
-        assert sorted(json.loads(first.cursor or "{}")) == ["films", "sample_db"]
+        assert (add.partitions_def_name, add.partition_keys) == ("sources", ["films", "sample_db"])
+        assert first.cursor == _state({}, fp)
+        assert first.skip_reason == dg.SkipReason(f"waiting for films, sample_db to settle {SETTLING}")
         instance.add_dynamic_partitions("sources", ["films", "sample_db"])
+        second = _tick(instance, sources, first.cursor)
+        assert _requests(second) == [
+            ("films", f"films:{fp['films'][:16]}"),
+            ("sample_db", f"sample_db:{fp['sample_db'][:16]}"),
+        ]
+        assert (second.dynamic_partitions_requests, second.cursor) == ([], _state(fp, fp))
 
         # a touched file with the same bytes is not a change
         nolan = tmp_path / "data" / "films" / "nolan.md"
         os.utime(nolan, ns=(1, 1))
-        same = _tick(instance, sources, first.cursor)
-        assert (same.run_requests, same.dynamic_partitions_requests, same.cursor) == ([], [], first.cursor)
+        same = _tick(instance, sources, second.cursor)
+        assert (same.run_requests, same.dynamic_partitions_requests, same.cursor) == ([], [], second.cursor)
 
-        nolan.write_text(nolan.read_text(encoding="utf-8") + "\nHe was born in London.\n", encoding="utf-8")
-        changed = _tick(instance, sources, first.cursor)
-        assert [r.partition_key for r in changed.run_requests or []] == ["films"]
-        assert changed.dynamic_partitions_requests == []
-        before, after = json.loads(first.cursor or "{}"), json.loads(changed.cursor or "{}")
-        assert (before["sample_db"] == after["sample_db"], before["films"] == after["films"]) == (True, False)
+        # a file being written: no run while it changes, one once it stayed the same for a tick
+        _append(nolan, "\nHe was born in London.\n")
+        writing = _tick(instance, sources, same.cursor)
+        _append(nolan, "He studied English literature.\n")
+        still = _tick(instance, sources, writing.cursor)
+        done = _fingerprints(sources)
+        assert (_requests(writing), _requests(still)) == ([], [])
+        assert still.cursor == _state(fp, done)
+        settled = _tick(instance, sources, still.cursor)
+        assert _requests(settled) == [("films", f"films:{done['films'][:16]}")]
+        assert settled.cursor == _state(done, done)
+        after = _tick(instance, sources, settled.cursor)
+        assert (_requests(after), after.cursor) == ([], settled.cursor)
+
+
+def test_sensor_reads_the_earlier_flat_cursor_without_requesting_again(tmp_path: Path) -> None:
+    sources = copy_data(tmp_path / "data")
+    fp = _fingerprints(sources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("sources", ["films", "sample_db"])
+        upgraded = _tick(instance, sources, json.dumps(fp, sort_keys=True))
+        assert (_requests(upgraded), upgraded.skip_reason, upgraded.cursor) == ([], None, _state(fp, fp))
+        # a change right after the upgrade settles too
+        _append(tmp_path / "data" / "films" / "nolan.md", "\nHe was born in London.\n")
+        changed = _tick(instance, sources, json.dumps(fp, sort_keys=True))
+        assert _requests(changed) == []
+        assert _requests(_tick(instance, sources, changed.cursor)) == [
+            ("films", f"films:{_fingerprints(sources)['films'][:16]}")
+        ]
+
+
+def test_sensor_names_a_missing_path_and_requests_nothing_for_it(tmp_path: Path) -> None:
+    sources = copy_data(tmp_path / "data")
+    fp = _fingerprints(sources)
+    films, away = tmp_path / "data" / "films", tmp_path / "films_away"
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("sources", ["films", "sample_db"])
+        films.rename(away)
+        gone = _tick(instance, sources, json.dumps(fp, sort_keys=True))
+        note = (
+            f"source 'films' in {sources}: path not found: 'films' (resolved: {films}); "
+            "no run requested until it exists (nothing ingested is retracted)"
+        )
+        assert (_requests(gone), gone.dynamic_partitions_requests) == ([], [])
+        assert gone.skip_reason == dg.SkipReason(note)
+        assert gone.cursor == _state(fp, {"sample_db": fp["sample_db"]})
+
+        # other sources are still handled; the missing one is named in the tick's log
+        with closing(sqlite3.connect(tmp_path / "data" / "sample.sqlite")) as con, con:
+            con.execute("create table added (x integer)")
+        new_db = _fingerprints(sources)["sample_db"]
+        settling = _tick(instance, sources, gone.cursor)
+        log: list[str] = []
+        other = _tick(instance, sources, settling.cursor, log)
+        assert (_requests(other), other.skip_reason) == ([("sample_db", f"sample_db:{new_db[:16]}")], None)
+        assert log == [note]
+
+        # the path back with new bytes: a change like any other, requested once settled
+        away.rename(films)
+        _append(films / "nolan.md", "\nHe was born in London.\n")
+        back = _tick(instance, sources, other.cursor)
+        assert (_requests(back), back.skip_reason) == (
+            [],
+            dg.SkipReason(f"waiting for films to settle {SETTLING}"),
+        )
+        assert _requests(_tick(instance, sources, back.cursor)) == [
+            ("films", f"films:{_fingerprints(sources)['films'][:16]}")
+        ]
 
 
 def test_schedule_requests_every_registered_source() -> None:

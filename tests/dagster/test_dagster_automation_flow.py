@@ -20,6 +20,8 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+from dagster._core.definitions.run_request import InstigatorType
+from dagster._core.scheduler.instigation import InstigatorTick, TickStatus
 from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 from dagster._daemon import asset_daemon, sensor
@@ -35,6 +37,7 @@ FILMS_ONLY = (
     "- id: films\n  kind: files\n  path_or_url: films\n  mapping: films_mapping.yaml\n  extractor: nlp\n"
 )
 DUNKIRK = "Who starred in Dunkirk?"
+SETTLING = "waiting for films to settle (new or changed since the last tick; run requested once unchanged)"
 
 
 @pytest.fixture
@@ -70,6 +73,16 @@ def _busy(instance: dg.DagsterInstance) -> bool:
 
 def _materializations(instance: dg.DagsterInstance, asset: str) -> int:
     return len(instance.fetch_materializations(dg.AssetKey(asset), limit=1000).records)
+
+
+def _ticks(instance: dg.DagsterInstance, sensor_name: str) -> list[InstigatorTick]:
+    """A sensor's ticks, oldest first."""
+    (state,) = [
+        s
+        for s in instance.all_instigator_state(instigator_type=InstigatorType.SENSOR)
+        if s.instigator_name == sensor_name
+    ]
+    return sorted(instance.get_ticks(state.instigator_origin_id, state.selector_id), key=lambda t: t.tick_id)
 
 
 def test_source_change_reaches_the_graph_and_the_eval_summary(deployment: Path) -> None:
@@ -115,6 +128,14 @@ def test_source_change_reaches_the_graph_and_the_eval_summary(deployment: Path) 
             )
             for r in runs
         )
+        # the source sensor's first tick saw films change and waited for it to settle; the next one
+        # requested its run (and no later tick another)
+        ticks = _ticks(instance, "source_change_sensor")
+        assert [(t.status, t.skip_reason, len(t.run_ids)) for t in ticks[:2]] == [
+            (TickStatus.SKIPPED, SETTLING, 0),
+            (TickStatus.SUCCESS, None, 1),
+        ]
+        assert [t.status for t in ticks[2:]] == [TickStatus.SKIPPED] * (len(ticks) - 2)
         # one ingest run from the source sensor, then each refresh from an automation sensor
         assert launched == [
             ("eval_automation_sensor", "eval_questions,eval_results", "custom|relation-greedy", "SUCCESS"),

@@ -14,7 +14,7 @@ from graphwalk_core.ingest.graph_checks import (
     elements_have_provenance,
     ledger_has_documents,
 )
-from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.fingerprints import missing_paths, source_fingerprint
 from graphwalk_core.ingest.sources.specs import load_sources
 from graphwalk_core.warehouse import Warehouse
 
@@ -81,3 +81,17 @@ def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
     assert source_fingerprint(spec) == before
     doc.write_text("Inception is a 2010 film.", encoding="utf-8")
     assert source_fingerprint(spec) != before
+
+
+def test_missing_paths_name_each_missing_path_as_written(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "sources.yaml").write_text(
+        "- id: docs\n  kind: files\n  path_or_url: docs\n  mapping: maps/docs.yaml\n"
+        "- id: db\n  kind: sql\n  path_or_url: sqlite:///nowhere/x.db\n"
+        "- id: remote\n  kind: sql\n  path_or_url: postgresql://h/db\n",
+        encoding="utf-8",
+    )
+    docs, db, remote = load_sources(tmp_path / "sources.yaml")
+    assert missing_paths(docs) == [("maps/docs.yaml", tmp_path / "maps" / "docs.yaml")]
+    assert missing_paths(db) == [("sqlite:///nowhere/x.db", Path("nowhere/x.db"))]
+    assert missing_paths(remote) == []

@@ -33,19 +33,27 @@ def _files(root: Path) -> list[tuple[str, str]]:
     ]
 
 
-def _local_paths(spec: SourceSpec) -> list[Path] | None:
-    """The files a source reads, or None for a database reached by URL."""
-    paths: list[Path] = []
+def _local_paths(spec: SourceSpec) -> list[tuple[str, Path]] | None:
+    """The files a source reads, each with its value as written in sources.yaml (a database reached by
+    URL: None)."""
+    paths: list[tuple[str, Path]] = []
     url = spec.path_or_url
     if spec.kind == "files" or "://" not in url:
-        paths.append(spec.resolve(url))
+        paths.append((url, spec.resolve(url)))
     elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        paths.append(Path(url[len("sqlite:///") :]))
+        paths.append((url, Path(url[len("sqlite:///") :])))
     else:
         return None
     if isinstance(spec.mapping, str):
-        paths.append(spec.resolve(spec.mapping))
+        paths.append((spec.mapping, spec.resolve(spec.mapping)))
     return paths
+
+
+def missing_paths(spec: SourceSpec) -> list[tuple[str, Path]]:
+    """The paths a source reads that do not exist: (value as written in sources.yaml, resolved path)."""
+    return [
+        (written, path) for written, path in _local_paths(spec) or [] if not (path.is_file() or path.is_dir())
+    ]
 
 
 async def _document_hashes(spec: SourceSpec) -> list[tuple[str, str]]:
@@ -59,5 +67,5 @@ def source_fingerprint(spec: SourceSpec) -> str:
     if paths is None:
         parts.append(asyncio.run(_document_hashes(spec)))
     else:
-        parts += [_files(p) for p in paths]
+        parts += [_files(p) for _, p in paths]
     return content_hash(parts)

@@ -1,11 +1,13 @@
-"""Notice changed sources by content hash (cursor = hashes), register them as partitions, re-ingest them;
+"""Notice changed sources by content hash, register them as partitions, re-ingest them once settled;
 and refresh the published graph after any source's ingest (both running by default)."""
 
-import json
+from pathlib import Path
 
 import dagster as dg
 
-from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.fingerprints import missing_paths, source_fingerprint
+from graphwalk_core.ingest.sources.settle import SettleState, settle
+from graphwalk_core.ingest.sources.specs import SourceSpec
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION, source_partitions
 from graphwalk_dagster.defs.shared.resources import SourcesResource
 
@@ -15,26 +17,53 @@ INGEST_CHAIN = dg.AssetSelection.assets(
 )
 
 
+def missing_note(spec: SourceSpec, sources_file: Path) -> str | None:
+    """Why a source whose path is missing gets no run (naming its sources.yaml entry), or None."""
+    missing = missing_paths(spec)
+    if not missing:
+        return None
+    paths = ", ".join(f"{written!r} (resolved: {path})" for written, path in missing)
+    return (
+        f"source {spec.id!r} in {sources_file}: path not found: {paths}; "
+        "no run requested until it exists (nothing ingested is retracted)"
+    )
+
+
 @dg.sensor(
     target=INGEST_CHAIN,
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Every 60 s: hash every declared source's files (or rows); register new sources as "
-    "partitions and request an ingest run for each source whose content changed. Running by default.",
+    description="Every 60 s: hash every declared source's files (or rows) and register new sources as "
+    "partitions. A source whose content changed (or a new one) gets an ingest run once it has settled: "
+    "its hash is the same at two consecutive ticks, so a file still being written is not ingested "
+    "half-done. A source whose path is missing gets no run; the tick names its sources.yaml entry. "
+    "Running by default.",
 )
 def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesResource) -> dg.SensorResult:
-    """Request the partitions of sources whose content hash differs from the cursor's."""
-    hashes = {spec.id: source_fingerprint(spec) for spec in sources.specs()}
-    seen = json.loads(context.cursor) if context.cursor else {}
-    changed = [sid for sid, digest in hashes.items() if seen.get(sid) != digest]
+    """Request the partitions of sources whose settled content hash differs from the one last requested."""
+    specs, sources_file = sources.specs(), sources.file()
+    notes = {spec.id: missing_note(spec, sources_file) for spec in specs}
+    hashes = {spec.id: None if notes[spec.id] else source_fingerprint(spec) for spec in specs}
+    decision = settle(SettleState.from_json(context.cursor), hashes)
+    skipped = [note for note in notes.values() if note]
+    for note in skipped:
+        context.log.warning(note)
+    if decision.settling:
+        waiting = ", ".join(decision.settling)
+        skipped.append(
+            f"waiting for {waiting} to settle "
+            "(new or changed since the last tick; run requested once unchanged)"
+        )
     known = set(context.instance.get_dynamic_partitions(SOURCES_PARTITION))
     added = [sid for sid in hashes if sid not in known]
     return dg.SensorResult(
         run_requests=[
-            dg.RunRequest(partition_key=sid, run_key=f"{sid}:{hashes[sid][:16]}") for sid in changed
+            dg.RunRequest(partition_key=sid, run_key=f"{sid}:{decision.state.requested[sid][:16]}")
+            for sid in decision.ready
         ],
         dynamic_partitions_requests=[source_partitions.build_add_request(added)] if added else [],
-        cursor=json.dumps(hashes, sort_keys=True),
+        cursor=decision.state.to_json(),
+        skip_reason=None if decision.ready or not skipped else "; ".join(skipped),
     )
 
 

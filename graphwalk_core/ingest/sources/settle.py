@@ -1,0 +1,63 @@
+"""When to ingest a changed source: once its fingerprint settled (a file being written is not read half-done).
+
+A source is ready when its fingerprint is the same at two consecutive checks and differs from the one
+last requested. The state between checks is JSON: ``{"requested": {id: fp}, "observed": {id: fp}}``;
+the earlier flat ``{id: fp}`` (fingerprints requested) is still read, so nothing is re-requested.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SettleState:
+    """Per source id: the fingerprint last requested, and the one seen at the last check."""
+
+    requested: dict[str, str] = field(default_factory=dict)
+    observed: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, text: str | None) -> SettleState:
+        """Read a state written by :meth:`to_json`, or the earlier flat ``{id: fingerprint}``."""
+        raw = json.loads(text) if text else {}
+        if not isinstance(raw, dict):
+            raise ValueError(f"settle state: expected a JSON object, got {text!r}")
+        if all(isinstance(v, str) for v in raw.values()):
+            return cls(requested=dict(raw))
+        return cls(requested=dict(raw.get("requested", {})), observed=dict(raw.get("observed", {})))
+
+    def to_json(self) -> str:
+        return json.dumps({"requested": self.requested, "observed": self.observed}, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class SettleDecision:
+    """Sources to ingest now, changed sources still settling (both in the order checked), next state."""
+
+    ready: list[str]
+    settling: list[str]
+    state: SettleState
+
+
+def settle(state: SettleState, current: Mapping[str, str | None]) -> SettleDecision:
+    """Decide over ``current`` (id -> fingerprint, None when the source cannot be read now, e.g. its
+    path is missing: not requested, and a later fingerprint must settle again). Ids not in ``current``
+    (no longer declared) are dropped from the state."""
+    ready: list[str] = []
+    settling: list[str] = []
+    requested: dict[str, str] = {}
+    for sid, fingerprint in current.items():
+        last = state.requested.get(sid)
+        if fingerprint is not None and fingerprint != last:
+            if fingerprint == state.observed.get(sid):
+                ready.append(sid)
+                last = fingerprint
+            else:
+                settling.append(sid)
+        if last is not None:
+            requested[sid] = last
+    observed = {sid: fp for sid, fp in current.items() if fp is not None}
+    return SettleDecision(ready, settling, SettleState(requested, observed))

@@ -1,0 +1,58 @@
+"""The settle rule: a changed source is ready once its fingerprint held for two checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphwalk_core.ingest.sources.settle import SettleState, settle
+
+
+def test_a_change_is_ready_once_unchanged_at_the_next_check() -> None:
+    start = SettleState(requested={"a": "1", "b": "1"}, observed={"a": "1", "b": "1"})
+    moving = settle(start, {"a": "2", "b": "1"})
+    assert (moving.ready, moving.settling) == ([], ["a"])
+    assert moving.state == SettleState(requested={"a": "1", "b": "1"}, observed={"a": "2", "b": "1"})
+    still_moving = settle(moving.state, {"a": "3", "b": "1"})
+    assert (still_moving.ready, still_moving.settling) == ([], ["a"])
+    settled = settle(still_moving.state, {"a": "3", "b": "1"})
+    assert (settled.ready, settled.settling) == (["a"], [])
+    assert settled.state == SettleState(requested={"a": "3", "b": "1"}, observed={"a": "3", "b": "1"})
+    again = settle(settled.state, {"a": "3", "b": "1"})
+    assert (again.ready, again.settling, again.state) == ([], [], settled.state)
+
+
+def test_a_change_undone_before_it_settled_requests_nothing() -> None:
+    moving = settle(SettleState(requested={"a": "1"}, observed={"a": "1"}), {"a": "2"})
+    back = settle(moving.state, {"a": "1"})
+    assert (back.ready, back.settling, back.state) == ([], [], SettleState({"a": "1"}, {"a": "1"}))
+
+
+def test_new_sources_settle_too_and_undeclared_ones_are_dropped() -> None:
+    first = settle(SettleState(requested={"gone": "9"}, observed={"gone": "9"}), {"b": "1", "a": "1"})
+    assert (first.ready, first.settling) == ([], ["b", "a"])
+    assert first.state == SettleState(requested={}, observed={"b": "1", "a": "1"})
+    assert settle(first.state, {"b": "1", "a": "1"}).ready == ["b", "a"]
+
+
+def test_an_unreadable_source_is_not_ready_and_must_settle_again() -> None:
+    start = SettleState(requested={"a": "1"}, observed={"a": "1"})
+    missing = settle(start, {"a": None})
+    assert (missing.ready, missing.settling) == ([], [])
+    assert missing.state == SettleState(requested={"a": "1"}, observed={})
+    back = settle(missing.state, {"a": "2"})
+    assert (back.ready, back.settling) == ([], ["a"])
+    assert settle(back.state, {"a": "2"}).ready == ["a"]
+    # back with the bytes last requested: nothing to ingest
+    assert settle(missing.state, {"a": "1"}).state == start
+
+
+def test_state_round_trips_and_reads_the_earlier_flat_format() -> None:
+    state = SettleState(requested={"b": "1"}, observed={"a": "2", "b": "1"})
+    assert json.loads(state.to_json()) == {"observed": {"a": "2", "b": "1"}, "requested": {"b": "1"}}
+    assert SettleState.from_json(state.to_json()) == state
+    assert SettleState.from_json('{"a": "1", "b": "2"}') == SettleState(requested={"a": "1", "b": "2"})
+    assert SettleState.from_json(None) == SettleState.from_json("") == SettleState()
+    with pytest.raises(ValueError, match=r"expected a JSON object, got '\[1\]'"):
+        SettleState.from_json("[1]")
