@@ -25,9 +25,13 @@ log = logging.getLogger(__name__)
 LOOKUP_BATCH = 500
 #: Seconds a write waits for another process's write before the rows are not stored.
 BUSY_TIMEOUT_S = 2.0
-_SCHEMA = """CREATE TABLE IF NOT EXISTS vectors (
-    model TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text)
-) WITHOUT ROWID"""
+#: Pages of 16 KiB hold ten 1.5 KB rows of a row-id table; a row this size in a key-only (``WITHOUT ROWID``)
+#: table, or in 4 KiB pages, spills to an overflow page of its own (3x the file: 195 MB for 41,665 names).
+PAGE_SIZE = 16_384
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, text)",
+)
 
 
 def default_cache_path() -> Path:
@@ -57,8 +61,10 @@ class DiskVectorCache:
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
+                conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file's only (before its first table)
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.execute(_SCHEMA)
+                for statement in _SCHEMA:
+                    conn.execute(statement)
                 self._conn = conn
             except (OSError, sqlite3.Error) as exc:
                 self._fail("open", exc)

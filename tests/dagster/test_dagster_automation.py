@@ -53,8 +53,12 @@ def _fingerprints(sources: Path) -> dict[str, str]:
     return {spec.id: source_fingerprint(spec) for spec in load_sources(sources)}
 
 
-def _state(requested: dict[str, str], observed: dict[str, str]) -> str:
-    return json.dumps({"requested": requested, "observed": observed}, sort_keys=True)
+def _state(
+    requested: dict[str, str], observed: dict[str, str], requests: dict[str, int] | None = None
+) -> str:
+    return json.dumps(
+        {"requested": requested, "observed": observed, "requests": requests or {}}, sort_keys=True
+    )
 
 
 def _append(path: Path, text: str) -> None:
@@ -75,13 +79,15 @@ def test_sensor_requests_a_change_once_it_settled(tmp_path: Path) -> None:
         instance.add_dynamic_partitions("sources", ["films", "sample_db"])
         second = _tick(instance, sources, first.cursor)
         assert _requests(second) == [
-            ("films", f"films:{fp['films'][:16]}"),
-            ("sample_db", f"sample_db:{fp['sample_db'][:16]}"),
+            ("films", f"films:1:{fp['films'][:16]}"),
+            ("sample_db", f"sample_db:1:{fp['sample_db'][:16]}"),
         ]
-        assert (second.dynamic_partitions_requests, second.cursor) == ([], _state(fp, fp))
+        once = {"films": 1, "sample_db": 1}
+        assert (second.dynamic_partitions_requests, second.cursor) == ([], _state(fp, fp, once))
 
         # a touched file with the same bytes is not a change
         nolan = tmp_path / "data" / "films" / "nolan.md"
+        (tmp_path / "films_nolan_before.md").write_text(nolan.read_text(encoding="utf-8"), encoding="utf-8")
         os.utime(nolan, ns=(1, 1))
         same = _tick(instance, sources, second.cursor)
         assert (same.run_requests, same.dynamic_partitions_requests, same.cursor) == ([], [], second.cursor)
@@ -93,12 +99,17 @@ def test_sensor_requests_a_change_once_it_settled(tmp_path: Path) -> None:
         still = _tick(instance, sources, writing.cursor)
         done = _fingerprints(sources)
         assert (_requests(writing), _requests(still)) == ([], [])
-        assert still.cursor == _state(fp, done)
+        assert still.cursor == _state(fp, done, once)
         settled = _tick(instance, sources, still.cursor)
-        assert _requests(settled) == [("films", f"films:{done['films'][:16]}")]
-        assert settled.cursor == _state(done, done)
+        assert _requests(settled) == [("films", f"films:2:{done['films'][:16]}")]
+        assert settled.cursor == _state(done, done, {"films": 2, "sample_db": 1})
         after = _tick(instance, sources, settled.cursor)
         assert (_requests(after), after.cursor) == ([], settled.cursor)
+
+        # the file put back as it was: a run of its own (a key seen before would make Dagster drop it)
+        nolan.write_text((tmp_path / "films_nolan_before.md").read_text(encoding="utf-8"), encoding="utf-8")
+        reverted = _tick(instance, sources, _tick(instance, sources, after.cursor).cursor)
+        assert _requests(reverted) == [("films", f"films:3:{fp['films'][:16]}")]
 
 
 def test_sensor_reads_the_earlier_flat_cursor_without_requesting_again(tmp_path: Path) -> None:
@@ -113,7 +124,7 @@ def test_sensor_reads_the_earlier_flat_cursor_without_requesting_again(tmp_path:
         changed = _tick(instance, sources, json.dumps(fp, sort_keys=True))
         assert _requests(changed) == []
         assert _requests(_tick(instance, sources, changed.cursor)) == [
-            ("films", f"films:{_fingerprints(sources)['films'][:16]}")
+            ("films", f"films:1:{_fingerprints(sources)['films'][:16]}")
         ]
 
 
@@ -140,7 +151,7 @@ def test_sensor_names_a_missing_path_and_requests_nothing_for_it(tmp_path: Path)
         settling = _tick(instance, sources, gone.cursor)
         log: list[str] = []
         other = _tick(instance, sources, settling.cursor, log)
-        assert (_requests(other), other.skip_reason) == ([("sample_db", f"sample_db:{new_db[:16]}")], None)
+        assert (_requests(other), other.skip_reason) == ([("sample_db", f"sample_db:1:{new_db[:16]}")], None)
         assert log == [note]
 
         # the path back with new bytes: a change like any other, requested once settled
@@ -152,7 +163,7 @@ def test_sensor_names_a_missing_path_and_requests_nothing_for_it(tmp_path: Path)
             dg.SkipReason(f"waiting for films to settle {SETTLING}"),
         )
         assert _requests(_tick(instance, sources, back.cursor)) == [
-            ("films", f"films:{_fingerprints(sources)['films'][:16]}")
+            ("films", f"films:1:{_fingerprints(sources)['films'][:16]}")
         ]
 
 

@@ -18,7 +18,8 @@ def test_a_change_is_ready_once_unchanged_at_the_next_check() -> None:
     assert (still_moving.ready, still_moving.settling) == ([], ["a"])
     settled = settle(still_moving.state, {"a": "3", "b": "1"})
     assert (settled.ready, settled.settling) == (["a"], [])
-    assert settled.state == SettleState(requested={"a": "3", "b": "1"}, observed={"a": "3", "b": "1"})
+    assert settled.state == SettleState({"a": "3", "b": "1"}, {"a": "3", "b": "1"}, requests={"a": 1})
+    assert settled.state.run_key("a") == "a:1:3"
     again = settle(settled.state, {"a": "3", "b": "1"})
     assert (again.ready, again.settling, again.state) == ([], [], settled.state)
 
@@ -50,9 +51,24 @@ def test_an_unreadable_source_is_not_ready_and_must_settle_again() -> None:
 
 def test_state_round_trips_and_reads_the_earlier_flat_format() -> None:
     state = SettleState(requested={"b": "1"}, observed={"a": "2", "b": "1"})
-    assert json.loads(state.to_json()) == {"observed": {"a": "2", "b": "1"}, "requested": {"b": "1"}}
+    assert json.loads(state.to_json()) == {
+        "observed": {"a": "2", "b": "1"},
+        "requested": {"b": "1"},
+        "requests": {},
+    }
     assert SettleState.from_json(state.to_json()) == state
     assert SettleState.from_json('{"a": "1", "b": "2"}') == SettleState(requested={"a": "1", "b": "2"})
     assert SettleState.from_json(None) == SettleState.from_json("") == SettleState()
     with pytest.raises(ValueError, match=r"expected a JSON object, got '\[1\]'"):
         SettleState.from_json("[1]")
+
+
+def test_every_request_has_its_own_run_key_also_for_content_seen_before() -> None:
+    state = SettleState(requested={"a": "1"}, observed={"a": "1"})
+    keys = []
+    for fingerprint in ("2", "1", "2"):  # edited, put back, edited again
+        state = settle(settle(state, {"a": fingerprint}).state, {"a": fingerprint}).state
+        keys.append(state.run_key("a"))
+    assert keys == ["a:1:2", "a:2:1", "a:3:2"]
+    dropped = settle(state, {"b": "1"}).state  # "a" no longer declared: its count goes with it
+    assert dropped == SettleState(requested={}, observed={"b": "1"}, requests={})

@@ -1,8 +1,10 @@
 """When to ingest a changed source: once its fingerprint settled (a file being written is not read half-done).
 
 A source is ready when its fingerprint is the same at two consecutive checks and differs from the one
-last requested. The state between checks is JSON: ``{"requested": {id: fp}, "observed": {id: fp}}``;
-the earlier flat ``{id: fp}`` (fingerprints requested) is still read, so nothing is re-requested.
+last requested. The state between checks is JSON: ``{"requested": {id: fp}, "observed": {id: fp},
+"requests": {id: n}}`` (``n``: how many times the source was ready, so each request has its own run key,
+also when a file goes back to an earlier content); the earlier flat ``{id: fp}`` (fingerprints requested)
+is still read, so nothing is re-requested.
 """
 
 from __future__ import annotations
@@ -14,10 +16,18 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class SettleState:
-    """Per source id: the fingerprint last requested, and the one seen at the last check."""
+    """Per source id: the fingerprint last requested, the one seen at the last check, and how many runs
+    were requested (0 when absent: an earlier state)."""
 
     requested: dict[str, str] = field(default_factory=dict)
     observed: dict[str, str] = field(default_factory=dict)
+    requests: dict[str, int] = field(default_factory=dict)
+
+    def run_key(self, source_id: str) -> str:
+        """The run key of the source's latest request: unique per request (a Dagster sensor drops a run
+        whose key it has seen, so a key made of the fingerprint alone would drop the ingest of a file put
+        back to an earlier content), and the same when a failed tick is evaluated again."""
+        return f"{source_id}:{self.requests.get(source_id, 0)}:{self.requested[source_id][:16]}"
 
     @classmethod
     def from_json(cls, text: str | None) -> SettleState:
@@ -27,10 +37,15 @@ class SettleState:
             raise ValueError(f"settle state: expected a JSON object, got {text!r}")
         if all(isinstance(v, str) for v in raw.values()):
             return cls(requested=dict(raw))
-        return cls(requested=dict(raw.get("requested", {})), observed=dict(raw.get("observed", {})))
+        return cls(
+            requested=dict(raw.get("requested", {})),
+            observed=dict(raw.get("observed", {})),
+            requests=dict(raw.get("requests", {})),
+        )
 
     def to_json(self) -> str:
-        return json.dumps({"requested": self.requested, "observed": self.observed}, sort_keys=True)
+        state = {"requested": self.requested, "observed": self.observed, "requests": self.requests}
+        return json.dumps(state, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -49,15 +64,17 @@ def settle(state: SettleState, current: Mapping[str, str | None]) -> SettleDecis
     ready: list[str] = []
     settling: list[str] = []
     requested: dict[str, str] = {}
+    requests = {sid: n for sid, n in state.requests.items() if sid in current}
     for sid, fingerprint in current.items():
         last = state.requested.get(sid)
         if fingerprint is not None and fingerprint != last:
             if fingerprint == state.observed.get(sid):
                 ready.append(sid)
                 last = fingerprint
+                requests[sid] = requests.get(sid, 0) + 1
             else:
                 settling.append(sid)
         if last is not None:
             requested[sid] = last
     observed = {sid: fp for sid, fp in current.items() if fp is not None}
-    return SettleDecision(ready, settling, SettleState(requested, observed))
+    return SettleDecision(ready, settling, SettleState(requested, observed, requests))

@@ -58,8 +58,7 @@ def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesRe
     added = [sid for sid in hashes if sid not in known]
     return dg.SensorResult(
         run_requests=[
-            dg.RunRequest(partition_key=sid, run_key=f"{sid}:{decision.state.requested[sid][:16]}")
-            for sid in decision.ready
+            dg.RunRequest(partition_key=sid, run_key=decision.state.run_key(sid)) for sid in decision.ready
         ],
         dynamic_partitions_requests=[source_partitions.build_add_request(added)] if added else [],
         cursor=decision.state.to_json(),
