@@ -167,14 +167,34 @@ def test_sensor_names_a_missing_path_and_requests_nothing_for_it(tmp_path: Path)
         ]
 
 
-def test_schedule_requests_every_registered_source() -> None:
+def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -> None:
+    sources = copy_data(tmp_path / "data")
     with dg.instance_for_test() as instance:
         instance.add_dynamic_partitions("sources", ["films", "sample_db"])
-        context = dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 3)
-        )
-        requests = daily_reingest(context)
+
+        def tick() -> list[dg.RunRequest] | dg.SkipReason:
+            context = dg.build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=datetime(2026, 11, 30, 3),
+                resources={"sources": SourcesResource(path=str(sources))},
+            )
+            return daily_reingest(context)
+
+        requests = tick()
+        assert isinstance(requests, list)
         assert [(r.partition_key, r.run_key) for r in requests] == [
             ("films", "films:2026-11-30"),
             ("sample_db", "sample_db:2026-11-30"),
         ]
+        (tmp_path / "data" / "films").rename(tmp_path / "films_away")
+        instance.add_dynamic_partitions("sources", ["retired"])
+        (only,) = tick()  # type: ignore[misc]
+        assert (only.partition_key, only.run_key) == ("sample_db", "sample_db:2026-11-30")
+        (tmp_path / "data" / "sample.sqlite").unlink()
+        unread = "no run requested until it exists (nothing ingested is retracted)"
+        films, db = tmp_path / "data" / "films", tmp_path / "data" / "sample.sqlite"
+        assert tick() == dg.SkipReason(
+            f"source 'films' in {sources}: path not found: 'films' (resolved: {films}); {unread}; "
+            f"source 'sample_db' in {sources}: path not found: 'sample.sqlite' (resolved: {db}); {unread}; "
+            f"source 'retired' is registered but not declared in {sources}: no run requested"
+        )
