@@ -63,6 +63,7 @@ class DiskVectorCache:
                 )
                 conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file's only (before its first table)
                 conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # a power loss may drop the last rows, not corrupt
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 self._conn = conn
