@@ -10,6 +10,7 @@ Processes share the file (WAL mode; a writer that finds it busy skips storing, i
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -48,6 +49,7 @@ class DiskVectorCache:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._broken = False
+        #: rows read back, and rows this object added to the file
         self.hits = 0
         self.stored = 0
 
@@ -56,6 +58,7 @@ class DiskVectorCache:
 
     def _connection(self) -> sqlite3.Connection | None:
         if self._conn is None and not self._broken:
+            conn = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(
@@ -68,6 +71,8 @@ class DiskVectorCache:
                     conn.execute(statement)
                 self._conn = conn
             except (OSError, sqlite3.Error) as exc:
+                if conn is not None:
+                    conn.close()
                 self._fail("open", exc)
         return self._conn
 
@@ -115,13 +120,15 @@ class DiskVectorCache:
                 (model, text, row.astype(np.float32).tobytes()) for text, row in zip(texts, rows, strict=True)
             ]
             try:
+                before = conn.total_changes
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("INSERT OR IGNORE INTO vectors (model, text, vector) VALUES (?, ?, ?)", data)
                 conn.execute("COMMIT")
-                self.stored += len(data)
+                self.stored += conn.total_changes - before
             except sqlite3.OperationalError as exc:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 if "locked" in str(exc) or "busy" in str(exc):
                     log.debug("embedding cache %s busy: %d vectors not stored", self.path, len(data))
                     return
