@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -18,6 +19,12 @@ DEFAULT_JEV_BASE_URLS: dict[str, str] = {
     "typesafe": "https://api.typesafe.ai",
     "openrouter": "https://openrouter.ai/api",
 }
+
+
+def default_embed_cache() -> Path:
+    """``$XDG_CACHE_HOME/graphwalk/vectors.sqlite`` (``~/.cache`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "graphwalk" / "vectors.sqlite"
 
 
 class GraphwalkSettings(BaseSettings):
@@ -88,12 +95,10 @@ class GraphwalkSettings(BaseSettings):
 
     def resolved_embed_cache(self) -> Path | None:
         """The embedding cache file, or None when ``embed_cache`` is ``off``."""
-        from graphwalk_core.embeddings.disk_cache import default_cache_path
-
         value = self.embed_cache.strip()
         if value.lower() == "off":
             return None
-        return Path(value).expanduser() if value else default_cache_path()
+        return Path(value).expanduser() if value else default_embed_cache()
 
     def resolved_jev_model(self) -> str:
         return self.jev_model or DEFAULT_JEV_MODELS[self.jev_provider]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -33,12 +32,6 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL)",
     "CREATE UNIQUE INDEX IF NOT EXISTS vectors_key ON vectors (model, text)",
 )
-
-
-def default_cache_path() -> Path:
-    """``$XDG_CACHE_HOME/graphwalk/vectors.sqlite`` (``~/.cache`` when the variable is unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "graphwalk" / "vectors.sqlite"
 
 
 class DiskVectorCache:

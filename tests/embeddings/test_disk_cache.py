@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
-from graphwalk_core.embeddings.disk_cache import DiskVectorCache, default_cache_path
+from graphwalk_core.embeddings.disk_cache import DiskVectorCache
 from graphwalk_core.embeddings.fastembed import KEY_PROBE, KEY_PROBE_MATE, MINILM_MODEL, FastEmbedEmbedder
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import FileSource
-from graphwalk_core.settings import GraphwalkSettings
+from graphwalk_core.settings import GraphwalkSettings, default_embed_cache
 from graphwalk_core.stores.sql import SQLGraphStore
 
 #: What a model embeds once per process to derive its cache key (see FastEmbedEmbedder.disk_key).
@@ -56,7 +56,7 @@ def test_an_unusable_file_is_logged_and_skipped(
 
 def test_settings_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert default_cache_path() == tmp_path / "graphwalk" / "vectors.sqlite"
+    assert default_embed_cache() == tmp_path / "graphwalk" / "vectors.sqlite"
     assert (
         GraphwalkSettings(embed_cache="").resolved_embed_cache() == tmp_path / "graphwalk" / "vectors.sqlite"
     )
