@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graphwalk_core.errors import ConfigError
+from graphwalk_core.errors import ConfigError, OptionError
 from graphwalk_core.eval.datasets import Dataset, load_dataset
 from graphwalk_core.eval.datasets.base import REPO_ROOT
 from graphwalk_core.eval.datasets.hub import resolve_data_dir
@@ -15,6 +15,8 @@ from graphwalk_core.warehouse import Warehouse
 
 #: The dataset partition whose questions come from any hub dataset (config ``hf``).
 HF_PARTITION = "hf"
+#: The partitions whose questions can come from a file of the user's (config ``questions``).
+QUESTION_FILE_DATASETS = ("custom", "hotpotqa", "2wiki", "2wiki-retrieval")
 #: The sample question file over the sample graph built from data/sources.yaml.
 CUSTOM_QUESTIONS = REPO_ROOT / "data" / "questions.jsonl"
 
@@ -33,8 +35,9 @@ def load_partition_dataset(
     hf: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """``load_dataset(name)``; ``custom`` reads ``questions`` over the graph's triples in the warehouse;
-    ``hf`` loads the hub split ``hf`` describes (:class:`HubDatasetSpec` fields, ``columns`` as a
-    ``{FIELD: COLUMN}`` mapping) through HF ``datasets``.
+    HotpotQA and the 2Wiki datasets read ``questions`` instead of the data folder's file when it is set
+    (another split's questions); ``hf`` loads the hub split ``hf`` describes (:class:`HubDatasetSpec`
+    fields, ``columns`` as a ``{FIELD: COLUMN}`` mapping) through HF ``datasets``.
 
     The data comes from ``data_dir``, or from the dataset repo ``hub`` (``REPO@SHA``), or the default folder.
     """
@@ -42,8 +45,15 @@ def load_partition_dataset(
         return _hub_split(hf, n=n, seed=seed, endpoint=hub_endpoint)
     root = resolve_data_dir(Path(data_dir) if data_dir else None, hub, hub_endpoint, [name], split)
     common = {"split": split, "n": n, "seed": seed, "data_dir": root}
-    if name != "custom":
+    if name not in QUESTION_FILE_DATASETS:
+        if questions:
+            raise OptionError(
+                "{path} is a question file for " + ", ".join(QUESTION_FILE_DATASETS) + "; {name} has none",
+                name=name,
+            )
         return load_dataset(name, **common)
+    if name != "custom":
+        return load_dataset(name, path=Path(questions) if questions else None, **common)
     kb = export_triples(warehouse.root)
     return load_dataset("custom", path=Path(questions) if questions else CUSTOM_QUESTIONS, kb=kb, **common)
 

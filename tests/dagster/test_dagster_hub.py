@@ -158,6 +158,17 @@ def test_hf_partition_without_its_hub_split_says_what_to_configure(tmp_path: Pat
     ("config", "message"),
     [
         (
+            {"questions": "my_questions.jsonl"},
+            "eval_questions run config: `questions` is a question file for custom, hotpotqa, 2wiki, "
+            "2wiki-retrieval; metaqa-1hop has none",
+        ),
+        (
+            {"split": "test", "dataset": "hotpotqa"},
+            "eval_questions run config: hotpotqa has dev questions only in the data folder "
+            "(hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl): `split`=test needs a question file of that split "
+            "(`questions`)",
+        ),
+        (
             {"hub": "not-a-ref"},
             "eval_questions run config: `hub` expects REPO@SHA (e.g. owner/name@<40-hex commit sha>), "
             "got 'not-a-ref'",
@@ -182,7 +193,8 @@ def test_eval_questions_config_errors_name_the_config_fields(
     tmp_path: Path, config: dict[str, object], message: str
 ) -> None:
     """A bad run-config value is named as the eval_questions field, not as a CLI flag (``--hub``)."""
-    dataset = "hf" if "hf" in config else "metaqa-1hop"
+    config = dict(config)
+    dataset = str(config.pop("dataset", "hf" if "hf" in config else "metaqa-1hop"))
     with dg.instance_for_test() as instance:
         result = dg.materialize(
             [eval_questions],
@@ -198,3 +210,14 @@ def test_eval_questions_config_errors_name_the_config_fields(
         "InputError",
         f"graphwalk_core.errors.InputError: {message}",
     )
+
+
+def test_a_hotpotqa_partition_reads_the_question_file_it_is_given(tmp_path: Path) -> None:
+    """``questions`` gives a HotpotQA (or 2Wiki) partition another split's file, labelled as asked."""
+    from conftest import shared_path
+
+    dev = shared_path("data", "hotpotqa", "hotpotqa_dev_ircotfmt_300.jsonl")
+    given = load_partition_dataset("hotpotqa", Warehouse(tmp_path), n=3, split="test", questions=str(dev))
+    shared = load_partition_dataset("hotpotqa", Warehouse(tmp_path), n=3)
+    assert (given.split, shared.split) == ("test", "dev")
+    assert [q.id for q in given.questions] == [q.id for q in shared.questions]

@@ -54,7 +54,9 @@ class EvalQuestionsConfig(dg.Config):
     )
     hub_endpoint: str | None = Field(default=None, description="hub endpoint (default: $HF_ENDPOINT)")
     questions: str | None = Field(
-        default=None, description="custom question file (default: data/questions.jsonl)"
+        default=None,
+        description="question file: custom's (default: data/questions.jsonl), or hotpotqa's, 2wiki's and "
+        "2wiki-retrieval's in their own format (default: the data folder's dev file; a test split needs one)",
     )
     hf: HubSplitConfig | None = Field(default=None, description="the hub split of the hf dataset partition")
 
