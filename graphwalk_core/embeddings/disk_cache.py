@@ -128,9 +128,3 @@ class DiskVectorCache:
                 self._fail("write", exc)
             except sqlite3.Error as exc:
                 self._fail("write", exc)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
