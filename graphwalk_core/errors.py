@@ -68,8 +68,3 @@ class OptionError(NamesOptions, InputError):
 
 class OptionConfigError(NamesOptions, ConfigError):
     """A setup problem whose remedy is an option, named in the caller's terms (see :class:`NamesOptions`)."""
-
-
-def message(exc: BaseException, labels: Mapping[str, str]) -> str:
-    """``exc``'s message, naming the options it names by their ``labels``."""
-    return exc.render(labels) if isinstance(exc, NamesOptions) else str(exc)

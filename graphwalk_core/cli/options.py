@@ -36,16 +36,20 @@ def flags(command: Callable[..., Any]) -> dict[str, str]:
             out[name] = name.upper()
         elif info is not None:  # under Annotated, typer reads a str first argument as the first flag
             decls = [d for d in (info.default, *(info.param_decls or ())) if str(d).startswith("--")]
-            out[name] = decls[0] if decls else "--" + name.replace("_", "-")
+            out[name] = decls[0] if decls else _flag(name)
     return out
 
 
+def _flag(name: str) -> str:
+    """Typer's flag of a parameter declared without one: ``data_dir`` -> ``--data-dir``."""
+    return "--" + name.replace("_", "-")
+
+
 def error_text(exc: BaseException, labels: dict[str, str]) -> str:
-    """``exc``'s message naming its options by ``labels`` (a key without one by typer's rule:
-    ``data_dir`` -> ``--data-dir``)."""
+    """``exc``'s message naming its options by ``labels`` (a key without one: by :func:`_flag`)."""
     if not isinstance(exc, NamesOptions):
         return str(exc)
-    return exc.render({key: labels.get(key, "--" + key.replace("_", "-")) for key in exc.options()})
+    return exc.render({key: labels.get(key, _flag(key)) for key in exc.options()})
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:

@@ -100,7 +100,7 @@ class DiskVectorCache:
             except sqlite3.Error as exc:
                 self._fail("read", exc)
                 return {}
-        self.hits += len(found)
+            self.hits += len(found)  # under the lock: threads share the counter
         return found
 
     def put(self, model: str, texts: Sequence[str], rows: np.ndarray) -> None:
@@ -128,9 +128,3 @@ class DiskVectorCache:
                 self._fail("write", exc)
             except sqlite3.Error as exc:
                 self._fail("write", exc)
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None

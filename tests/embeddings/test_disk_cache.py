@@ -3,7 +3,9 @@ only names it has not seen."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,38 @@ def test_rows_come_back_byte_for_byte_per_model(tmp_path: Path) -> None:
     assert again.get("m2", ["a", "b"], 3) == {}
     assert again.get("m1", ["a"], 4) == {}  # another width: not this model's row
     assert (again.hits, cache.stored) == (2, 2)
+
+
+class RacyCounter(DiskVectorCache):
+    """Lets two threads read ``hits`` at once when they can (a barrier in the getter), as a preempted
+    thread would: an update outside the lock then loses one thread's count."""
+
+    def __init__(self, path: Path) -> None:
+        self._hits = 0
+        self.both = threading.Barrier(2)
+        super().__init__(path)
+
+    @property
+    def hits(self) -> int:
+        value = self._hits
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.both.wait(timeout=0.5)
+        return value
+
+    @hits.setter
+    def hits(self, value: int) -> None:
+        self._hits = value
+
+
+def test_hits_count_every_thread(tmp_path: Path) -> None:
+    cache = RacyCounter(tmp_path / "v.sqlite")
+    cache.put("m", ["a", "b"], ROWS)
+    threads = [threading.Thread(target=cache.get, args=("m", ["a", "b"], 3)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert cache._hits == 4
 
 
 @pytest.mark.parametrize("make", ["folder is a file", "not a database"])

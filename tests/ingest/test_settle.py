@@ -70,5 +70,14 @@ def test_every_request_has_its_own_run_key_also_for_content_seen_before() -> Non
         state = settle(settle(state, {"a": fingerprint}).state, {"a": fingerprint}).state
         keys.append(state.run_key("a"))
     assert keys == ["a:1:2", "a:2:1", "a:3:2"]
-    dropped = settle(state, {"b": "1"}).state  # "a" no longer declared: its count goes with it
-    assert dropped == SettleState(requested={}, observed={"b": "1"}, requests={})
+    dropped = settle(state, {"b": "1"}).state  # "a" no longer declared: its count stays
+    assert dropped == SettleState(requested={}, observed={"b": "1"}, requests={"a": 3})
+
+
+def test_a_source_declared_again_gets_a_run_key_not_seen_before() -> None:
+    state = SettleState()
+    for current in ({"a": "1"}, {"a": "1"}, {"a": "2"}, {"a": "2"}, {}, {"a": "1"}, {"a": "1"}):
+        decision = settle(state, current)
+        state = decision.state
+    # declared, edited, undeclared, declared again with its first bytes: Dagster must not drop this run
+    assert (decision.ready, state.run_key("a")) == (["a"], "a:3:1")

@@ -60,11 +60,12 @@ class SettleDecision:
 def settle(state: SettleState, current: Mapping[str, str | None]) -> SettleDecision:
     """Decide over ``current`` (id -> fingerprint, None when the source cannot be read now, e.g. its
     path is missing: not requested, and a later fingerprint must settle again). Ids not in ``current``
-    (no longer declared) are dropped from the state."""
+    (no longer declared) are dropped from the state but for their request counts: a source declared
+    again must not reuse a run key of its earlier requests (Dagster would drop that run)."""
     ready: list[str] = []
     settling: list[str] = []
     requested: dict[str, str] = {}
-    requests = {sid: n for sid, n in state.requests.items() if sid in current}
+    requests = dict(state.requests)
     for sid, fingerprint in current.items():
         last = state.requested.get(sid)
         if fingerprint is not None and fingerprint != last:
