@@ -122,7 +122,7 @@ class DiskVectorCache:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
-                if "locked" in str(exc) or "busy" in str(exc):
+                if exc.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                     log.debug("embedding cache %s busy: %d vectors not stored", self.path, len(data))
                     return
                 self._fail("write", exc)

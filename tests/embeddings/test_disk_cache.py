@@ -173,3 +173,24 @@ async def test_a_reingest_embeds_only_new_names_and_builds_the_same_graph(
     assert "Inception" in cold.computed  # without the cache: every stored name again
     assert warm.computed == [*KEY_TEXTS, "Emma Thomas"]
     assert await _dump(tmp_path / "warm.sqlite") == await _dump(tmp_path / "cold.sqlite")
+
+
+def test_a_busy_file_skips_the_batch_and_stays_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    from graphwalk_core.embeddings import disk_cache
+
+    monkeypatch.setattr(disk_cache, "BUSY_TIMEOUT_S", 0.05)
+    path = tmp_path / "v.sqlite"
+    DiskVectorCache(path).put("m", ["a"], ROWS[:1])
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process writing
+    cache = DiskVectorCache(path)
+    cache.put("m", ["b"], ROWS[1:])
+    assert cache.stored == 0 and sorted(cache.get("m", ["a", "b"], 3)) == ["a"]
+    writer.execute("ROLLBACK")
+    writer.close()
+    cache.put("m", ["b"], ROWS[1:])
+    assert cache.stored == 1 and sorted(cache.get("m", ["a", "b"], 3)) == ["a", "b"]

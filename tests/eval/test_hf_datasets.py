@@ -152,7 +152,9 @@ async def test_offline_uncached_is_a_clear_error_and_unreachable_hub_too(
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     unreachable = r"at http://127.0.0.1:9: ConnectionError: Couldn't reach 'tests/hotpot-mini' on the Hub"
     with pytest.raises(
-        ConfigError, match=unreachable + r".*; use local files instead: data_dir or GRAPHWALK_DATA_DIR"
+        ConfigError,
+        match=unreachable + r".*; copy the split to a local question file \(and passages file\) "
+        r"and evaluate it as a custom dataset \(docs/eval-data.md\)$",
     ):
         load_hub_dataset(REPO, revision=SHA, endpoint="http://127.0.0.1:9", cache_dir=tmp_path / "x")
 

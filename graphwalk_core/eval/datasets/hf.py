@@ -14,8 +14,8 @@ Column shapes understood (HotpotQA's, 2Wiki's and SQuAD-like layouts on the hub 
   ``supporting_facts``); every supporting title must be one of the row's passages.
 
 The endpoint is the hub's (``HF_ENDPOINT``), or ``endpoint``. Offline (``HF_HUB_OFFLINE``), a split
-already in the datasets cache loads; otherwise the error says what was tried and how to use local files,
-as ``--hub`` does (see ``hub.py``).
+already in the datasets cache loads; otherwise the error says what was tried and what else to do: the
+data folder does not hold hub datasets, so its way to local files is a custom dataset (``LOCAL_COPY_HINT``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from graphwalk_core.errors import ConfigError, InputError, OptionConfigError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question, subset_ids
-from graphwalk_core.eval.datasets.hub import LOCAL_FILES_HINT, HubRef, check_revision
+from graphwalk_core.eval.datasets.hub import HubRef, check_revision
 from graphwalk_core.eval.datasets.passages import PassagePool
+
+#: What to do without the hub: the split's rows as local files, evaluated as a custom dataset.
+LOCAL_COPY_HINT = (
+    "copy the split to a local question file (and passages file) and evaluate it as a custom dataset "
+    "(docs/eval-data.md)"
+)
 
 
 class ColumnMap(BaseModel):
@@ -312,12 +318,9 @@ def _hub_errors(where: str) -> Iterator[None]:
         if isinstance(exc, DatasetNotFoundError) and not datasets.config.HF_HUB_OFFLINE:
             raise InputError(f"cannot load {where}: {exc} (check the repo id and the sha)") from exc
         if datasets.config.HF_HUB_OFFLINE:
-            raise OptionConfigError(
-                "cannot load {where}: offline mode is on (HF_HUB_OFFLINE) and the split is not in the "
-                f"datasets cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_FILES_HINT}",
-                where=where,
+            raise ConfigError(
+                f"cannot load {where}: offline mode is on (HF_HUB_OFFLINE) and the split is not in the "
+                f"datasets cache; unset HF_HUB_OFFLINE to download it, or {LOCAL_COPY_HINT}"
             ) from exc
         detail = f"{type(exc).__name__}: {str(exc).splitlines()[0]}" if str(exc) else type(exc).__name__
-        raise OptionConfigError(
-            f"cannot load {{where}}: {{detail}}; {LOCAL_FILES_HINT}", where=where, detail=detail
-        ) from exc
+        raise ConfigError(f"cannot load {where}: {detail}; {LOCAL_COPY_HINT}") from exc
