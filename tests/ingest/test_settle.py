@@ -30,7 +30,7 @@ def test_a_change_undone_before_it_settled_requests_nothing() -> None:
     assert (back.ready, back.settling, back.state) == ([], [], SettleState({"a": "1"}, {"a": "1"}))
 
 
-def test_new_sources_settle_too_and_undeclared_ones_are_dropped() -> None:
+def test_new_sources_settle_too_and_undeclared_ones_lose_their_fingerprints() -> None:
     first = settle(SettleState(requested={"gone": "9"}, observed={"gone": "9"}), {"b": "1", "a": "1"})
     assert (first.ready, first.settling) == ([], ["b", "a"])
     assert first.state == SettleState(requested={}, observed={"b": "1", "a": "1"})
@@ -70,5 +70,19 @@ def test_every_request_has_its_own_run_key_also_for_content_seen_before() -> Non
         state = settle(settle(state, {"a": fingerprint}).state, {"a": fingerprint}).state
         keys.append(state.run_key("a"))
     assert keys == ["a:1:2", "a:2:1", "a:3:2"]
-    dropped = settle(state, {"b": "1"}).state  # "a" no longer declared: its count goes with it
-    assert dropped == SettleState(requested={}, observed={"b": "1"}, requests={})
+    dropped = settle(state, {"b": "1"}).state  # "a" no longer declared: its count stays
+    assert dropped == SettleState(requested={}, observed={"b": "1"}, requests={"a": 3})
+
+
+def test_a_source_declared_again_counts_on_so_dagster_does_not_drop_its_run() -> None:
+    """Ingested at "1" then "2", taken out of sources.yaml, its files put back to "1", declared again:
+    the run key must not be the first request's ``a:1:1``, which Dagster has seen and would skip (the
+    graph would keep the content of "2")."""
+    state = SettleState()
+    for fingerprint in ("1", "2"):
+        state = settle(settle(state, {"a": fingerprint}).state, {"a": fingerprint}).state
+    assert state.run_key("a") == "a:2:2"
+    state = settle(state, {}).state  # no longer declared
+    back = settle(settle(state, {"a": "1"}).state, {"a": "1"})
+    assert back.ready == ["a"]
+    assert back.state.run_key("a") == "a:3:1"

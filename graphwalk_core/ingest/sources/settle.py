@@ -60,11 +60,12 @@ class SettleDecision:
 def settle(state: SettleState, current: Mapping[str, str | None]) -> SettleDecision:
     """Decide over ``current`` (id -> fingerprint, None when the source cannot be read now, e.g. its
     path is missing: not requested, and a later fingerprint must settle again). Ids not in ``current``
-    (no longer declared) are dropped from the state."""
+    (no longer declared) lose their fingerprints but keep their request count: declared again, a source
+    counts on, so its next run key is not one Dagster has seen (and would drop the run of)."""
     ready: list[str] = []
     settling: list[str] = []
     requested: dict[str, str] = {}
-    requests = {sid: n for sid, n in state.requests.items() if sid in current}
+    requests = dict(state.requests)
     for sid, fingerprint in current.items():
         last = state.requested.get(sid)
         if fingerprint is not None and fingerprint != last:
