@@ -21,6 +21,10 @@ DEFAULT_JEV_BASE_URLS: dict[str, str] = {
 }
 
 
+#: ``GRAPHWALK_EMBED_CACHE`` values that mean no cache (any case): not a file named ``false`` in the cwd.
+EMBED_CACHE_OFF = ("off", "none", "false", "no", "0")
+
+
 def default_embed_cache() -> Path:
     """``$XDG_CACHE_HOME/graphwalk/vectors.sqlite`` (``~/.cache`` when the variable is unset)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -77,7 +81,7 @@ class GraphwalkSettings(BaseSettings):
     embed_cache: str = Field(
         default="",
         description="SQLite file keeping computed embeddings across runs (a re-ingest then embeds only new "
-        "names); empty: ~/.cache/graphwalk/vectors.sqlite ($XDG_CACHE_HOME); off: none",
+        "names); empty: ~/.cache/graphwalk/vectors.sqlite ($XDG_CACHE_HOME); off (none, false, no, 0): none",
     )
 
     warehouse: Path = Field(default=Path("warehouse"), description="root folder of Parquet + DuckDB")
@@ -94,9 +98,10 @@ class GraphwalkSettings(BaseSettings):
         return "jev" if self.jev_api_key is not None else "local"
 
     def resolved_embed_cache(self) -> Path | None:
-        """The embedding cache file, or None when ``embed_cache`` is ``off``."""
+        """The embedding cache file, or None when ``embed_cache`` is ``off`` (or another of
+        :data:`EMBED_CACHE_OFF`)."""
         value = self.embed_cache.strip()
-        if value.lower() == "off":
+        if value.lower() in EMBED_CACHE_OFF:
             return None
         return Path(value).expanduser() if value else default_embed_cache()
 

@@ -34,6 +34,26 @@ _SCHEMA = (
 )
 
 
+class NotACacheError(Exception):
+    """The file is another SQLite database (a graph, say): the cache leaves it as it is."""
+
+
+def _refuse_other_tables(conn: sqlite3.Connection) -> None:
+    """Raise NotACacheError when the database holds tables besides ``vectors``, before anything is written
+    to it (a cache path pointed at ``graph.sqlite`` would otherwise add a table and turn on WAL there)."""
+    names = [
+        row[0]
+        for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name != 'vectors' ORDER BY name"
+        )
+    ]
+    if names:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise NotACacheError(
+            f"it is another database, with tables {shown}; an embedding cache holds only 'vectors'"
+        )
+
+
 class DiskVectorCache:
     """The vectors of a SQLite file, by model key and text (thread-safe; opened at first use)."""
 
@@ -57,13 +77,14 @@ class DiskVectorCache:
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
+                _refuse_other_tables(conn)
                 conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file's only (before its first table)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")  # a power loss may drop the last rows, not corrupt
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 self._conn = conn
-            except (OSError, sqlite3.Error) as exc:
+            except (OSError, sqlite3.Error, NotACacheError) as exc:
                 if conn is not None:
                     conn.close()
                 self._fail("open", exc)

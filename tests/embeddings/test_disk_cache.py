@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -88,6 +89,27 @@ def test_an_unusable_file_is_logged_and_skipped(
         assert path.read_bytes() == b"this is not a SQLite database, " * 100  # left as it was
 
 
+def test_another_database_is_left_as_it_was(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A cache path pointed at a graph (``GRAPHWALK_EMBED_CACHE=graph.sqlite``) adds no table to it."""
+    path = tmp_path / "graph.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute("CREATE TABLE nodes (id TEXT)")
+        conn.execute("CREATE TABLE edges (id TEXT)")
+        conn.execute("INSERT INTO nodes VALUES ('n1')")
+        conn.commit()
+    before = path.read_bytes()
+    cache = DiskVectorCache(path)
+    with caplog.at_level(logging.WARNING):
+        cache.put("m", ["a", "b"], ROWS)
+        assert cache.get("m", ["a"], 3) == {}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"embedding cache {path}: cannot open it (it is another database, with tables edges, nodes; "
+        "an embedding cache holds only 'vectors'); computing vectors without it"
+    ]
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph.sqlite"]  # no -wal / -shm left
+
+
 def test_settings_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_embed_cache() == tmp_path / "graphwalk" / "vectors.sqlite"
@@ -96,6 +118,17 @@ def test_settings_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     )
     assert GraphwalkSettings(embed_cache="OFF").resolved_embed_cache() is None
     assert GraphwalkSettings(embed_cache=str(tmp_path / "v.db")).resolved_embed_cache() == tmp_path / "v.db"
+
+
+@pytest.mark.parametrize("value", ["off", " Off ", "none", "None", "false", "FALSE", "no", "0"])
+def test_the_usual_ways_of_saying_off_disable_the_cache(value: str) -> None:
+    """Not a SQLite file named ``false`` (or ``0``) in the working directory."""
+    assert GraphwalkSettings(embed_cache=value).resolved_embed_cache() is None
+
+
+def test_a_tilde_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert GraphwalkSettings(embed_cache="~/c/v.db").resolved_embed_cache() == tmp_path / "c" / "v.db"
 
 
 class CountingEmbedder(FastEmbedEmbedder):
@@ -178,8 +211,6 @@ async def test_a_reingest_embeds_only_new_names_and_builds_the_same_graph(
 def test_a_busy_file_skips_the_batch_and_stays_in_use(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sqlite3
-
     from graphwalk_core.embeddings import disk_cache
 
     monkeypatch.setattr(disk_cache, "BUSY_TIMEOUT_S", 0.05)

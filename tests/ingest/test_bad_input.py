@@ -102,7 +102,7 @@ async def test_a_jsonl_file_caught_mid_write_deletes_none_of_its_records(tmp_pat
     before = await graph_tables(store, "people")
     path.write_text('{"name": "Ann Lee"}\n{"name": "Bo', encoding="utf-8", newline="")
     report = await run()
-    where = "mid-record (invalid JSON: Unterminated string starting at)"
+    where = "mid-record (invalid JSON: Unterminated string starting at column 10)"
     assert [(s.describe(), s.document_id) for s in report.skipped] == [
         ("people.jsonl:2: " + MID_WRITE.format(where=where), None)
     ]
@@ -174,7 +174,7 @@ async def test_a_csv_file_caught_mid_write_deletes_none_of_its_records(
             "people.jsonl",
             '{"name": "Ann Lee"}\n{"name":\n{"name": "Cal Fox"}',
             [],
-            ["people.jsonl:2: invalid JSON: Expecting value"],
+            ["people.jsonl:2: invalid JSON: Expecting value at column 9"],
         ),
     ],
     ids=["csv-complete", "csv-bad-row-not-last", "jsonl-complete", "jsonl-bad-record-not-last"],

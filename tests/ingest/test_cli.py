@@ -47,7 +47,10 @@ def test_skipped_input_is_listed(tmp_path: Path) -> None:
     (corpus / "rows.jsonl").write_text('{"a": 1}\n{broken\n', encoding="utf-8")
     code, out = invoke(str(corpus), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
     assert code == 0, out
-    assert "skipped rows.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes" in out
+    assert (
+        "skipped rows.jsonl:2: invalid JSON: Expecting property name enclosed in double quotes at column 2"
+        in out
+    )
     assert "new 2," in out
 
 

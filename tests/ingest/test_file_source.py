@@ -47,13 +47,13 @@ async def test_documents_ids_and_skips(tmp_path: Path) -> None:
     assert by_id["films.csv#2"].text == "title: Dune\nyear: 2021\ndirector: Denis Villeneuve"
     assert by_id["notes/a.md"].metadata == {"path": "notes/a.md", "type": "md", "title": "Alpha"}
     assert [s.describe() for s in source.skipped] == [
-        "bad.json:4: invalid JSON: Expecting value",
+        "bad.json:4: invalid JSON: Expecting value at column 1",
         "big.md: file is 600 bytes, over the limit of 500",
         "blob.txt: binary file (NUL byte at offset 3)",
         "films.csv:3: malformed CSV row: 2 fields, the header has 3",
         "image.png: unsupported file type .png",
         "latin1.txt:2: not UTF-8: invalid byte 0xe9 at offset 12",
-        "people.jsonl:2: invalid JSON: Expecting value",
+        "people.jsonl:2: invalid JSON: Expecting value at column 10",
         "people.jsonl:4: a record must be a JSON object, got list",
     ]
     assert [s.document_id for s in source.skipped if s.document_id] == [

@@ -30,7 +30,7 @@ def test_a_change_undone_before_it_settled_requests_nothing() -> None:
     assert (back.ready, back.settling, back.state) == ([], [], SettleState({"a": "1"}, {"a": "1"}))
 
 
-def test_new_sources_settle_too_and_undeclared_ones_are_dropped() -> None:
+def test_new_sources_settle_too_and_undeclared_ones_lose_their_fingerprints() -> None:
     first = settle(SettleState(requested={"gone": "9"}, observed={"gone": "9"}), {"b": "1", "a": "1"})
     assert (first.ready, first.settling) == ([], ["b", "a"])
     assert first.state == SettleState(requested={}, observed={"b": "1", "a": "1"})

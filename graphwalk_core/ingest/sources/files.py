@@ -400,6 +400,12 @@ def _through_last_record(
     return rows[: cut + 1]
 
 
+def _json_error(exc: json.JSONDecodeError) -> str:
+    """``invalid JSON: <json's reason> at column N`` (some reasons end in "starting at" themselves)."""
+    at = "" if exc.msg.endswith(" at") else " at"
+    return f"invalid JSON: {exc.msg}{at} column {exc.colno}"
+
+
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
     parsed: list[_Parsed] = []
@@ -407,9 +413,9 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
-            parsed.append((line_no, f"invalid JSON: {exc.msg}"))
+            parsed.append((line_no, _json_error(exc)))
             continue
         if isinstance(value, dict):
             parsed.append((line_no, value))
@@ -425,7 +431,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=f"invalid JSON: {exc.msg}"))
+        skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=_json_error(exc)))
         return []
     if not isinstance(value, dict | list):
         start = len(text) - len(text.lstrip())
