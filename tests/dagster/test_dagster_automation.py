@@ -198,3 +198,29 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
             f"source 'sample_db' in {sources}: path not found: 'sample.sqlite' (resolved: {db}); {unread}; "
             f"source 'retired' is registered but not declared in {sources}: no run requested"
         )
+
+
+def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -> None:
+    """A run started by hand (or a backfill) for a source whose path is gone fails naming its sources.yaml
+    entry, as the sensor does; it said only 'source path ... does not exist'."""
+    from graphwalk_dagster.defs.ingest.assets import source_profile
+
+    sources = copy_data(tmp_path / "data")
+    films = tmp_path / "data" / "films"
+    films.rename(tmp_path / "films_away")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sources", ["films"])
+        result = dg.materialize(
+            [source_profile],
+            partition_key="films",
+            resources={"sources": SourcesResource(path=str(sources))},
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None
+    assert error.cause.message.strip() == (
+        f"graphwalk_core.errors.InputError: source 'films' in {sources}: path not found: 'films' "
+        f"(resolved: {films}); fix the path in that file, or remove the entry"
+    )

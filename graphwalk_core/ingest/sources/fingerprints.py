@@ -56,6 +56,15 @@ def missing_paths(spec: SourceSpec) -> list[tuple[str, Path]]:
     ]
 
 
+def missing_paths_message(spec: SourceSpec, sources_file: Path) -> str | None:
+    """What is missing of a declared source, naming its entry in ``sources_file``; None: nothing."""
+    missing = missing_paths(spec)
+    if not missing:
+        return None
+    paths = ", ".join(f"{written!r} (resolved: {path})" for written, path in missing)
+    return f"source {spec.id!r} in {sources_file}: path not found: {paths}"
+
+
 async def _document_hashes(spec: SourceSpec) -> list[tuple[str, str]]:
     return sorted([(d.id, d.content_hash) async for d in open_source(spec).documents()])
 

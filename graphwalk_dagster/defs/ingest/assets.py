@@ -8,11 +8,13 @@ import asyncio
 
 import dagster as dg
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest import stages
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan, UpdateReport
 from graphwalk_core.ingest.publish import publish_graph, write_documents
 from graphwalk_core.ingest.sources.base import SourceProfile
+from graphwalk_core.ingest.sources.fingerprints import missing_paths_message
 from graphwalk_core.ingest.sources.specs import open_source
 from graphwalk_core.warehouse import query
 from graphwalk_dagster.automation import refresh_on_any_update
@@ -37,7 +39,11 @@ INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
 @dg.asset(**INGEST, kinds={"python"})
 def source_profile(context: dg.AssetExecutionContext, sources: SourcesResource) -> SourceProfile:
     """What the source holds: documents, bytes, file types, tables, unreadable input."""
-    profile = asyncio.run(stages.profile_source(open_source(sources.spec(context.partition_key))))
+    spec = sources.spec(context.partition_key)
+    missing = missing_paths_message(spec, sources.file())
+    if missing is not None:  # named by its sources.yaml entry, as the sensor names it
+        raise InputError(f"{missing}; fix the path in that file, or remove the entry")
+    profile = asyncio.run(stages.profile_source(open_source(spec)))
     context.add_output_metadata(
         {
             "documents": profile.documents,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from graphwalk_core.ingest.sources.fingerprints import missing_paths, source_fingerprint
+from graphwalk_core.ingest.sources.fingerprints import missing_paths_message, source_fingerprint
 from graphwalk_core.ingest.sources.settle import SettleState, settle
 from graphwalk_core.ingest.sources.specs import SourceSpec
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION, source_partitions
@@ -19,14 +19,10 @@ INGEST_CHAIN = dg.AssetSelection.assets(
 
 def missing_note(spec: SourceSpec, sources_file: Path) -> str | None:
     """Why a source whose path is missing gets no run (naming its sources.yaml entry), or None."""
-    missing = missing_paths(spec)
-    if not missing:
+    missing = missing_paths_message(spec, sources_file)
+    if missing is None:
         return None
-    paths = ", ".join(f"{written!r} (resolved: {path})" for written, path in missing)
-    return (
-        f"source {spec.id!r} in {sources_file}: path not found: {paths}; "
-        "no run requested until it exists (nothing ingested is retracted)"
-    )
+    return f"{missing}; no run requested until it exists (nothing ingested is retracted)"
 
 
 @dg.sensor(
