@@ -7,6 +7,7 @@ files), so a replaced Parquet file or plot gets the same permissions as ``wareho
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Iterator
@@ -63,3 +64,9 @@ def first_undecodable(data: bytes) -> tuple[int, str]:
     except UnicodeDecodeError as exc:
         return data[: exc.start].count(b"\n") + 1, data[exc.start : exc.start + 1].hex()
     return 0, ""
+
+
+def json_error(exc: json.JSONDecodeError) -> str:
+    """``invalid JSON: <json's reason> at column N`` (some reasons end in "starting at" themselves)."""
+    at = "" if exc.msg.endswith(" at") else " at"
+    return f"invalid JSON: {exc.msg}{at} column {exc.colno}"

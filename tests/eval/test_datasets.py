@@ -183,6 +183,10 @@ def test_custom_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
     path.write_text("\n  \n")
     with pytest.raises(InputError, match=r"^no questions in .*q\.jsonl$"):
         load_dataset("custom", path=path, kb=kb)
+    path.write_text('{"question": "who", "answers": ["B"]}\n{"question": "wh')  # cut mid-write
+    with pytest.raises(InputError) as cut:
+        load_dataset("custom", path=path, kb=kb)
+    assert str(cut.value) == f"{path}:2: invalid JSON: Unterminated string starting at column 14"
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.metrics import MatchMode
-from graphwalk_core.files import first_undecodable
+from graphwalk_core.files import first_undecodable, json_error
 from graphwalk_core.model import content_hash
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -153,7 +153,7 @@ def parse_json(text: str, path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: invalid JSON at line {exc.lineno} ({exc.msg})") from exc
+        raise InputError(f"{path}:{exc.lineno}: {json_error(exc)}") from exc
 
 
 def jsonl_rows(text: str, path: Path) -> Iterator[tuple[int, Any]]:
@@ -165,4 +165,4 @@ def jsonl_rows(text: str, path: Path) -> Iterator[tuple[int, Any]]:
         try:
             yield i, json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{i}: invalid JSON ({exc.msg})") from exc
+            raise InputError(f"{path}:{i}: {json_error(exc)}") from exc

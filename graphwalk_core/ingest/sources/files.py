@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.files import json_error
 from graphwalk_core.ingest.sources.base import (
     ColumnProfile,
     SkippedItem,
@@ -400,12 +401,6 @@ def _through_last_record(
     return rows[: cut + 1]
 
 
-def _json_error(exc: json.JSONDecodeError) -> str:
-    """``invalid JSON: <json's reason> at column N`` (some reasons end in "starting at" themselves)."""
-    at = "" if exc.msg.endswith(" at") else " at"
-    return f"invalid JSON: {exc.msg}{at} column {exc.colno}"
-
-
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
     parsed: list[_Parsed] = []
@@ -415,7 +410,7 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         try:
             value = json.loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
-            parsed.append((line_no, _json_error(exc)))
+            parsed.append((line_no, json_error(exc)))
             continue
         if isinstance(value, dict):
             parsed.append((line_no, value))
@@ -431,7 +426,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
-        skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=_json_error(exc)))
+        skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=json_error(exc)))
         return []
     if not isinstance(value, dict | list):
         start = len(text) - len(text.lstrip())
