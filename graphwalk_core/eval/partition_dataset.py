@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from graphwalk_core.errors import ConfigError, OptionError
+from graphwalk_core.errors import ConfigError
 from graphwalk_core.eval.datasets import Dataset, load_dataset
 from graphwalk_core.eval.datasets.base import REPO_ROOT
 from graphwalk_core.eval.datasets.hub import resolve_data_dir
@@ -36,8 +36,8 @@ def load_partition_dataset(
 ) -> Dataset:
     """``load_dataset(name)``; ``custom`` reads ``questions`` over the graph's triples in the warehouse;
     HotpotQA and the 2Wiki datasets read ``questions`` instead of the data folder's file when it is set
-    (another split's questions); ``hf`` loads the hub split ``hf`` describes (:class:`HubDatasetSpec`
-    fields, ``columns`` as a ``{FIELD: COLUMN}`` mapping) through HF ``datasets``.
+    (another split's questions), MetaQA ignores it; ``hf`` loads the hub split ``hf`` describes
+    (:class:`HubDatasetSpec` fields, ``columns`` as a ``{FIELD: COLUMN}`` mapping) through HF ``datasets``.
 
     The data comes from ``data_dir``, or from the dataset repo ``hub`` (``REPO@SHA``), or the default folder.
     """
@@ -45,12 +45,7 @@ def load_partition_dataset(
         return _hub_split(hf, n=n, seed=seed, endpoint=hub_endpoint)
     root = resolve_data_dir(Path(data_dir) if data_dir else None, hub, hub_endpoint, [name], split)
     common = {"split": split, "n": n, "seed": seed, "data_dir": root}
-    if name not in QUESTION_FILE_DATASETS:
-        if questions:
-            raise OptionError(
-                "{path} is a question file for " + ", ".join(QUESTION_FILE_DATASETS) + "; {name} has none",
-                name=name,
-            )
+    if name not in QUESTION_FILE_DATASETS:  # one run config serves a backfill's every partition
         return load_dataset(name, **common)
     if name != "custom":
         return load_dataset(name, path=Path(questions) if questions else None, **common)

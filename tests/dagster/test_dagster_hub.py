@@ -158,11 +158,6 @@ def test_hf_partition_without_its_hub_split_says_what_to_configure(tmp_path: Pat
     ("config", "message"),
     [
         (
-            {"questions": "my_questions.jsonl"},
-            "eval_questions run config: `questions` is a question file for custom, hotpotqa, 2wiki, "
-            "2wiki-retrieval; metaqa-1hop has none",
-        ),
-        (
             {"split": "test", "dataset": "hotpotqa"},
             "eval_questions run config: hotpotqa has dev questions only in the data folder "
             "(hotpotqa/hotpotqa_dev_ircotfmt_300.jsonl): `split`=test needs a question file of that split "
@@ -221,3 +216,22 @@ def test_a_hotpotqa_partition_reads_the_question_file_it_is_given(tmp_path: Path
     shared = load_partition_dataset("hotpotqa", Warehouse(tmp_path), n=3)
     assert (given.split, shared.split) == ("test", "dev")
     assert [q.id for q in given.questions] == [q.id for q in shared.questions]
+
+
+def test_one_run_config_with_questions_serves_every_demo_partition(tmp_path: Path) -> None:
+    """The demo (and a backfill) gives every eval_questions partition one run config: ``questions`` is
+    custom's file and the MetaQA partitions ignore it (refusing it broke ``make demo``)."""
+    from conftest import shared_path
+
+    shared_path("data", "metaqa", "kb.txt")  # skips without ../shared
+    questions = Path(__file__).resolve().parents[2] / "data" / "questions.jsonl"
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [eval_questions],
+            partition_key=eval_key("metaqa-1hop", "relation-greedy"),
+            resources={"warehouse": WarehouseResource(root=str(tmp_path / "warehouse"))},
+            run_config={"ops": {"eval_questions": {"config": {"n": 2, "questions": str(questions)}}}},
+            instance=instance,
+        )
+    dataset = result.output_for_node("eval_questions")
+    assert (dataset.name, dataset.split, len(dataset.questions)) == ("metaqa-1hop", "dev", 2)

@@ -56,7 +56,8 @@ class EvalQuestionsConfig(dg.Config):
     questions: str | None = Field(
         default=None,
         description="question file: custom's (default: data/questions.jsonl), or hotpotqa's, 2wiki's and "
-        "2wiki-retrieval's in their own format (default: the data folder's dev file; a test split needs one)",
+        "2wiki-retrieval's in their own format (default: the data folder's dev file; a test split needs "
+        "one); the metaqa partitions ignore it",
     )
     hf: HubSplitConfig | None = Field(default=None, description="the hub split of the hf dataset partition")
 
