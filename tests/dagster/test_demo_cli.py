@@ -50,3 +50,33 @@ def test_commands_are_named_so_the_shell_finds_them(tmp_path: Path, monkeypatch:
     assert command("graphwalk") == str(bin_dir / "graphwalk")
     monkeypatch.setenv("PATH", str(bin_dir))
     assert command("graphwalk") == "graphwalk"
+
+
+def test_the_demo_runs_its_whole_plan(tmp_path: Path) -> None:
+    """``graphwalk demo`` end to end, as ``make demo`` runs it: every partition of its plan lands in the
+    warehouse (a run config one partition refused broke it, and no other test ran the demo whole)."""
+    import subprocess
+
+    from dagster_fixtures import warehouse_rows
+
+    plan = demo_report.demo_plan()
+    env = {**os.environ, "GRAPHWALK_EMBED_CACHE": "off", "COLUMNS": "200"}
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("graphwalk")),
+            "demo",
+            "--n",
+            "2",
+            "--warehouse",
+            str(tmp_path / "wh"),
+            "--dagster-home",
+            str(tmp_path / "home"),
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rows = warehouse_rows(tmp_path / "wh", "select distinct dataset, system from eval_results order by all")
+    assert rows == sorted(plan.partitions)
