@@ -127,11 +127,14 @@ def test_eval_custom_kb_must_be_a_triples_file(tmp_path: Path) -> None:
     graph, folder, latin1 = tmp_path / "graph.sqlite", tmp_path / "graph", tmp_path / "latin1.txt"
     graph.write_bytes(b"SQLite format 3\x00\x10\x00\x86\x01")
     folder.mkdir()
+    (folder / "nodes.parquet").write_bytes(b"PAR1")  # a Parquet graph
+    documents = tmp_path / "docs"
+    documents.mkdir()
     latin1.write_bytes("Heat|directed_by|Michael Mann\nCaf\xe9|r|b\n".encode("latin-1"))
     base = ["eval", "custom", "--questions", str(questions), "--system", "relation-greedy"]
     base += ["--decider", "fake", "--out", str(tmp_path / "o"), "--quiet", "--kb"]
     outputs = []
-    for kb in (graph, folder, latin1):
+    for kb in (graph, folder, documents, latin1):
         result = runner.invoke(app, [*base, str(kb)])
         assert result.exit_code == 2, result.output
         outputs.append(result.output.replace(str(tmp_path), "T").strip())
@@ -140,6 +143,9 @@ def test_eval_custom_kb_must_be_a_triples_file(tmp_path: Path) -> None:
         "T/graph.sqlite (for a graph: `graphwalk graph export T/graph.sqlite --format triples --out kb.txt`)",
         "error: --kb expects a subject|relation|object triples text file, not the database or folder "
         "T/graph (for a graph: `graphwalk graph export T/graph --format triples --out kb.txt`)",
+        "error: --kb expects a subject|relation|object triples text file, not the folder T/docs; a folder "
+        "of documents is a source: ingest it into a graph first (`graphwalk ingest T/docs --graph "
+        "graph.sqlite`), then `graphwalk graph export graph.sqlite --format triples --out kb.txt`",
         "error: T/latin1.txt:2: not UTF-8 text (byte 0xe9): a triples file holds "
         "'subject|relation|object' lines (a graph database or Parquet graph is not one)",
     ]

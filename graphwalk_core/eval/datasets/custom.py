@@ -96,6 +96,13 @@ def load_custom(
     if (kb is None) == (corpus is None):
         raise OptionError("a custom dataset needs exactly one of {kb} (triples) or {corpus} (passages)")
     questions = read_custom_questions(path)
+    if kb is not None and kb.is_dir() and not (kb / "nodes.parquet").is_file():
+        raise OptionError(
+            "{kb} expects a subject|relation|object triples text file, not the folder {given}; a folder of "
+            "documents is a source: ingest it into a graph first (`graphwalk ingest {given} --graph "
+            "graph.sqlite`), then `graphwalk graph export graph.sqlite --format triples --out kb.txt`",
+            given=kb,
+        )
     if kb is not None and (kb.is_dir() or kb.suffix.lower() in SQLITE_SUFFIXES):
         raise OptionError(
             "{kb} expects a subject|relation|object triples text file, not the database or folder {given} "
