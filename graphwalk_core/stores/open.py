@@ -21,6 +21,11 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).resolve()}"
 
 
+def is_parquet_graph(folder: Path) -> bool:
+    """Whether ``folder`` holds a graph's Parquet tables (its ``nodes.parquet``), not other files."""
+    return (folder / "nodes.parquet").exists()
+
+
 def open_store(
     spec: str | Path, *, create: bool = False, node_type_for: NodeTypeFor | None = None
 ) -> GraphStore:
@@ -45,7 +50,7 @@ def open_store(
             path.parent.mkdir(parents=True, exist_ok=True)
         return SQLGraphStore(sqlite_url(path))
     if path.is_dir():
-        if create and not (path / "nodes.parquet").exists():
+        if create and not is_parquet_graph(path):
             return MemoryGraphStore()
         return MemoryGraphStore.load(path)
     if path.is_file() and path.suffix.lower() in TRIPLES_SUFFIXES:

@@ -19,7 +19,7 @@ from graphwalk_core.eval.datasets.base import (
     seeded_subset,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
-from graphwalk_core.stores.open import SQLITE_SUFFIXES
+from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
 
 
 def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
@@ -96,7 +96,7 @@ def load_custom(
     if (kb is None) == (corpus is None):
         raise OptionError("a custom dataset needs exactly one of {kb} (triples) or {corpus} (passages)")
     questions = read_custom_questions(path)
-    if kb is not None and kb.is_dir() and not (kb / "nodes.parquet").is_file():
+    if kb is not None and kb.is_dir() and not is_parquet_graph(kb):
         raise OptionError(
             "{kb} expects a subject|relation|object triples text file, not the folder {given}; a folder of "
             "documents is a source: ingest it into a graph first (`graphwalk ingest {given} --graph "
