@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -52,6 +52,10 @@ class NamesOptions(Exception):
     def render(self, labels: Mapping[str, str]) -> str:
         """The message, naming each option by its label in ``labels`` (else by its key)."""
         return self.template.format_map(_Fields(self.values, labels))
+
+    def naming(self, label: Callable[[str], str]) -> str:
+        """The message, naming each option its key's ``label``."""
+        return self.render({key: label(key) for key in self.options()})
 
     def options(self) -> list[str]:
         """The option keys the message names, in order."""

@@ -21,15 +21,18 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     return value
 
 
-def flags(command: Callable[..., Any]) -> dict[str, str]:
+def flags(command: Callable[..., Any], hints: dict[str, Any] | None = None) -> dict[str, str]:
     """``command``'s options by parameter name, as its user types them (``n`` -> ``--n``, ``overrides``
     declared ``--set`` -> ``--set``, an argument ``repo`` -> ``REPO``).
 
     The core names an option by a key (see ``errors.NamesOptions``); the command's parameter of that
-    name gives its flag, so a flag is declared once, with its option.
+    name gives its flag, so a flag is declared once, with its option. ``hints``: the command's type hints,
+    when the caller has them already.
     """
     out = {}
-    for name, hint in typing.get_type_hints(command, include_extras=True).items():
+    if hints is None:
+        hints = typing.get_type_hints(command, include_extras=True)
+    for name, hint in hints.items():
         found = (m for m in getattr(hint, "__metadata__", ()) if isinstance(m, OptionInfo | ArgumentInfo))
         info = next(found, None)
         if isinstance(info, ArgumentInfo):
@@ -49,14 +52,14 @@ def error_text(exc: BaseException, labels: dict[str, str]) -> str:
     """``exc``'s message naming its options by ``labels`` (a key without one: by :func:`_flag`)."""
     if not isinstance(exc, NamesOptions):
         return str(exc)
-    return exc.render({key: labels.get(key, _flag(key)) for key in exc.options()})
+    return exc.naming(lambda key: labels.get(key, _flag(key)))
 
 
 def guarded(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with a graphwalk error as a clean exit (rc 2) whose message names its options by
     ``command``'s flags."""
-    labels = flags(command)
     hints = typing.get_type_hints(command, include_extras=True)
+    labels = flags(command, hints)
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:

@@ -69,9 +69,8 @@ QUESTIONS_FIELDS = {"path": "questions", "repo": "hf.repo"}
 
 def config_error(exc: NamesOptions, asset: str, fields: dict[str, str]) -> InputError | ConfigError:
     """``exc`` worded for a Dagster user: the options it names as ``asset``'s run-config fields."""
-    labels = {key: f"`{fields.get(key, key)}`" for key in exc.options()}
     kind = ConfigError if isinstance(exc, ConfigError) else InputError
-    return kind(f"{asset} run config: {exc.render(labels)}")
+    return kind(f"{asset} run config: {exc.naming(lambda key: f'`{fields.get(key, key)}`')}")
 
 
 class EvalResultsConfig(dg.Config):
