@@ -34,13 +34,15 @@ class _Collect(logging.Handler):
 def _tick(
     instance: dg.DagsterInstance, sources: Path, cursor: str | None, log: list[str] | None = None
 ) -> dg.SensorResult:
-    """One evaluation; ``log`` receives the messages the sensor logged to its tick."""
-    context = dg.build_sensor_context(
+    """One evaluation; ``log`` receives the messages the sensor logged to its tick. The context is
+    closed here: left to the garbage collector, it restored the Dagster instance it had entered inside
+    a later test, whose runs then failed on that disposed instance."""
+    with dg.build_sensor_context(
         instance=instance, cursor=cursor, resources={"sources": SourcesResource(path=str(sources))}
-    )
-    if log is not None:
-        context.log.addHandler(_Collect(log))
-    result = source_change_sensor(context)
+    ) as context:
+        if log is not None:
+            context.log.addHandler(_Collect(log))
+        result = source_change_sensor(context)
     assert isinstance(result, dg.SensorResult)
     return result
 
@@ -173,12 +175,12 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
         instance.add_dynamic_partitions("sources", ["films", "sample_db"])
 
         def tick() -> list[dg.RunRequest] | dg.SkipReason:
-            context = dg.build_schedule_context(
+            with dg.build_schedule_context(  # closed here: see _tick
                 instance=instance,
                 scheduled_execution_time=datetime(2026, 11, 30, 3),
                 resources={"sources": SourcesResource(path=str(sources))},
-            )
-            return daily_reingest(context)
+            ) as context:
+                return daily_reingest(context)
 
         requests = tick()
         assert isinstance(requests, list)
