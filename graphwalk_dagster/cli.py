@@ -20,7 +20,7 @@ def demo(
         Path | None,
         typer.Option(help="Parquet, DuckDB and graph root (default: GRAPHWALK_WAREHOUSE or ./warehouse)"),
     ] = None,
-    n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 5,
+    n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 20,
     fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
     dagster_home: Annotated[
         Path | None,

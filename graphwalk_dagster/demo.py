@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from graphwalk_dagster.defs.shared.resources import (
     WarehouseResource,
     default_resources,
 )
+from graphwalk_dagster.defs.training import assets as training_assets
+from graphwalk_dagster.defs.training import checks as training_checks
 from graphwalk_dagster.demo_report import DemoPlan
 
 INGEST_CHAIN = [
@@ -45,6 +47,11 @@ EVAL = [
     eval_assets.eval_results,
     eval_checks.eval_results_valid,
     eval_checks.eval_results_answered,
+]
+TRAINING = [
+    training_assets.decision_examples,
+    training_assets.trained_decider,
+    training_checks.validation_floor,
 ]
 
 Log = Callable[[str], None]
@@ -126,6 +133,27 @@ def ingest_sources(
     return results
 
 
+def train(
+    datasets: Sequence[str],
+    resources: dict[str, Any],
+    instance: dg.DagsterInstance,
+    *,
+    n: int,
+    log: Log = print,
+) -> dg.ExecuteInProcessResult:
+    """decision_examples from ``n`` dev questions of each of ``datasets``, then trained_decider and its
+    check: the model the ``-trained`` eval partitions walk with."""
+    log(f"train decider on {', '.join(datasets)} (dev)")
+    config = {"decision_examples": {"config": {"datasets": list(datasets), "n": n}}}
+    return _check(
+        dg.materialize(
+            TRAINING, resources=resources, instance=instance, run_config={"ops": config, **QUIET_LOGS}
+        ),
+        "training the decider",
+        log,
+    )
+
+
 def evaluate(
     partitions: Sequence[tuple[str, str]],
     resources: dict[str, Any],
@@ -134,12 +162,16 @@ def evaluate(
     n: int,
     log: Log = print,
     questions_config: dict[str, Any] | None = None,
+    splits: Mapping[str, str] | None = None,
 ) -> list[dg.ExecuteInProcessResult]:
-    """One run per (dataset, system) partition, then the summary over all of them."""
-    config = {"ops": {"eval_questions": {"config": {"n": n, **(questions_config or {})}}}, **QUIET_LOGS}
+    """One run per (dataset, system) partition (``splits``: a dataset's split when not the default),
+    then the summary over all of them."""
     results = []
     for dataset, system in partitions:
-        log(f"eval {dataset} × {system}")
+        split = (splits or {}).get(dataset)
+        questions = {"n": n, **(questions_config or {}), **({"split": split} if split else {})}
+        config = {"ops": {"eval_questions": {"config": questions}}, **QUIET_LOGS}
+        log(f"eval {dataset} × {system}" + (f" ({split})" if split else ""))
         results.append(
             _check(
                 dg.materialize(
@@ -176,7 +208,8 @@ def run_demo(
     dagster_home: Path | None = None,
     log: Log = print,
 ) -> None:
-    """Ingest every declared source, publish the graph, run the plan's eval partitions and summarize.
+    """Ingest every declared source, publish the graph, train the decider when the plan says so, run
+    the plan's eval partitions and summarize.
 
     The runs go to ``instance``, else a persistent instance in ``dagster_home``, else an ephemeral one.
     """
@@ -187,4 +220,6 @@ def run_demo(
         instance = demo_instance(dagster_home) if dagster_home else dg.DagsterInstance.ephemeral()
     with instance as inst:
         ingest_sources(source_ids, resources, inst, log)
-        evaluate(plan.partitions, resources, inst, n=n, log=log, questions_config=config)
+        if plan.train_on:
+            train(plan.train_on, resources, inst, n=plan.train_questions, log=log)
+        evaluate(plan.partitions, resources, inst, n=n, log=log, questions_config=config, splits=plan.splits)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -14,12 +15,18 @@ from rich.table import Table
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
+from graphwalk_core.training.store import latest_model
 from graphwalk_core.warehouse import Warehouse, query
 
 #: Benchmarks the demo adds when ../shared/data holds them, with the systems it runs on them: the
-#: fastest walk, and one LLM system (recorded as skipped offline, with the reason).
+#: fastest walk with the untrained local decider and with the decider the demo trains on their dev
+#: questions, and one LLM system (recorded as skipped offline, with the reason).
 DEMO_BENCHMARKS = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
-DEMO_BENCHMARK_SYSTEMS = ("relation-greedy", "vector-rag")
+DEMO_BENCHMARK_SYSTEMS = ("relation-greedy", "relation-greedy-trained", "vector-rag")
+#: The split the benchmarks are scored on: the trained decider learned from their dev questions.
+DEMO_BENCHMARK_SPLIT = "test"
+#: Dev questions per benchmark the demo's decider learns from (about 10 s of training for all three).
+DEMO_TRAIN_QUESTIONS = 200
 
 SUMMARY_SQL = """
 SELECT dataset, system, count(*) AS n,
@@ -49,15 +56,21 @@ def command(name: str) -> str:
 
 @dataclass(frozen=True)
 class DemoPlan:
-    """The eval partitions to run, and the datasets left out (with why)."""
+    """The eval partitions to run, the datasets left out (with why), the datasets the decider is trained
+    on first (``train_questions`` dev questions of each; none: no training) and the split of each dataset
+    not scored on its default one."""
 
     partitions: list[tuple[str, str]]
     left_out: dict[str, str] = field(default_factory=dict)
+    train_on: tuple[str, ...] = ()
+    train_questions: int = DEMO_TRAIN_QUESTIONS
+    splits: dict[str, str] = field(default_factory=dict)
 
 
 def demo_plan(*, data_dir: Path | None = None, questions: Path = CUSTOM_QUESTIONS) -> DemoPlan:
-    """custom (the sample questions over the sample graph) × every system, plus MetaQA 1/2/3-hop ×
-    ``DEMO_BENCHMARK_SYSTEMS`` when the data is there."""
+    """custom (the sample questions over the sample graph) × every system, plus, when the data is there,
+    a decider trained on MetaQA's dev questions and MetaQA 1/2/3-hop test questions ×
+    ``DEMO_BENCHMARK_SYSTEMS``."""
     partitions: list[tuple[str, str]] = []
     left_out: dict[str, str] = {}
     if questions.is_file():
@@ -65,12 +78,33 @@ def demo_plan(*, data_dir: Path | None = None, questions: Path = CUSTOM_QUESTION
     else:
         left_out["custom"] = f"no question file at {questions}"
     kb = (data_dir or default_data_dir()) / "metaqa" / "kb.txt"
-    for name in DEMO_BENCHMARKS:
-        if kb.is_file():
-            partitions += [(name, system) for system in DEMO_BENCHMARK_SYSTEMS]
-        else:
-            left_out[name] = f"no MetaQA data at {kb.parent}"
-    return DemoPlan(partitions, left_out)
+    if not kb.is_file():
+        left_out.update(dict.fromkeys(DEMO_BENCHMARKS, f"no MetaQA data at {kb.parent}"))
+        return DemoPlan(partitions, left_out)
+    partitions += [(name, system) for name in DEMO_BENCHMARKS for system in DEMO_BENCHMARK_SYSTEMS]
+    return DemoPlan(
+        partitions,
+        left_out,
+        train_on=DEMO_BENCHMARKS,
+        splits=dict.fromkeys(DEMO_BENCHMARKS, DEMO_BENCHMARK_SPLIT),
+    )
+
+
+def _print_training(warehouse: Warehouse, console: Console, plan: DemoPlan) -> None:
+    """Which model the ``-trained`` rows walked with, what it learned from, and the split they score."""
+    folder = latest_model(warehouse) if plan.train_on else None
+    if folder is None:
+        return
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    accuracy = manifest["validation_accuracy"]["all"]
+    console.print(
+        f"[bold]Trained decider[/bold]: {folder} (validation accuracy {accuracy:.3f}), learned from "
+        f"{plan.train_questions} dev questions each of {', '.join(plan.train_on)}",
+        soft_wrap=True,
+    )
+    for split in sorted(set(plan.splits.values())):
+        names = ", ".join(name for name, s in plan.splits.items() if s == split)
+        console.print(f"{names}: scored on {split} questions", soft_wrap=True)
 
 
 def print_report(
@@ -87,6 +121,7 @@ def print_report(
     if plan is not None:
         for name, reason in plan.left_out.items():
             console.print(f"[yellow]left out[/yellow] {name}: {reason}")
+        _print_training(warehouse, console, plan)
     if "eval_results" in tables:
         result = query(root, SUMMARY_SQL)
         summary = Table(*result.columns, title="eval_results, answered questions (DuckDB)")

@@ -52,14 +52,37 @@ def test_commands_are_named_so_the_shell_finds_them(tmp_path: Path, monkeypatch:
     assert command("graphwalk") == "graphwalk"
 
 
-def test_the_demo_runs_its_whole_plan(tmp_path: Path) -> None:
+def test_the_plan_trains_on_metaqa_dev_and_scores_its_test_questions(tmp_path: Path) -> None:
+    """With MetaQA's KB in the data folder the demo trains a decider on its dev questions and scores the
+    local and the trained decider on test questions; without it, neither (and it says why)."""
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("{}\n", encoding="utf-8")
+    bare = demo_report.demo_plan(data_dir=tmp_path, questions=questions)
+    assert bare.train_on == () and bare.splits == {}
+    assert {d for d, _ in bare.partitions} == {"custom"}
+    assert bare.left_out == dict.fromkeys(
+        ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop"), f"no MetaQA data at {tmp_path / 'metaqa'}"
+    )
+    (tmp_path / "metaqa").mkdir()
+    (tmp_path / "metaqa" / "kb.txt").write_text("Inception|directed_by|Christopher Nolan\n", encoding="utf-8")
+    plan = demo_report.demo_plan(data_dir=tmp_path, questions=questions)
+    metaqa = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
+    assert plan.train_on == metaqa and plan.train_questions == 200 and plan.left_out == {}
+    assert plan.splits == dict.fromkeys(metaqa, "test")
+    systems = ("relation-greedy", "relation-greedy-trained", "vector-rag")
+    assert [p for p in plan.partitions if p[0] != "custom"] == [(m, s) for m in metaqa for s in systems]
+
+
+def test_the_demo_runs_its_whole_plan(tmp_path: Path, metaqa_dir: Path) -> None:
     """``graphwalk demo`` end to end, as ``make demo`` runs it: every partition of its plan lands in the
-    warehouse (a run config one partition refused broke it, and no other test ran the demo whole)."""
+    warehouse (a run config one partition refused broke it, and no other test ran the demo whole), the
+    decider it trains on MetaQA dev walks the ``-trained`` partitions, and MetaQA scores test questions."""
     import subprocess
 
     from dagster_fixtures import warehouse_rows
 
     plan = demo_report.demo_plan()
+    assert plan.train_on
     env = {**os.environ, "GRAPHWALK_EMBED_CACHE": "off", "COLUMNS": "200"}
     done = subprocess.run(
         [
@@ -80,3 +103,17 @@ def test_the_demo_runs_its_whole_plan(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     rows = warehouse_rows(tmp_path / "wh", "select distinct dataset, system from eval_results order by all")
     assert rows == sorted(plan.partitions)
+    model = (tmp_path / "wh" / "models" / "decider" / "LATEST").read_text(encoding="utf-8").strip()
+    walks = warehouse_rows(
+        tmp_path / "wh",
+        "select distinct dataset, split, system, decider from eval_results"
+        " where dataset like 'metaqa%' and system like 'relation-greedy%' order by all",
+    )
+    local = "local:fastembed:sentence-transformers/all-MiniLM-L6-v2:t=0.05:gain+0.05:natural:w=0.5"
+    trained = f"trained:decider@{model}:fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    assert walks == [
+        (name, "test", system, decider)
+        for name in plan.train_on
+        for system, decider in (("relation-greedy", local), ("relation-greedy-trained", trained))
+    ]
+    assert f"Trained decider: {tmp_path / 'wh' / 'models' / 'decider' / model}" in done.stdout
