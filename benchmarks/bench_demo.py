@@ -23,15 +23,15 @@ GOAL_S = 60.0
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1"}
 
 
-def run_demo(warehouse: Path, n: int, fresh: bool) -> tuple[float, list[tuple[str, float]]]:
-    """Wall seconds of one `graphwalk demo` process, and seconds per progress step."""
+def run_demo(warehouse: Path, n: int | None, fresh: bool) -> tuple[float, list[tuple[str, float]]]:
+    """Wall seconds of one `graphwalk demo` process (``n``: its --n, else the demo's default), and
+    seconds per progress step."""
     cmd = [
         str(Path(sys.executable).with_name("graphwalk")),
         "demo",
         "--warehouse",
         str(warehouse),
-        "--n",
-        str(n),
+        *(["--n", str(n)] if n is not None else []),
     ]
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -58,7 +58,7 @@ def run_demo(warehouse: Path, n: int, fresh: bool) -> tuple[float, list[tuple[st
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=5, help="questions per eval partition")
+    parser.add_argument("--n", type=int, help="questions per eval partition (default: the demo's own)")
     args = parser.parse_args()
     console = Console()
     with tempfile.TemporaryDirectory() as tmp:
