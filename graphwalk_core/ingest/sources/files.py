@@ -1,7 +1,8 @@
 """FileSource: a folder (or one file) of .txt, .md, .json, .jsonl and .csv files.
 
 Document ids are stable: the relative POSIX path for a text file, ``<path>#<index>`` for the
-``index``-th record of a record file (bad records keep their slot, so one bad row shifts nothing).
+``index``-th record of a record file (bad records keep their slot, so one bad row shifts nothing), or
+``<path>#<key>`` when the file's mapping names a ``key`` column.
 Unreadable input becomes a :class:`SkippedItem` naming the file (and line); the rest is read.
 """
 
@@ -170,6 +171,7 @@ class FileSource(SourceBase):
         mapping = mapping_for(self.mappings, rel)
         rows: list[tuple[int, int, dict[str, JSONValue]]] = []  # (index, line, record)
         columns: dict[str, None] = {}
+        first_skip = len(scan.skipped)
         if suffix == ".csv":
             records = _csv_records(rel, text, scan.skipped)
         elif suffix == ".jsonl":
@@ -179,8 +181,12 @@ class FileSource(SourceBase):
         for index, line, record in records:
             columns.update(dict.fromkeys(record))
             rows.append((index, line, record))
-        for index, line, record in rows:
-            doc = _record_document(rel, index, line, record, mapping, scan.skipped)
+        if mapping is not None and mapping.key is not None:
+            identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
+        else:
+            identified = [(f"{rel}#{index}", index, line, record) for index, line, record in rows]
+        for doc_id, index, line, record in identified:
+            doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped)
             if doc is not None:
                 scan.documents += 1
                 scan.rows += 1
@@ -226,15 +232,55 @@ def _text_document(rel: str, suffix: str, text: str) -> SourceDocument:
     )
 
 
+def _keyed(
+    rel: str,
+    key: str,
+    rows: list[tuple[int, int, dict[str, JSONValue]]],
+    skipped: list[SkippedItem],
+    first_skip: int,
+) -> list[tuple[str, int, int, dict[str, JSONValue]]]:
+    """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
+    whose key is missing, blank or neither text nor an integer is a skip naming its line, and so is one
+    whose key repeats an earlier record's (that one is read). Since the key of a record that did not
+    parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
+    nothing until it is fixed. ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
+    for at in range(first_skip, len(skipped)):
+        if skipped[at].document_id is not None:  # a position: no keyed document's id
+            skipped[at] = skipped[at].model_copy(update={"document_id": None})
+    first_line: dict[str, int] = {}
+    out: list[tuple[str, int, int, dict[str, JSONValue]]] = []
+    for index, line, record in rows:
+        value = record.get(key)
+        name = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+        if not name:
+            shown = (
+                "missing"
+                if value is None
+                else "blank"
+                if isinstance(value, str)
+                else f"neither text nor an integer: {json.dumps(value)}"
+            )
+            skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {shown}"))
+            continue
+        doc_id = f"{rel}#{name}"
+        if name in first_line:
+            reason = f"key {name!r} repeats the record on line {first_line[name]} (that one is read)"
+            skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=doc_id))
+            continue
+        first_line[name] = line
+        out.append((doc_id, index, line, record))
+    return out
+
+
 def _record_document(
     rel: str,
+    doc_id: str,
     index: int,
     line: int,
     record: dict[str, JSONValue],
     mapping: RecordMapping | None,
     skipped: list[SkippedItem],
 ) -> SourceDocument | None:
-    doc_id = f"{rel}#{index}"
     extraction = None
     if mapping is not None:
         try:

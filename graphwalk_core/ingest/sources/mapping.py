@@ -4,6 +4,7 @@ Example (YAML)::
 
     type: film
     name: title
+    key: film_id                    # optional: the column that identifies a record (see RecordMapping)
     attributes: [year, rating]      # omitted: every column that is not the name or a relation
     relations:
       - {column: director, type: directed_by, target_type: person}
@@ -37,12 +38,19 @@ class RelationColumn(BaseModel):
 
 
 class RecordMapping(BaseModel):
-    """How one record becomes an entity: the name column, the type, attribute and relation columns."""
+    """How one record becomes an entity: the name column, the type, attribute and relation columns.
+
+    ``key``: a column whose value (text or an integer) identifies the record in a record file: its
+    document id is ``<path>#<key>`` instead of ``<path>#<position>``, so inserting, removing or
+    reordering records leaves the others as they were (unchanged, not re-processed). SQL rows are
+    identified by their primary key whatever the mapping says.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
     type: str = GENERIC_TYPE
+    key: str | None = Field(default=None, description="a column identifying each record of a file")
     description: str | None = Field(default=None, description="a column holding a description")
     attributes: list[str] | None = None
     relations: list[RelationColumn] = Field(default_factory=list)

@@ -1,0 +1,101 @@
+"""Records identified by a mapping's ``key`` column: ``<path>#<key>`` ids, so inserting, removing or
+reordering records re-processes only what changed; a record whose key cannot be read deletes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.report import IngestReport
+from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+HEADER = "id,title,year\n"
+ROWS = ["f1,Alpha Film,2001\n", "f2,Beta Film,2002\n", "f3,Gamma Film,2003\n", "f4,Delta Film,2004\n"]
+
+
+def mappings(key: str | None) -> dict[str, dict[str, object]]:
+    mapping: dict[str, object] = {"name": "title", "type": "film", "attributes": ["year"]}
+    return {"films.csv": mapping | ({"key": key} if key else {})}
+
+
+async def run(root: Path, store: MemoryGraphStore, rows: list[str], key: str | None = "id") -> IngestReport:
+    (root / "films.csv").write_text(HEADER + "".join(rows), encoding="utf-8", newline="")
+    source = FileSource(root, source_id="films", mappings=load_mappings(mappings(key)))
+    return await ingest(source, store, routing="exact")
+
+
+def counts(report: IngestReport) -> tuple[int, int, int, int, int]:
+    return report.new, report.changed, report.unchanged, report.deleted, report.kept
+
+
+async def test_inserting_removing_or_reordering_keyed_records_touches_only_those_records(
+    tmp_path: Path,
+) -> None:
+    store = MemoryGraphStore()
+    first = await run(tmp_path, store, ROWS)
+    assert counts(first) == (4, 0, 0, 0, 0)
+    docs = sorted(
+        [d.id async for d in FileSource(tmp_path, mappings=load_mappings(mappings("id"))).documents()]
+    )
+    assert docs == ["films.csv#f1", "films.csv#f2", "films.csv#f3", "films.csv#f4"]
+    inserted = await run(tmp_path, store, ["f0,Omega Film,2000\n", *ROWS])
+    assert counts(inserted) == (1, 0, 4, 0, 0)
+    assert inserted.update.nodes_added == 1 and inserted.update.nodes_deleted == 0
+    reordered = await run(tmp_path, store, ["f0,Omega Film,2000\n", *reversed(ROWS)])
+    assert counts(reordered) == (0, 0, 5, 0, 0)
+    removed = await run(tmp_path, store, ["f0,Omega Film,2000\n", ROWS[0], ROWS[2], ROWS[3]])
+    assert counts(removed) == (0, 0, 4, 1, 0)
+    assert sorted([n.name async for n in store.iter_nodes()]) == [
+        "Alpha Film",
+        "Delta Film",
+        "Gamma Film",
+        "Omega Film",
+    ]
+
+
+async def test_without_a_key_a_record_inserted_first_shifts_every_later_one(tmp_path: Path) -> None:
+    """What ``key`` is for: positional ids change for every record after an inserted one."""
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ROWS, key=None)
+    inserted = await run(tmp_path, store, ["f0,Omega Film,2000\n", *ROWS], key=None)
+    assert counts(inserted) == (1, 4, 0, 0, 0)
+
+
+async def test_a_record_whose_key_cannot_be_read_keeps_every_record_of_its_file(tmp_path: Path) -> None:
+    """A bad row's key is unknown, so its skip keeps the whole file: a record removed in the same edit is
+    not deleted until the file reads cleanly."""
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ROWS)
+    broken = await run(tmp_path, store, [ROWS[0], '"f2,Beta Film,2002\n', ROWS[3]])
+    assert [(s.describe(), s.document_id) for s in broken.skipped] == [
+        ("films.csv:3: malformed CSV: a quote opened on this line is never closed", None)
+    ]
+    assert counts(broken) == (0, 0, 2, 0, 2)  # f1 and f4 read; f2 (bad) and f3 (removed) kept
+    assert broken.update.nodes_deleted == 0
+    fixed = await run(tmp_path, store, [ROWS[0], ROWS[1], ROWS[3]])
+    assert counts(fixed) == (0, 0, 3, 1, 0)
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha Film", "Beta Film", "Delta Film"]
+
+
+async def test_missing_blank_unusable_and_repeated_keys_are_skips_naming_their_lines(tmp_path: Path) -> None:
+    (tmp_path / "people.jsonl").write_text(
+        '{"id": 7, "name": "Ann Lee"}\n'
+        '{"name": "Bob Ray"}\n'
+        '{"id": " ", "name": "Cal Fox"}\n'
+        '{"id": 1.5, "name": "Dee Kim"}\n'
+        '{"id": true, "name": "Eve Orr"}\n'
+        '{"id": "7", "name": "Fay Wu"}\n'
+        '{"id": " x9 ", "name": "Gus Oh"}\n',
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings({"people.jsonl": {"name": "name", "key": "id"}}))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.metadata["line"]) for d in docs] == [("people.jsonl#7", 1), ("people.jsonl#x9", 7)]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("people.jsonl:2: the key column 'id' is missing", None),
+        ("people.jsonl:3: the key column 'id' is blank", None),
+        ("people.jsonl:4: the key column 'id' is neither text nor an integer: 1.5", None),
+        ("people.jsonl:5: the key column 'id' is neither text nor an integer: true", None),
+        ("people.jsonl:6: key '7' repeats the record on line 1 (that one is read)", "people.jsonl#7"),
+    ]
