@@ -99,3 +99,20 @@ async def test_missing_blank_unusable_and_repeated_keys_are_skips_naming_their_l
         ("people.jsonl:5: the key column 'id' is neither text nor an integer: true", None),
         ("people.jsonl:6: key '7' repeats the record on line 1 (that one is read)", "people.jsonl#7"),
     ]
+
+
+async def test_csv_keys_with_leading_zeros_stay_apart(tmp_path: Path) -> None:
+    """A "007" key is a code, not the number 7: two records, not a repeated key (cells with a leading zero
+    stay text; "0" and numbers without one are still numbers)."""
+    (tmp_path / "films.csv").write_text(
+        "id,title,year,rating\n007,Alpha Film,2001,0.5\n7,Beta Film,02002,7.25\n0,Gamma Film,0,00.5\n",
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records) for d in docs] == [
+        ("films.csv#007", [{"id": "007", "title": "Alpha Film", "year": 2001, "rating": 0.5}]),
+        ("films.csv#7", [{"id": 7, "title": "Beta Film", "year": "02002", "rating": 7.25}]),
+        ("films.csv#0", [{"id": 0, "title": "Gamma Film", "year": 0, "rating": "00.5"}]),
+    ]
+    assert source.skipped == []

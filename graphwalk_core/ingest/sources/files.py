@@ -47,8 +47,9 @@ MID_WRITE = (
 )
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
-_INT = re.compile(r"-?\d{1,18}")
-_FLOAT = re.compile(r"-?\d+\.\d+")
+#: Numbers as CSV cells write them; digits with a leading zero ("007", a code or an id) stay text.
+_INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
+_FLOAT = re.compile(r"-?(?:0|[1-9]\d*)\.\d+")
 
 
 class _Scan:
@@ -303,7 +304,8 @@ def _record_document(
 
 
 def _cell(value: str) -> JSONValue:
-    """CSV cells: integers and decimals become numbers, blanks become None, the rest stays text."""
+    """CSV cells: integers and decimals become numbers (not digits with a leading zero: "007" stays
+    text, as 7 would lose it), blanks become None, the rest stays text."""
     value = value.strip()
     if not value:
         return None
