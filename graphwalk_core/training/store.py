@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 from graphwalk_core.errors import InputError
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
@@ -24,6 +26,14 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
     if not path.is_file():
         raise InputError(f"{path}: no decision_examples table: materialize decision_examples first")
     return read_examples(path)
+
+
+def example_question_ids(warehouse: Warehouse) -> frozenset[str]:
+    """The ids of the questions the ``decision_examples`` table learned from (none without the table)."""
+    path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
+    if not path.is_file():
+        return frozenset()
+    return frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
 
 
 def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
