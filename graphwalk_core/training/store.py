@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from graphwalk_core.decisions.trained import MANIFEST
 from graphwalk_core.errors import InputError
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
@@ -51,3 +53,10 @@ def latest_model(warehouse: Warehouse) -> Path | None:
     if not pointer.is_file():
         return None
     return warehouse.root / MODELS_DIR / pointer.read_text(encoding="utf-8").strip()
+
+
+def validation_accuracy(folder: Path) -> float | None:
+    """A model folder's step accuracy over all decisions of its held-out validation questions (its
+    manifest's; none when it held none out)."""
+    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    return manifest["validation_accuracy"]["all"]
