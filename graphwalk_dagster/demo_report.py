@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -15,7 +14,7 @@ from rich.table import Table
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
-from graphwalk_core.training.store import latest_model
+from graphwalk_core.training.store import latest_model, validation_accuracy
 from graphwalk_core.warehouse import Warehouse, query
 
 #: Benchmarks the demo adds when ../shared/data holds them, with the systems it runs on them: the
@@ -95,11 +94,11 @@ def _print_training(warehouse: Warehouse, console: Console, plan: DemoPlan) -> N
     folder = latest_model(warehouse) if plan.train_on else None
     if folder is None:
         return
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    accuracy = manifest["validation_accuracy"]["all"]
+    accuracy = validation_accuracy(folder)
+    score = "n/a" if accuracy is None else f"{accuracy:.3f}"
     console.print(
-        f"[bold]Trained decider[/bold]: {folder} (validation accuracy {accuracy:.3f}), learned from "
-        f"{plan.train_questions} dev questions each of {', '.join(plan.train_on)}",
+        f"[bold]Trained decider[/bold]: {folder}, learned from {plan.train_questions} dev questions each "
+        f"of {', '.join(plan.train_on)} (step accuracy on its held-out tenth of them: {score})",
         soft_wrap=True,
     )
     for split in sorted(set(plan.splits.values())):

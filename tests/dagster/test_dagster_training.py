@@ -45,7 +45,7 @@ def test_train_then_evaluate_with_the_trained_decider(
             partition_key=eval_key("metaqa-1hop", "relation-greedy-trained"),
             resources=resources,
             instance=instance,
-            run_config={"ops": {"eval_questions": {"config": {"n": 10}}}},
+            run_config={"ops": {"eval_questions": {"config": {"n": 10, "split": "test"}}}},
         )
         assert evaluated.success
     rows = warehouse_rows(root, "SELECT system, decider, count(*) FROM eval_results GROUP BY ALL")
@@ -56,3 +56,39 @@ def test_train_then_evaluate_with_the_trained_decider(
             10,
         )
     ]
+
+
+def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
+    tmp_path: Path, metaqa_dir: Path
+) -> None:
+    """eval_questions' defaults (dev, seed 0, 20) are 20 of the 200 dev questions decision_examples'
+    defaults learn from: a ``-trained`` partition run with them (a backfill, or the automation refreshing
+    the partitions ``graphwalk demo`` scored on test) must fail, not report F1 on training questions."""
+    import pyarrow as pa
+    import pytest
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.training.examples import SCHEMA
+    from graphwalk_core.training.store import EXAMPLES, MODELS_DIR, mark_latest
+    from graphwalk_core.warehouse import Warehouse
+
+    root = tmp_path / "warehouse"
+    wh = Warehouse(root)
+    learned = load_partition_dataset("metaqa-1hop", wh, n=200, split="dev")
+    rows = [{"question_id": q.id, "split": "dev"} for q in learned.questions]
+    wh.write(EXAMPLES, pa.Table.from_pylist(rows, schema=SCHEMA))
+    (root / MODELS_DIR).mkdir(parents=True)
+    mark_latest(wh, root / MODELS_DIR / "0123456789ab")
+    with dg.instance_for_test() as instance, pytest.raises(Exception) as failed:
+        dg.materialize(
+            EVAL,
+            partition_key=eval_key("metaqa-1hop", "relation-greedy-trained"),
+            resources=offline_resources(root),
+            instance=instance,
+        )
+    first = load_partition_dataset("metaqa-1hop", wh, n=20, split="dev").questions[0].id
+    assert str(failed.value) == (
+        "eval_results metaqa-1hop × relation-greedy-trained: 20 of 20 questions are in decision_examples, "
+        f"which the trained decider learned from (first: {first}); score questions it has not seen "
+        "(eval_questions run config: split: test)"
+    )

@@ -117,3 +117,27 @@ def test_the_demo_runs_its_whole_plan(tmp_path: Path, metaqa_dir: Path) -> None:
         for system, decider in (("relation-greedy", local), ("relation-greedy-trained", trained))
     ]
     assert f"Trained decider: {tmp_path / 'wh' / 'models' / 'decider' / model}" in done.stdout
+
+
+def test_the_report_names_the_trained_model_and_what_its_accuracy_measures(tmp_path: Path) -> None:
+    """The validation accuracy is per decision step on the held-out tenth of the dev questions, not the
+    walks' F1: the report says so, and which split the benchmarks are scored on."""
+    from rich.console import Console
+
+    from graphwalk_core.training.store import MODELS_DIR, mark_latest
+    from graphwalk_core.warehouse import Warehouse
+
+    wh = Warehouse(tmp_path)
+    folder = tmp_path / MODELS_DIR / "0123456789ab"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text('{"validation_accuracy": {"all": 0.98125}}', encoding="utf-8")
+    mark_latest(wh, folder)
+    metaqa = ("metaqa-1hop", "metaqa-2hop", "metaqa-3hop")
+    plan = demo_report.DemoPlan([], train_on=metaqa, splits=dict.fromkeys(metaqa, "test"))
+    console = Console(width=400, record=True)
+    demo_report._print_training(wh, console, plan)
+    assert console.export_text().splitlines() == [
+        f"Trained decider: {folder}, learned from 200 dev questions each of metaqa-1hop, metaqa-2hop, "
+        "metaqa-3hop (step accuracy on its held-out tenth of them: 0.981)",
+        "metaqa-1hop, metaqa-2hop, metaqa-3hop: scored on test questions",
+    ]

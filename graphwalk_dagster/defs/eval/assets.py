@@ -13,7 +13,7 @@ from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
-from graphwalk_core.training.store import latest_model
+from graphwalk_core.training.store import example_question_ids, latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import TRAINED, eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
@@ -125,6 +125,27 @@ def _backends(
     return Backends(found.settings.model_copy(update=update))
 
 
+def _refuse_learned(
+    dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
+) -> None:
+    """A ``-trained`` partition walking with the warehouse's newest model must not score questions its
+    ``decision_examples`` hold: eval_questions' defaults (dev, seed 0, 20) are 20 of the 200 dev questions
+    decision_examples' defaults learn from, and the automation reruns a partition with the defaults."""
+    if not dims["system"].endswith(TRAINED) or decider.model_path:
+        return
+    wh = warehouse.warehouse()
+    if latest_model(wh) is None:
+        return
+    learned = example_question_ids(wh)
+    seen = [q.id for q in dataset.questions if q.id in learned]
+    if seen:
+        raise InputError(
+            f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
+            f"questions are in decision_examples, which the trained decider learned from (first: {seen[0]}); "
+            "score questions it has not seen (eval_questions run config: split: test)"
+        )
+
+
 @dg.asset(
     partitions_def=eval_partitions,
     group_name="eval",
@@ -147,6 +168,7 @@ def eval_results(
     answers were ``reused`` from an earlier run over the same graph.
     """
     dims = _dims(context)
+    _refuse_learned(dims, eval_questions, decider, warehouse)
     name = dims["system"].removesuffix(TRAINED)
     found = _backends(dims["system"], decider, llm, embedder, warehouse).for_systems([name])
     system = build_system(

@@ -1,10 +1,8 @@
 """The trained decider must reach a validation accuracy floor before evaluations use it."""
 
-import json
-
 import dagster as dg
 
-from graphwalk_core.training.store import latest_model
+from graphwalk_core.training.store import latest_model, validation_accuracy
 from graphwalk_dagster.defs.shared.resources import WarehouseResource
 
 #: Overall validation accuracy (top choice = the target's top) below which the check fails.
@@ -17,8 +15,7 @@ def validation_floor(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     folder = latest_model(warehouse.warehouse())
     if folder is None:
         return dg.AssetCheckResult(passed=False, metadata={"reason": "no trained model in the warehouse"})
-    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    accuracy = manifest["validation_accuracy"]["all"]
+    accuracy = validation_accuracy(folder)
     return dg.AssetCheckResult(
         passed=accuracy is not None and accuracy >= VALIDATION_FLOOR,
         metadata={"validation_accuracy": accuracy, "floor": VALIDATION_FLOOR, "model": folder.name},
