@@ -45,12 +45,13 @@ def test_train_then_evaluate_with_the_trained_decider(
             partition_key=eval_key("metaqa-1hop", "relation-greedy-trained"),
             resources=resources,
             instance=instance,
-            run_config={"ops": {"eval_questions": {"config": {"n": 10, "split": "test"}}}},
+            run_config={"ops": {"eval_questions": {"config": {"n": 10}}}},
         )
         assert evaluated.success
-    rows = warehouse_rows(root, "SELECT system, decider, count(*) FROM eval_results GROUP BY ALL")
-    assert rows == [
+    rows = warehouse_rows(root, "SELECT split, system, decider, count(*) FROM eval_results GROUP BY ALL")
+    assert rows == [  # a -trained partition scores test unless told otherwise: its decider learned dev
         (
+            "test",
             "relation-greedy-trained",
             f"trained:{meta['model_id']}:fastembed:sentence-transformers/all-MiniLM-L6-v2",
             10,
@@ -61,9 +62,8 @@ def test_train_then_evaluate_with_the_trained_decider(
 def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
     tmp_path: Path, metaqa_dir: Path
 ) -> None:
-    """eval_questions' defaults (dev, seed 0, 20) are 20 of the 200 dev questions decision_examples'
-    defaults learn from: a ``-trained`` partition run with them (a backfill, or the automation refreshing
-    the partitions ``graphwalk demo`` scored on test) must fail, not report F1 on training questions."""
+    """20 seeded dev questions (seed 0) are 20 of the 200 dev questions decision_examples' defaults learn
+    from: a ``-trained`` partition told to score dev must fail, not report F1 on training questions."""
     import pyarrow as pa
     import pytest
 
@@ -85,6 +85,7 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
             partition_key=eval_key("metaqa-1hop", "relation-greedy-trained"),
             resources=offline_resources(root),
             instance=instance,
+            run_config={"ops": {"eval_questions": {"config": {"split": "dev"}}}},
         )
     first = load_partition_dataset("metaqa-1hop", wh, n=20, split="dev").questions[0].id
     assert str(failed.value) == (

@@ -15,7 +15,7 @@ from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
 from graphwalk_core.training.store import example_question_ids, latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
-from graphwalk_dagster.defs.eval.partitions import TRAINED, eval_partitions
+from graphwalk_dagster.defs.eval.partitions import TRAINED, default_split, eval_partitions
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
     EmbedderResource,
@@ -42,8 +42,10 @@ class HubSplitConfig(dg.Config):
 
 class EvalQuestionsConfig(dg.Config):
     n: int | None = Field(default=20, ge=1, description="questions per partition (seeded subset); none: all")
-    split: str = Field(
-        default="dev", description="dev | test (MetaQA); the shared HotpotQA and 2Wiki files are dev only"
+    split: str | None = Field(
+        default=None,
+        description="dev | test (MetaQA; the shared HotpotQA and 2Wiki files are dev only); default: test "
+        "for a -trained system, whose decider learned from dev questions, else dev",
     )
     seed: int = 0
     data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
@@ -93,10 +95,10 @@ def eval_questions(
     context: dg.AssetExecutionContext, config: EvalQuestionsConfig, warehouse: WarehouseResource
 ) -> Dataset:
     """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
+    dims = _dims(context)
+    options = {**config.model_dump(), "split": config.split or default_split(dims["system"])}
     try:
-        dataset = load_partition_dataset(
-            _dims(context)["dataset"], warehouse.warehouse(), **config.model_dump()
-        )
+        dataset = load_partition_dataset(dims["dataset"], warehouse.warehouse(), **options)
     except NamesOptions as exc:
         raise config_error(exc, "eval_questions", QUESTIONS_FIELDS) from exc
     context.add_output_metadata(

@@ -21,6 +21,12 @@ eval_partitions = dg.MultiPartitionsDefinition(
 )
 
 
+def default_split(system: str) -> str:
+    """The split a partition scores when its run config names none: ``test`` for a ``-trained`` system
+    (its decider learned from dev questions), ``dev`` for the others."""
+    return "test" if system.endswith(TRAINED) else "dev"
+
+
 def eval_key(dataset: str, system: str) -> dg.MultiPartitionKey:
     """The partition key of one (dataset, system) pair."""
     return dg.MultiPartitionKey({"dataset": dataset, "system": system})
