@@ -93,3 +93,20 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
         f"which the trained decider learned from (first: {first}); score questions it has not seen "
         "(eval_questions run config: split: test)"
     )
+
+
+def test_only_trained_metaqa_partitions_score_test_by_default() -> None:
+    """MetaQA has a test split in the data folder; the other datasets' test questions need a file, so
+    their partitions keep dev (the leak guard above still refuses questions the model learned from)."""
+    from graphwalk_dagster.defs.eval.partitions import default_split
+
+    cases = [
+        ("metaqa-1hop", "relation-greedy-trained"),
+        ("metaqa-3hop", "entity-beam-trained"),
+        ("metaqa-2hop", "relation-greedy"),
+        ("hotpotqa", "relation-greedy-trained"),
+        ("2wiki-retrieval", "relation-beam-trained"),
+        ("custom", "relation-greedy-trained"),
+        ("hf", "relation-greedy-trained"),
+    ]
+    assert [default_split(d, s) for d, s in cases] == ["test", "test", "dev", "dev", "dev", "dev", "dev"]

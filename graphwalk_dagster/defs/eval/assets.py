@@ -45,7 +45,7 @@ class EvalQuestionsConfig(dg.Config):
     split: str | None = Field(
         default=None,
         description="dev | test (MetaQA; the shared HotpotQA and 2Wiki files are dev only); default: test "
-        "for a -trained system, whose decider learned from dev questions, else dev",
+        "for a -trained system on MetaQA, whose decider learns from dev questions, else dev",
     )
     seed: int = 0
     data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
@@ -96,7 +96,7 @@ def eval_questions(
 ) -> Dataset:
     """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
     dims = _dims(context)
-    options = {**config.model_dump(), "split": config.split or default_split(dims["system"])}
+    options = {**config.model_dump(), "split": config.split or default_split(dims["dataset"], dims["system"])}
     try:
         dataset = load_partition_dataset(dims["dataset"], warehouse.warehouse(), **options)
     except NamesOptions as exc:

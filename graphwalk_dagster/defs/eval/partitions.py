@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from graphwalk_core.eval.datasets.registry import DATASET_NAMES
+from graphwalk_core.eval.datasets.registry import DATASET_NAMES, DEV_ONLY
 from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
@@ -21,10 +21,12 @@ eval_partitions = dg.MultiPartitionsDefinition(
 )
 
 
-def default_split(system: str) -> str:
+def default_split(dataset: str, system: str) -> str:
     """The split a partition scores when its run config names none: ``test`` for a ``-trained`` system
-    (its decider learned from dev questions), ``dev`` for the others."""
-    return "test" if system.endswith(TRAINED) else "dev"
+    on a dataset whose data folder has a test split (MetaQA; its decider learns from dev questions),
+    ``dev`` for the others (the other datasets' test questions need a file of their own)."""
+    own_test = dataset in DATASET_NAMES and dataset not in (*DEV_ONLY, "custom")
+    return "test" if system.endswith(TRAINED) and own_test else "dev"
 
 
 def eval_key(dataset: str, system: str) -> dg.MultiPartitionKey:
