@@ -8,7 +8,10 @@ from pathlib import Path
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.ingest.sources.mapping import RecordMapping
 from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import graph_tables
 
 HEADER = "id,title,year\n"
 ROWS = ["f1,Alpha Film,2001\n", "f2,Beta Film,2002\n", "f3,Gamma Film,2003\n", "f4,Delta Film,2004\n"]
@@ -20,6 +23,7 @@ def mappings(key: str | None) -> dict[str, dict[str, object]]:
 
 
 async def run(root: Path, store: MemoryGraphStore, rows: list[str], key: str | None = "id") -> IngestReport:
+    root.mkdir(parents=True, exist_ok=True)
     (root / "films.csv").write_text(HEADER + "".join(rows), encoding="utf-8", newline="")
     source = FileSource(root, source_id="films", mappings=load_mappings(mappings(key)))
     return await ingest(source, store, routing="exact")
@@ -116,3 +120,26 @@ async def test_csv_keys_with_leading_zeros_stay_apart(tmp_path: Path) -> None:
         ("films.csv#0", [{"id": 0, "title": "Gamma Film", "year": 0, "rating": "00.5"}]),
     ]
     assert source.skipped == []
+
+
+def test_a_key_leaves_the_mapping_version_as_it_was() -> None:
+    """The key names documents, not what a record extracts to: mappings written before keys existed keep
+    their version (an upgrade re-processes no record), and adding a key changes it neither."""
+    plain = RecordMapping(name="title", type="film", attributes=["year"])
+    assert plain.version == "mapping:30ef4611b83a"  # the version before keys existed
+    assert RecordMapping(name="title", type="film", attributes=["year"], key="id").version == plain.version
+
+
+async def test_switching_to_a_key_reprocesses_only_records_whose_id_or_content_changes(
+    tmp_path: Path,
+) -> None:
+    """Positional ``#1`` and keyed ``#1`` here hold the same record: it stays unchanged; the graph then
+    equals a fresh keyed ingest."""
+    rows = ["3,Alpha Film,2001\n", "1,Beta Film,2002\n", "0,Gamma Film,2003\n"]
+    store = MemoryGraphStore()
+    await run(tmp_path / "a", store, rows, key=None)
+    switched = await run(tmp_path / "a", store, rows)
+    assert counts(switched) == (1, 1, 1, 1, 0)  # new #3, changed #0 (now Gamma), unchanged #1, deleted #2
+    fresh = MemoryGraphStore()
+    await run(tmp_path / "b", fresh, rows)
+    assert await graph_tables(store, "films") == await graph_tables(fresh, "films")
