@@ -143,3 +143,20 @@ async def test_switching_to_a_key_reprocesses_only_records_whose_id_or_content_c
     fresh = MemoryGraphStore()
     await run(tmp_path / "b", fresh, rows)
     assert await graph_tables(store, "films") == await graph_tables(fresh, "films")
+
+
+async def test_csv_cells_of_other_digits_or_minus_zero_stay_text(tmp_path: Path) -> None:
+    """Only ASCII digits written as a number writes them become one: "1٠٧" (an Arabic-Indic zero and
+    seven) is not the key 107, "１７" (full-width) stays as written like "٧" does, "-0" is not 0."""
+    (tmp_path / "films.csv").write_text(
+        "id,title,year\n1٠٧,Alpha Film,1.٥\n107,Beta Film,-0\n１７,Gamma Film,-0.5\n",
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records) for d in docs] == [
+        ("films.csv#1٠٧", [{"id": "1٠٧", "title": "Alpha Film", "year": "1.٥"}]),
+        ("films.csv#107", [{"id": 107, "title": "Beta Film", "year": "-0"}]),
+        ("films.csv#１７", [{"id": "１７", "title": "Gamma Film", "year": -0.5}]),
+    ]
+    assert source.skipped == []

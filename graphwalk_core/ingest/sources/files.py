@@ -47,9 +47,10 @@ MID_WRITE = (
 )
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
-#: Numbers as CSV cells write them; digits with a leading zero ("007", a code or an id) stay text.
-_INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
-_FLOAT = re.compile(r"-?(?:0|[1-9]\d*)\.\d+")
+#: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
+#: "-0" and other digits ("1٠٧") stay text.
+_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
+_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 
 
 class _Scan:
@@ -304,8 +305,8 @@ def _record_document(
 
 
 def _cell(value: str) -> JSONValue:
-    """CSV cells: integers and decimals become numbers (not digits with a leading zero: "007" stays
-    text, as 7 would lose it), blanks become None, the rest stays text."""
+    """CSV cells: integers and decimals in ASCII digits become numbers (not digits with a leading zero:
+    "007" stays text, as 7 would lose it; nor "-0"), blanks become None, the rest stays text."""
     value = value.strip()
     if not value:
         return None
