@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -450,6 +451,24 @@ def _through_last_record(
     return rows[: cut + 1]
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
+    an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
+    digits, or arrays and objects nested past its recursion limit, at the first bracket."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as exc:
+        at = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=0)
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, at) from exc
+    except ValueError as exc:
+        limit = sys.get_int_max_str_digits()
+        found = re.search(f"[0-9]{{{limit + 1},}}", text)
+        at = found.start() if found is not None else 0
+        raise json.JSONDecodeError(f"a number of more than {limit} digits", text, at) from exc
+
+
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
     parsed: list[_Parsed] = []
@@ -457,7 +476,7 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         if not line.strip():
             continue
         try:
-            value = json.loads(line.rstrip("\r\n"))  # an error's column then lies on this line
+            value = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
             parsed.append((line_no, json_error(exc)))
             continue
@@ -473,7 +492,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
     kept: JSON has no local recovery)."""
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=json_error(exc)))
         return []
