@@ -160,3 +160,12 @@ async def test_csv_cells_of_other_digits_or_minus_zero_stay_text(tmp_path: Path)
         ("films.csv#１７", [{"id": "１７", "title": "Gamma Film", "year": -0.5}]),
     ]
     assert source.skipped == []
+
+
+async def test_a_blank_csv_key_cell_is_named_blank_not_missing(tmp_path: Path) -> None:
+    """The column is there, its cell is empty: "missing" would send the user looking for the column."""
+    store = MemoryGraphStore()
+    report = await run(tmp_path, store, [ROWS[0], " ,Beta Film,2002\n"])
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        ("films.csv:3: the key column 'id' is blank", None)
+    ]

@@ -258,9 +258,9 @@ def _keyed(
         if not name:
             shown = (
                 "missing"
-                if value is None
+                if key not in record
                 else "blank"
-                if isinstance(value, str)
+                if value is None or isinstance(value, str)  # a CSV's blank cell is None
                 else f"neither text nor an integer: {json.dumps(value)}"
             )
             skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {shown}"))
