@@ -169,3 +169,22 @@ async def test_a_blank_csv_key_cell_is_named_blank_not_missing(tmp_path: Path) -
     assert [(s.describe(), s.document_id) for s in report.skipped] == [
         ("films.csv:3: the key column 'id' is blank", None)
     ]
+
+
+async def test_a_key_over_the_limit_is_a_skip_keeping_its_file(tmp_path: Path) -> None:
+    """Ids go into indexed store keys: a 3000-byte key crashed the ingest into PostgreSQL (index row size
+    exceeds the b-tree maximum). Over MAX_KEY_BYTES it is a skip naming its line that keeps the file."""
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ROWS)
+    long_key = "é" * 513  # 1026 bytes
+    report = await run(
+        tmp_path, store, [ROWS[0], f"{long_key},Beta Film,2002\n", "x" * 1024 + ",Eta Film,2\n"]
+    )
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        (
+            "films.csv:3: the key column 'id' is 1026 bytes long, over the limit of 1024 "
+            "(a key is an id, not a text)",
+            None,
+        )
+    ]
+    assert counts(report) == (1, 0, 1, 0, 3)  # the 1024-byte key is read; f2, f3, f4 are kept

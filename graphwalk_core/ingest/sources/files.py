@@ -48,6 +48,9 @@ MID_WRITE = (
 )
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
+#: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
+#: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
+MAX_KEY_BYTES = 1024
 #: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
 #: "-0" and other digits ("1٠٧") stay text.
 _INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
@@ -243,7 +246,8 @@ def _keyed(
     first_skip: int,
 ) -> list[tuple[str, int, int, dict[str, JSONValue]]]:
     """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
-    whose key is missing, blank or neither text nor an integer is a skip naming its line, and so is one
+    whose key is missing, blank, neither text nor an integer or over :data:`MAX_KEY_BYTES` is a skip
+    naming its line, and so is one
     whose key repeats an earlier record's (that one is read). Since the key of a record that did not
     parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
     nothing until it is fixed. ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
@@ -255,15 +259,9 @@ def _keyed(
     for index, line, record in rows:
         value = record.get(key)
         name = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-        if not name:
-            shown = (
-                "missing"
-                if key not in record
-                else "blank"
-                if value is None or isinstance(value, str)  # a CSV's blank cell is None
-                else f"neither text nor an integer: {json.dumps(value)}"
-            )
-            skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {shown}"))
+        problem = _key_problem(record, key, name)
+        if problem is not None:
+            skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {problem}"))
             continue
         doc_id = f"{rel}#{name}"
         if name in first_line:
@@ -273,6 +271,21 @@ def _keyed(
         first_line[name] = line
         out.append((doc_id, index, line, record))
     return out
+
+
+def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | None:
+    """Why ``name`` (the record's ``key`` value as text) cannot be its id, or None."""
+    value = record.get(key)
+    if key not in record:
+        return "missing"
+    if not name and (value is None or isinstance(value, str)):  # a CSV's blank cell is None
+        return "blank"
+    if not name:
+        return f"neither text nor an integer: {json.dumps(value)}"
+    size = len(name.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
+    return None
 
 
 def _record_document(
