@@ -188,3 +188,20 @@ async def test_a_key_over_the_limit_is_a_skip_keeping_its_file(tmp_path: Path) -
         )
     ]
     assert counts(report) == (1, 0, 1, 0, 3)  # the 1024-byte key is read; f2, f3, f4 are kept
+
+
+async def test_a_key_with_a_control_character_is_a_skip_keeping_its_file(tmp_path: Path) -> None:
+    """A NUL in a key crashed the ingest into PostgreSQL (no NUL in text); a line break in an id breaks
+    every listing. Inside the key (the ends are stripped) it is a skip naming its line."""
+    (tmp_path / "p.jsonl").write_text(
+        '{"id": "a\\u0000", "name": "Ann Lee"}\n{"id": "b\\nc", "name": "Bob Ray"}\n'
+        '{"id": " d\\t", "name": "Cal Fox"}\n{"id": "e\\u007f", "name": "Dee Kim"}\n',
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+    assert [d.id async for d in source.documents()] == ["p.jsonl#d"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("""p.jsonl:1: the key column 'id' is "a\\u0000", with a control character (U+0000)""", None),
+        ("""p.jsonl:2: the key column 'id' is "b\\nc", with a control character (U+000A)""", None),
+        ("""p.jsonl:4: the key column 'id' is "e\\u007f", with a control character (U+007F)""", None),
+    ]
