@@ -205,3 +205,20 @@ async def test_a_key_with_a_control_character_is_a_skip_keeping_its_file(tmp_pat
         ("""p.jsonl:2: the key column 'id' is "b\\nc", with a control character (U+000A)""", None),
         ("""p.jsonl:4: the key column 'id' is "e\\u007f", with a control character (U+007F)""", None),
     ]
+
+
+async def test_csv_keys_that_look_like_decimals_are_read_as_written(tmp_path: Path) -> None:
+    """A CSV has no way to quote a cell into text: "1.10" was read as 1.1, a key that is neither text
+    nor an integer, so such a file could never be keyed (and "1.1" and "1.10" are two sections). The key
+    cell stays as written; other cells and integer keys are read as before."""
+    (tmp_path / "films.csv").write_text(
+        "id,title,year\n1.10,Alpha Film,2.5\n1.1,Beta Film,3\n7,Gamma Film,4\n", encoding="utf-8"
+    )
+    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records) for d in docs] == [
+        ("films.csv#1.10", [{"id": "1.10", "title": "Alpha Film", "year": 2.5}]),
+        ("films.csv#1.1", [{"id": "1.1", "title": "Beta Film", "year": 3}]),
+        ("films.csv#7", [{"id": 7, "title": "Gamma Film", "year": 4}]),
+    ]
+    assert source.skipped == []

@@ -181,7 +181,7 @@ class FileSource(SourceBase):
         columns: dict[str, None] = {}
         first_skip = len(scan.skipped)
         if suffix == ".csv":
-            records = _csv_records(rel, text, scan.skipped)
+            records = _csv_records(rel, text, scan.skipped, mapping.key if mapping is not None else None)
         elif suffix == ".jsonl":
             records = _jsonl_records(rel, text, scan.skipped)
         else:
@@ -336,6 +336,12 @@ def _cell(value: str) -> JSONValue:
     return value
 
 
+def _key_cell(value: str) -> JSONValue:
+    """A key column's cell: as :func:`_cell`, but a decimal stays text as written (a key is no float)."""
+    cell = _cell(value)
+    return value.strip() if isinstance(cell, float) else cell
+
+
 def _physical_lines(text: str) -> list[str]:
     """The file's lines, each with its ``\n`` (a CRLF keeps its CR; a bare CR ends no line)."""
     lines = [line + "\n" for line in text.split("\n")]
@@ -428,8 +434,11 @@ def _indexed(
     return out
 
 
-def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
-    """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`)."""
+def _csv_records(
+    rel: str, text: str, skipped: list[SkippedItem], key: str | None = None
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`). The ``key``
+    column's decimals stay as written ("1.10" is no float 1.1: a CSV cannot quote it into text)."""
     rows = list(_csv_rows(text))
     if not rows:  # blank lines only: the caller skips empty files
         return []
@@ -449,7 +458,7 @@ def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[
             return []
         body = _through_last_record(body)
     parsed: list[_Parsed] = [
-        (line, {h: _cell(c) for h, c in zip(header, row, strict=True)})
+        (line, {h: _key_cell(c) if h == key else _cell(c) for h, c in zip(header, row, strict=True)})
         if row is not None and error is None
         else (line, error or "malformed CSV")
         for line, _, row, error in body
