@@ -371,3 +371,21 @@ async def test_a_sql_table_that_fails_to_read_keeps_its_rows_and_the_rest_is_rea
     ]
     assert (report.new, report.unchanged, report.deleted, report.kept) == (1, 1, 0, 2)
     assert await names(store) == ["Ann Lee", "Bob Ray", "Paris", "Rome"]
+
+
+async def test_json_python_cannot_read_is_a_skip_naming_its_line_not_a_crash(tmp_path: Path) -> None:
+    """Python reads no integer of over 4300 digits (``sys.get_int_max_str_digits``) nor arrays nested past
+    its recursion limit: json.loads raised a ValueError or RecursionError that ended the whole run. Each
+    is invalid JSON at its line, and deletes nothing."""
+    huge = "1" + "0" * 4300
+    (tmp_path / "a.jsonl").write_text(f'{{"n": 1}}\n{{"n": {huge}}}\n{{"n": 3}}\n', encoding="utf-8")
+    (tmp_path / "b.json").write_text(f'[\n  {{"n": 1}},\n  {{"n": -{huge}}}\n]\n', encoding="utf-8")
+    deep = "[" * 100_000 + "]" * 100_000
+    (tmp_path / "c.jsonl").write_text(f'{{"n": 1}}\n{{"n": {deep}}}\n', encoding="utf-8")
+    source = FileSource(tmp_path, source_id="nums")
+    assert [d.id async for d in source.documents()] == ["a.jsonl#0", "a.jsonl#2", "c.jsonl#0"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("a.jsonl:2: invalid JSON: a number of more than 4300 digits at column 7", "a.jsonl#1"),
+        ("b.json:3: invalid JSON: a number of more than 4300 digits at column 10", None),
+        ("c.jsonl:2: invalid JSON: arrays or objects nested too deeply at column 1", "c.jsonl#1"),
+    ]

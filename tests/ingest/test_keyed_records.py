@@ -8,7 +8,10 @@ from pathlib import Path
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.ingest.sources.mapping import RecordMapping
 from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import graph_tables
 
 HEADER = "id,title,year\n"
 ROWS = ["f1,Alpha Film,2001\n", "f2,Beta Film,2002\n", "f3,Gamma Film,2003\n", "f4,Delta Film,2004\n"]
@@ -20,6 +23,7 @@ def mappings(key: str | None) -> dict[str, dict[str, object]]:
 
 
 async def run(root: Path, store: MemoryGraphStore, rows: list[str], key: str | None = "id") -> IngestReport:
+    root.mkdir(parents=True, exist_ok=True)
     (root / "films.csv").write_text(HEADER + "".join(rows), encoding="utf-8", newline="")
     source = FileSource(root, source_id="films", mappings=load_mappings(mappings(key)))
     return await ingest(source, store, routing="exact")
@@ -114,5 +118,107 @@ async def test_csv_keys_with_leading_zeros_stay_apart(tmp_path: Path) -> None:
         ("films.csv#007", [{"id": "007", "title": "Alpha Film", "year": 2001, "rating": 0.5}]),
         ("films.csv#7", [{"id": 7, "title": "Beta Film", "year": "02002", "rating": 7.25}]),
         ("films.csv#0", [{"id": 0, "title": "Gamma Film", "year": 0, "rating": "00.5"}]),
+    ]
+    assert source.skipped == []
+
+
+def test_a_key_leaves_the_mapping_version_as_it_was() -> None:
+    """The key names documents, not what a record extracts to: mappings written before keys existed keep
+    their version (an upgrade re-processes no record), and adding a key changes it neither."""
+    plain = RecordMapping(name="title", type="film", attributes=["year"])
+    assert plain.version == "mapping:30ef4611b83a"  # the version before keys existed
+    assert RecordMapping(name="title", type="film", attributes=["year"], key="id").version == plain.version
+
+
+async def test_switching_to_a_key_reprocesses_only_records_whose_id_or_content_changes(
+    tmp_path: Path,
+) -> None:
+    """Positional ``#1`` and keyed ``#1`` here hold the same record: it stays unchanged; the graph then
+    equals a fresh keyed ingest."""
+    rows = ["3,Alpha Film,2001\n", "1,Beta Film,2002\n", "0,Gamma Film,2003\n"]
+    store = MemoryGraphStore()
+    await run(tmp_path / "a", store, rows, key=None)
+    switched = await run(tmp_path / "a", store, rows)
+    assert counts(switched) == (1, 1, 1, 1, 0)  # new #3, changed #0 (now Gamma), unchanged #1, deleted #2
+    fresh = MemoryGraphStore()
+    await run(tmp_path / "b", fresh, rows)
+    assert await graph_tables(store, "films") == await graph_tables(fresh, "films")
+
+
+async def test_csv_cells_of_other_digits_or_minus_zero_stay_text(tmp_path: Path) -> None:
+    """Only ASCII digits written as a number writes them become one: "1٠٧" (an Arabic-Indic zero and
+    seven) is not the key 107, "１７" (full-width) stays as written like "٧" does, "-0" is not 0."""
+    (tmp_path / "films.csv").write_text(
+        "id,title,year\n1٠٧,Alpha Film,1.٥\n107,Beta Film,-0\n１７,Gamma Film,-0.5\n",
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records) for d in docs] == [
+        ("films.csv#1٠٧", [{"id": "1٠٧", "title": "Alpha Film", "year": "1.٥"}]),
+        ("films.csv#107", [{"id": 107, "title": "Beta Film", "year": "-0"}]),
+        ("films.csv#１７", [{"id": "１７", "title": "Gamma Film", "year": -0.5}]),
+    ]
+    assert source.skipped == []
+
+
+async def test_a_blank_csv_key_cell_is_named_blank_not_missing(tmp_path: Path) -> None:
+    """The column is there, its cell is empty: "missing" would send the user looking for the column."""
+    store = MemoryGraphStore()
+    report = await run(tmp_path, store, [ROWS[0], " ,Beta Film,2002\n"])
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        ("films.csv:3: the key column 'id' is blank", None)
+    ]
+
+
+async def test_a_key_over_the_limit_is_a_skip_keeping_its_file(tmp_path: Path) -> None:
+    """Ids go into indexed store keys: a 3000-byte key crashed the ingest into PostgreSQL (index row size
+    exceeds the b-tree maximum). Over MAX_KEY_BYTES it is a skip naming its line that keeps the file."""
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ROWS)
+    long_key = "é" * 513  # 1026 bytes
+    report = await run(
+        tmp_path, store, [ROWS[0], f"{long_key},Beta Film,2002\n", "x" * 1024 + ",Eta Film,2\n"]
+    )
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        (
+            "films.csv:3: the key column 'id' is 1026 bytes long, over the limit of 1024 "
+            "(a key is an id, not a text)",
+            None,
+        )
+    ]
+    assert counts(report) == (1, 0, 1, 0, 3)  # the 1024-byte key is read; f2, f3, f4 are kept
+
+
+async def test_a_key_with_a_control_character_is_a_skip_keeping_its_file(tmp_path: Path) -> None:
+    """A NUL in a key crashed the ingest into PostgreSQL (no NUL in text); a line break in an id breaks
+    every listing. Inside the key (the ends are stripped) it is a skip naming its line."""
+    (tmp_path / "p.jsonl").write_text(
+        '{"id": "a\\u0000", "name": "Ann Lee"}\n{"id": "b\\nc", "name": "Bob Ray"}\n'
+        '{"id": " d\\t", "name": "Cal Fox"}\n{"id": "e\\u007f", "name": "Dee Kim"}\n',
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+    assert [d.id async for d in source.documents()] == ["p.jsonl#d"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("""p.jsonl:1: the key column 'id' is "a\\u0000", with a control character (U+0000)""", None),
+        ("""p.jsonl:2: the key column 'id' is "b\\nc", with a control character (U+000A)""", None),
+        ("""p.jsonl:4: the key column 'id' is "e\\u007f", with a control character (U+007F)""", None),
+    ]
+
+
+async def test_csv_keys_that_look_like_decimals_are_read_as_written(tmp_path: Path) -> None:
+    """A CSV has no way to quote a cell into text: "1.10" was read as 1.1, a key that is neither text
+    nor an integer, so such a file could never be keyed (and "1.1" and "1.10" are two sections). The key
+    cell stays as written; other cells and integer keys are read as before."""
+    (tmp_path / "films.csv").write_text(
+        "id,title,year\n1.10,Alpha Film,2.5\n1.1,Beta Film,3\n7,Gamma Film,4\n", encoding="utf-8"
+    )
+    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records) for d in docs] == [
+        ("films.csv#1.10", [{"id": "1.10", "title": "Alpha Film", "year": 2.5}]),
+        ("films.csv#1.1", [{"id": "1.1", "title": "Beta Film", "year": 3}]),
+        ("films.csv#7", [{"id": 7, "title": "Gamma Film", "year": 4}]),
     ]
     assert source.skipped == []

@@ -119,3 +119,12 @@ def test_sources_yaml_errors(tmp_path: Path) -> None:
     path.write_text("- {id: a, kind: files, path_or_url: x}\n- {id: a, kind: files, path_or_url: y}\n")
     with pytest.raises(InputError, match="repeated source ids"):
         load_sources(path)
+
+
+async def test_a_mapping_key_leaves_the_rows_extractor_as_it_was() -> None:
+    """SQL rows are identified by their primary key: a mapping's ``key`` changes nothing about them (and
+    the extractor is the one recorded before keys existed, so an upgrade re-processes no row)."""
+    for spec in ({"name": "title"}, {"name": "title", "key": "title"}):
+        mappings = load_mappings({"films": spec})
+        source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
+        assert sorted({d.extractor async for d in source.documents()}) == ["sql:1:3c8d147d84b1"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -47,9 +48,15 @@ MID_WRITE = (
 )
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
-#: Numbers as CSV cells write them; digits with a leading zero ("007", a code or an id) stay text.
-_INT = re.compile(r"-?(?:0|[1-9]\d{0,17})")
-_FLOAT = re.compile(r"-?(?:0|[1-9]\d*)\.\d+")
+#: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
+#: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
+MAX_KEY_BYTES = 1024
+#: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing.
+_CONTROL = re.compile("[\x00-\x1f\x7f]")
+#: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
+#: "-0" and other digits ("1٠٧") stay text.
+_INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
+_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 
 
 class _Scan:
@@ -174,7 +181,7 @@ class FileSource(SourceBase):
         columns: dict[str, None] = {}
         first_skip = len(scan.skipped)
         if suffix == ".csv":
-            records = _csv_records(rel, text, scan.skipped)
+            records = _csv_records(rel, text, scan.skipped, mapping.key if mapping is not None else None)
         elif suffix == ".jsonl":
             records = _jsonl_records(rel, text, scan.skipped)
         else:
@@ -241,8 +248,9 @@ def _keyed(
     first_skip: int,
 ) -> list[tuple[str, int, int, dict[str, JSONValue]]]:
     """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
-    whose key is missing, blank or neither text nor an integer is a skip naming its line, and so is one
-    whose key repeats an earlier record's (that one is read). Since the key of a record that did not
+    whose key is missing, blank, neither text nor an integer, over :data:`MAX_KEY_BYTES` or holds a
+    control character is a skip naming its line, and so is one whose key repeats an earlier record's
+    (that one is read). Since the key of a record that did not
     parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
     nothing until it is fixed. ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
     for at in range(first_skip, len(skipped)):
@@ -253,15 +261,9 @@ def _keyed(
     for index, line, record in rows:
         value = record.get(key)
         name = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-        if not name:
-            shown = (
-                "missing"
-                if value is None
-                else "blank"
-                if isinstance(value, str)
-                else f"neither text nor an integer: {json.dumps(value)}"
-            )
-            skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {shown}"))
+        problem = _key_problem(record, key, name)
+        if problem is not None:
+            skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {problem}"))
             continue
         doc_id = f"{rel}#{name}"
         if name in first_line:
@@ -271,6 +273,24 @@ def _keyed(
         first_line[name] = line
         out.append((doc_id, index, line, record))
     return out
+
+
+def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | None:
+    """Why ``name`` (the record's ``key`` value as text) cannot be its id, or None."""
+    value = record.get(key)
+    if key not in record:
+        return "missing"
+    if not name and (value is None or isinstance(value, str)):  # a CSV's blank cell is None
+        return "blank"
+    if not name:
+        return f"neither text nor an integer: {json.dumps(value)}"
+    size = len(name.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
+    control = _CONTROL.search(name)
+    if control is not None:
+        return f"{json.dumps(name)}, with a control character (U+{ord(control.group()):04X})"
+    return None
 
 
 def _record_document(
@@ -304,8 +324,8 @@ def _record_document(
 
 
 def _cell(value: str) -> JSONValue:
-    """CSV cells: integers and decimals become numbers (not digits with a leading zero: "007" stays
-    text, as 7 would lose it), blanks become None, the rest stays text."""
+    """CSV cells: integers and decimals in ASCII digits become numbers (not digits with a leading zero:
+    "007" stays text, as 7 would lose it; nor "-0"), blanks become None, the rest stays text."""
     value = value.strip()
     if not value:
         return None
@@ -314,6 +334,12 @@ def _cell(value: str) -> JSONValue:
     if _FLOAT.fullmatch(value):
         return float(value)
     return value
+
+
+def _key_cell(value: str) -> JSONValue:
+    """A key column's cell: as :func:`_cell`, but a decimal stays text as written (a key is no float)."""
+    cell = _cell(value)
+    return value.strip() if isinstance(cell, float) else cell
 
 
 def _physical_lines(text: str) -> list[str]:
@@ -408,8 +434,11 @@ def _indexed(
     return out
 
 
-def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
-    """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`)."""
+def _csv_records(
+    rel: str, text: str, skipped: list[SkippedItem], key: str | None = None
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`). The ``key``
+    column's decimals stay as written ("1.10" is no float 1.1: a CSV cannot quote it into text)."""
     rows = list(_csv_rows(text))
     if not rows:  # blank lines only: the caller skips empty files
         return []
@@ -429,7 +458,7 @@ def _csv_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[
             return []
         body = _through_last_record(body)
     parsed: list[_Parsed] = [
-        (line, {h: _cell(c) for h, c in zip(header, row, strict=True)})
+        (line, {h: _key_cell(c) if h == key else _cell(c) for h, c in zip(header, row, strict=True)})
         if row is not None and error is None
         else (line, error or "malformed CSV")
         for line, _, row, error in body
@@ -449,6 +478,24 @@ def _through_last_record(
     return rows[: cut + 1]
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
+    an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
+    digits, or arrays and objects nested past its recursion limit, at the first bracket."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError as exc:
+        at = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=0)
+        raise json.JSONDecodeError("arrays or objects nested too deeply", text, at) from exc
+    except ValueError as exc:
+        limit = sys.get_int_max_str_digits()
+        found = re.search(f"[0-9]{{{limit + 1},}}", text)
+        at = found.start() if found is not None else 0
+        raise json.JSONDecodeError(f"a number of more than {limit} digits", text, at) from exc
+
+
 def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple[int, int, dict[str, Any]]]:
     """One record per non-blank line (lines end at ``\n`` only: a U+2028 inside a string ends none)."""
     parsed: list[_Parsed] = []
@@ -456,7 +503,7 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         if not line.strip():
             continue
         try:
-            value = json.loads(line.rstrip("\r\n"))  # an error's column then lies on this line
+            value = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
             parsed.append((line_no, json_error(exc)))
             continue
@@ -472,7 +519,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
     kept: JSON has no local recovery)."""
     try:
-        value = json.loads(text)
+        value = _loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=json_error(exc)))
         return []

@@ -56,9 +56,15 @@ class RecordMapping(BaseModel):
     relations: list[RelationColumn] = Field(default_factory=list)
 
     @property
+    def extraction_spec(self) -> dict[str, Any]:
+        """What decides a record's extraction: every field but ``key`` (which names the document only, so
+        adding one re-processes nothing, and mappings without one hash as before keys existed)."""
+        return self.model_dump(mode="json", exclude={"key"})
+
+    @property
     def version(self) -> str:
         """``mapping:<hash>``: recorded as the extractor, so editing the mapping reprocesses the records."""
-        return "mapping:" + content_hash(self.model_dump(mode="json"))[:12]
+        return "mapping:" + content_hash(self.extraction_spec)[:12]
 
     def to_extraction(self, record: dict[str, JSONValue], *, where: str) -> Extraction:
         """The entity (and relations) of one record; ``where`` names the record in errors."""

@@ -405,7 +405,7 @@ class SQLSource(SourceBase):
             if not self.mappings
             else SQL_EXTRACTOR
             + ":"
-            + content_hash({k: m.model_dump(mode="json") for k, m in self.mappings.items()})[:12],
+            + content_hash({k: m.extraction_spec for k, m in self.mappings.items()})[:12],
         )
 
 
