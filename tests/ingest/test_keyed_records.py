@@ -222,3 +222,18 @@ async def test_csv_keys_that_look_like_decimals_are_read_as_written(tmp_path: Pa
         ("films.csv#7", [{"id": 7, "title": "Gamma Film", "year": 4}]),
     ]
     assert source.skipped == []
+
+
+async def test_a_key_column_no_record_has_is_one_skip_for_the_file(tmp_path: Path) -> None:
+    """A misspelled ``key`` (or a header without it) was one skip per record; it is one for the file,
+    naming the columns there are, and it deletes nothing the file held."""
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ROWS)
+    (tmp_path / "films.csv").write_text("ident,title,year\n" + "".join(ROWS[:2]), encoding="utf-8")
+    source = FileSource(tmp_path, source_id="films", mappings=load_mappings(mappings("id")))
+    report = await ingest(source, store, routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        "films.csv:2: no record has the key column 'id' (columns: ident, title, year): none of it is read"
+    ]
+    assert counts(report) == (0, 0, 0, 0, 4)
+    assert len([n async for n in store.iter_nodes()]) == 4

@@ -250,12 +250,18 @@ def _keyed(
     """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
     whose key is missing, blank, neither text nor an integer, over :data:`MAX_KEY_BYTES` or holds a
     control character is a skip naming its line, and so is one whose key repeats an earlier record's
-    (that one is read). Since the key of a record that did not
-    parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
-    nothing until it is fixed. ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
+    (that one is read); a key column that no record has (a misspelled ``key``, a CSV header without it)
+    is one skip for the file. Since the key of a record that did not parse (or had no key) cannot be
+    known, its skip keeps every document of the file: this file deletes nothing until it is fixed.
+    ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
     for at in range(first_skip, len(skipped)):
         if skipped[at].document_id is not None:  # a position: no keyed document's id
             skipped[at] = skipped[at].model_copy(update={"document_id": None})
+    if rows and not any(key in record for _, _, record in rows):
+        columns = ", ".join(dict.fromkeys(c for _, _, record in rows for c in record))
+        reason = f"no record has the key column {key!r} (columns: {columns}): none of it is read"
+        skipped.append(SkippedItem(path=rel, line=rows[0][1], reason=reason))
+        return []
     first_line: dict[str, int] = {}
     out: list[tuple[str, int, int, dict[str, JSONValue]]] = []
     for index, line, record in rows:
