@@ -93,6 +93,22 @@ async def test_a_mapping_key_matching_no_table_is_named_and_keeps_nothing() -> N
     ]
 
 
+async def test_a_key_in_a_table_mapping_is_named_as_ignored() -> None:
+    """``key`` identifies record files' documents; a SQL row keeps its primary key, and the skipped input
+    says so instead of ignoring the key silently."""
+    mappings = load_mappings({"films": {"name": "title", "key": "title"}})
+    source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
+    ids = [d.id async for d in source.documents()]
+    assert len(ids) == 26 and "films#1" in ids
+    assert [(s.describe(), s.kind) for s in source.skipped] == [
+        (
+            "mapping key 'films': its key column is ignored: a SQL row is identified by its table's "
+            "primary key",
+            "mapping",
+        )
+    ]
+
+
 def test_unreachable_urls_give_clear_errors_without_password(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such database file") as info:
         SQLSource(f"sqlite:///{tmp_path}/missing.sqlite")

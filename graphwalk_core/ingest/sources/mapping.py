@@ -43,7 +43,7 @@ class RecordMapping(BaseModel):
     ``key``: a column whose value (text or an integer) identifies the record in a record file: its
     document id is ``<path>#<key>`` instead of ``<path>#<position>``, so inserting, removing or
     reordering records leaves the others as they were (unchanged, not re-processed). SQL rows are
-    identified by their primary key whatever the mapping says.
+    identified by their primary key (a SQL source lists a key in its mappings as ignored).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

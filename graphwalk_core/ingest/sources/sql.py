@@ -49,6 +49,8 @@ STREAM_BATCH = 1000
 #: Bound values per foreign-key look-up query (well under every driver's parameter limit).
 _LOOKUP_PARAMS = 500
 _NAME_COLUMNS = ("name", "title", "label")
+#: A mapping's ``key`` names record files' documents; a row is identified by its table's primary key.
+IGNORED_KEY = "its key column is ignored: a SQL row is identified by its table's primary key"
 
 
 def safe_url(url: str | URL) -> str:
@@ -220,6 +222,9 @@ class SQLSource(SourceBase):
             self._skipped.append(
                 SkippedItem(path=key, reason="matches no table of the source", kind="mapping")
             )
+        for pattern, mapping in self.mappings.items():
+            if mapping.key is not None:
+                self._skipped.append(SkippedItem(path=pattern, reason=IGNORED_KEY, kind="mapping"))
 
     def _table_documents(
         self,
