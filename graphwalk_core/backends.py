@@ -70,14 +70,26 @@ class Backends:
     def decider(self, name: str | None = None, *, embedder: Embedder | None = None) -> DecisionBackend:
         """The decider ``name`` (default: the settings' choice); ConfigError when it is not configured.
 
-        The local and trained deciders use ``embedder``, else :attr:`embedder`.
+        The local and trained deciders use ``embedder``, else :attr:`embedder`; the trained one loads
+        ``decider_model``, else :meth:`warehouse_model`.
         """
         from graphwalk_core.decisions.factory import make_decider
 
         chosen = name or self.settings.resolved_decider()
         if chosen in ("local", "trained") and embedder is None:
             embedder = self.embedder
-        return make_decider(self.settings, embedder=embedder, name=name)
+        settings = self.settings
+        if chosen == "trained" and settings.decider_model is None:
+            settings = settings.model_copy(update={"decider_model": self.warehouse_model()})
+        return make_decider(settings, embedder=embedder, name=name)
+
+    def warehouse_model(self) -> Path | None:
+        """The newest trained decider in the settings' warehouse (what ``graphwalk demo`` and the Dagster
+        ``trained_decider`` asset write): the trained decider's model when none is named."""
+        from graphwalk_core.warehouse import Warehouse
+        from graphwalk_core.warehouse.models import latest_model
+
+        return latest_model(Warehouse(self.settings.warehouse))
 
     @cached_property
     def llm(self) -> LLMBackend | None:

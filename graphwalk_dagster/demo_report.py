@@ -14,8 +14,9 @@ from rich.table import Table
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
-from graphwalk_core.training.store import latest_model, validation_accuracy
+from graphwalk_core.training.store import validation_accuracy
 from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse.models import latest_model
 
 #: Benchmarks the demo adds when ../shared/data holds them, with the systems it runs on them: the
 #: fastest walk with the untrained local decider and with the decider the demo trains on their dev

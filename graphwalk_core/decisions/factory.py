@@ -35,7 +35,9 @@ def make_decider(
     if chosen == "trained":
         if settings.decider_model is None:
             raise ConfigError(
-                "the trained decider needs a model folder: set GRAPHWALK_DECIDER_MODEL or --decider-model"
+                "the trained decider needs a model folder: set GRAPHWALK_DECIDER_MODEL or --decider-model, "
+                f"or train one into the warehouse ({settings.warehouse}) with graphwalk demo or Dagster's "
+                "trained_decider asset"
             )
         from graphwalk_core.decisions.trained import TrainedDecisionBackend
 

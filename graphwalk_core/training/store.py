@@ -1,4 +1,5 @@
-"""Where the warehouse keeps training data and models: the ``decision_examples`` table and model folders."""
+"""Where the warehouse keeps training data: the ``decision_examples`` table (model folders:
+:mod:`graphwalk_core.warehouse.models`), and what a model folder says of its accuracy."""
 
 from __future__ import annotations
 
@@ -13,9 +14,6 @@ from graphwalk_core.training.examples import DecisionExample, read_examples, to_
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
 EXAMPLES = "decision_examples"
-MODELS_DIR = Path("models") / "decider"
-#: The file naming the newest model folder (relative to the models folder).
-LATEST = "LATEST"
 
 
 def write_decision_examples(warehouse: Warehouse, examples: list[DecisionExample]) -> Path:
@@ -36,23 +34,6 @@ def example_question_ids(warehouse: Warehouse) -> frozenset[str]:
     if not path.is_file():
         return frozenset()
     return frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
-
-
-def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
-    """The versioned folder of a model trained on examples with ``data_hash``."""
-    return warehouse.root / MODELS_DIR / data_hash[:12]
-
-
-def mark_latest(warehouse: Warehouse, folder: Path) -> None:
-    (warehouse.root / MODELS_DIR / LATEST).write_text(folder.name + "\n", encoding="utf-8")
-
-
-def latest_model(warehouse: Warehouse) -> Path | None:
-    """The newest trained model folder of the warehouse, if any."""
-    pointer = warehouse.root / MODELS_DIR / LATEST
-    if not pointer.is_file():
-        return None
-    return warehouse.root / MODELS_DIR / pointer.read_text(encoding="utf-8").strip()
 
 
 def validation_accuracy(folder: Path) -> float | None:

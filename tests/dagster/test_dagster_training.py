@@ -69,8 +69,9 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
 
     from graphwalk_core.eval.partition_dataset import load_partition_dataset
     from graphwalk_core.training.examples import SCHEMA
-    from graphwalk_core.training.store import EXAMPLES, MODELS_DIR, mark_latest
+    from graphwalk_core.training.store import EXAMPLES
     from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import MODELS_DIR, mark_latest
 
     root = tmp_path / "warehouse"
     wh = Warehouse(root)

@@ -124,8 +124,8 @@ def test_the_report_names_the_trained_model_and_what_its_accuracy_measures(tmp_p
     walks' F1: the report says so, and which split the benchmarks are scored on."""
     from rich.console import Console
 
-    from graphwalk_core.training.store import MODELS_DIR, mark_latest
     from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import MODELS_DIR, mark_latest
 
     wh = Warehouse(tmp_path)
     folder = tmp_path / MODELS_DIR / "0123456789ab"

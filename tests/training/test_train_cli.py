@@ -59,6 +59,45 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "source_weak=0, source_trace=3" in result.stdout
 
 
+def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--decider trained`` without a model folder walks with the warehouse's newest model (what
+    ``graphwalk demo`` and the Dagster asset train), as the Dagster ``-trained`` partitions do; with none
+    there the error says where one would be."""
+    from graphwalk_core.settings import get_settings
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import mark_latest, model_folder
+
+    kb, qs = files
+    warehouse = Warehouse(tmp_path / "wh")
+    monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(warehouse.root))
+    monkeypatch.delenv("GRAPHWALK_DECIDER_MODEL", raising=False)
+    get_settings.cache_clear()
+    args = ["query", str(kb), "which films share the director of Film 10", "--start", "Film 10",
+            "--hop-mode", "relation", "--decider", "trained", "--json"]  # fmt: skip
+    try:
+        missing = runner.invoke(app, args)
+        assert missing.exit_code == 2
+        assert " ".join(missing.output.split()) == (
+            "error: the trained decider needs a model folder: set GRAPHWALK_DECIDER_MODEL or "
+            f"--decider-model, or train one into the warehouse ({warehouse.root}) with graphwalk demo "
+            "or Dagster's trained_decider asset"
+        )
+        folder = model_folder(warehouse, "0123456789abcdef")
+        trained = runner.invoke(app, ["train", "decider", "--graph", str(kb), "--questions", str(qs),
+                                      "--out", str(folder), "--max-iter", "200", "--quiet"])  # fmt: skip
+        assert trained.exit_code == 0, trained.output
+        mark_latest(warehouse, folder)
+        result = runner.invoke(app, args)
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout.strip().splitlines()[-1])
+    assert payload["decider"].startswith("trained:0123456789ab@")
+    assert sorted(payload["answers"][0]["names"]) == ["Film 2", "Film 6"]
+
+
 def test_refuses_test_split_and_missing_inputs(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "decider", "--dataset", "metaqa", "--split", "test", "--out", "x"])
     assert result.exit_code == 2 and "never on test" in result.output

@@ -13,7 +13,8 @@ from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
-from graphwalk_core.training.store import example_question_ids, latest_model
+from graphwalk_core.training.store import example_question_ids
+from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import TRAINED, default_split, eval_partitions
 from graphwalk_dagster.defs.shared.resources import (

@@ -11,12 +11,8 @@ from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.training.build import dataset_examples, folder_trace_examples
 from graphwalk_core.training.fit import FitConfig, fit_decider
-from graphwalk_core.training.store import (
-    mark_latest,
-    model_folder,
-    read_decision_examples,
-    write_decision_examples,
-)
+from graphwalk_core.training.store import read_decision_examples, write_decision_examples
+from graphwalk_core.warehouse.models import mark_latest, model_folder
 from graphwalk_dagster.defs.shared.resources import EmbedderResource, WarehouseResource
 from graphwalk_dagster.metadata import to_metadata
 

@@ -2,7 +2,8 @@
 
 import dagster as dg
 
-from graphwalk_core.training.store import latest_model, validation_accuracy
+from graphwalk_core.training.store import validation_accuracy
+from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.defs.shared.resources import WarehouseResource
 
 #: Overall validation accuracy (top choice = the target's top) below which the check fails.

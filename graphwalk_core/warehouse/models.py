@@ -1,0 +1,29 @@
+"""Where a warehouse keeps trained decider models: a versioned folder each, and a pointer to the newest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphwalk_core.warehouse.tables import Warehouse
+
+MODELS_DIR = Path("models") / "decider"
+#: The file naming the newest model folder (relative to the models folder).
+LATEST = "LATEST"
+
+
+def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
+    """The versioned folder of a model trained on examples with ``data_hash``."""
+    return warehouse.root / MODELS_DIR / data_hash[:12]
+
+
+def mark_latest(warehouse: Warehouse, folder: Path) -> None:
+    """Make ``folder`` (one of the warehouse's model folders) the newest."""
+    (warehouse.root / MODELS_DIR / LATEST).write_text(folder.name + "\n", encoding="utf-8")
+
+
+def latest_model(warehouse: Warehouse) -> Path | None:
+    """The newest trained model folder of the warehouse, if any."""
+    pointer = warehouse.root / MODELS_DIR / LATEST
+    if not pointer.is_file():
+        return None
+    return warehouse.root / MODELS_DIR / pointer.read_text(encoding="utf-8").strip()
