@@ -237,3 +237,20 @@ async def test_a_key_column_no_record_has_is_one_skip_for_the_file(tmp_path: Pat
     ]
     assert counts(report) == (0, 0, 0, 0, 4)
     assert len([n async for n in store.iter_nodes()]) == 4
+
+
+async def test_a_key_with_a_c1_control_or_a_unicode_line_break_is_a_skip(tmp_path: Path) -> None:
+    """U+0085 (NEL) is a control character, and it, U+2028 and U+2029 end a line for str.splitlines: such
+    a key was read as an id (a listing of ids split it in two). Inside the key it is a skip."""
+    (tmp_path / "p.jsonl").write_text(
+        '{"id": "a\\u0085b", "name": "Ann Lee"}\n{"id": "c\\u2028d", "name": "Bob Ray"}\n'
+        '{"id": "e\\u2029f", "name": "Cal Fox"}\n{"id": "g\\u00a0h", "name": "Dee Kim"}\n',
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+    assert [d.id async for d in source.documents()] == ["p.jsonl#g\u00a0h"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("""p.jsonl:1: the key column 'id' is "a\\u0085b", with a control character (U+0085)""", None),
+        ("""p.jsonl:2: the key column 'id' is "c\\u2028d", with a line break (U+2028)""", None),
+        ("""p.jsonl:3: the key column 'id' is "e\\u2029f", with a line break (U+2029)""", None),
+    ]

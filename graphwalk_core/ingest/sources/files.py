@@ -51,8 +51,9 @@ UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the s
 #: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
 #: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
 MAX_KEY_BYTES = 1024
-#: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing.
-_CONTROL = re.compile("[\x00-\x1f\x7f]")
+#: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing
+#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 #: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
 #: "-0" and other digits ("1٠٧") stay text.
 _INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
@@ -249,11 +250,11 @@ def _keyed(
 ) -> list[tuple[str, int, int, dict[str, JSONValue]]]:
     """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
     whose key is missing, blank, neither text nor an integer, over :data:`MAX_KEY_BYTES` or holds a
-    control character is a skip naming its line, and so is one whose key repeats an earlier record's
-    (that one is read); a key column that no record has (a misspelled ``key``, a CSV header without it)
-    is one skip for the file. Since the key of a record that did not parse (or had no key) cannot be
-    known, its skip keeps every document of the file: this file deletes nothing until it is fixed.
-    ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
+    control character or line break (:data:`_CONTROL`) is a skip naming its line, and so is one whose
+    key repeats an earlier record's (that one is read); a key column that no record has (a misspelled
+    ``key``, a CSV header without it) is one skip for the file. Since the key of a record that did not
+    parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
+    nothing until it is fixed. ``skipped[first_skip:]``: this file's skips so far (parse errors)."""
     for at in range(first_skip, len(skipped)):
         if skipped[at].document_id is not None:  # a position: no keyed document's id
             skipped[at] = skipped[at].model_copy(update={"document_id": None})
@@ -295,7 +296,8 @@ def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | Non
         return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
     control = _CONTROL.search(name)
     if control is not None:
-        return f"{json.dumps(name)}, with a control character (U+{ord(control.group()):04X})"
+        what = "a line break" if control.group() in "\u2028\u2029" else "a control character"
+        return f"{json.dumps(name)}, with {what} (U+{ord(control.group()):04X})"
     return None
 
 
