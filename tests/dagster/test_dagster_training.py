@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster_fixtures import metadata_values, warehouse_rows
 
 from graphwalk_dagster.defs.eval.partitions import eval_key
@@ -111,3 +112,34 @@ def test_only_trained_metaqa_partitions_score_test_by_default() -> None:
         ("hf", "relation-greedy-trained"),
     ]
     assert [default_split(d, s) for d, s in cases] == ["test", "test", "dev", "dev", "dev", "dev", "dev"]
+
+
+def test_a_trained_partition_looks_for_its_model_in_the_warehouse_resource_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a model in the warehouse resource's root, a ``-trained`` partition is skipped with the
+    reason naming that root: the settings' warehouse (GRAPHWALK_WAREHOUSE) is another one, whose model
+    the partition walked with (unchecked by the leak guard, which reads the resource's)."""
+    from graphwalk_core.errors import ConfigError
+    from graphwalk_core.settings import get_settings
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import MODELS_DIR, mark_latest
+    from graphwalk_dagster.defs.eval.assets import _backends
+
+    other = Warehouse(tmp_path / "other")
+    (other.root / MODELS_DIR).mkdir(parents=True)
+    mark_latest(other, other.root / MODELS_DIR / "0123456789ab")
+    monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(other.root))
+    root = tmp_path / "warehouse"
+    res = offline_resources(root)
+    get_settings.cache_clear()
+    try:
+        found = _backends(
+            "relation-greedy-trained", res["decider"], res["llm"], res["embedder"], res["warehouse"]
+        )
+    finally:
+        get_settings.cache_clear()
+    assert found.warehouse_model() is None
+    with pytest.raises(ConfigError) as missing:
+        found.decider(embedder=object())  # type: ignore[arg-type]
+    assert f"train one into the warehouse ({root.resolve()})" in str(missing.value)

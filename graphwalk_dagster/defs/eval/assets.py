@@ -119,12 +119,17 @@ def _backends(
     warehouse: WarehouseResource,
 ) -> Backends:
     """The partition's backends; ``<preset>-trained`` walks with the warehouse's newest trained decider
-    (or the decider resource's ``model_path``); without one the system is skipped with the reason."""
+    (or the decider resource's ``model_path``); without one the system is skipped with the reason,
+    which names the resource's warehouse (not the settings' one, whose model Backends would fall back to)."""
     found = backends(decider, llm, embedder)
     if not system.endswith(TRAINED):
         return found
     model = decider.model_path or latest_model(warehouse.warehouse())
-    update = {"decider": "trained", "decider_model": Path(model) if model else None}
+    update = {
+        "decider": "trained",
+        "decider_model": Path(model) if model else None,
+        "warehouse": warehouse.path(),
+    }
     return Backends(found.settings.model_copy(update=update))
 
 
