@@ -41,7 +41,9 @@ class GraphwalkSettings(BaseSettings):
         description="jev | local | trained | fake; default: jev when a Jev key is set, else local",
     )
     decider_model: Path | None = Field(
-        default=None, description="the trained decider's model folder (`graphwalk train decider --out`)"
+        default=None,
+        description="the trained decider's model folder (`graphwalk train decider --out`); default: the "
+        "warehouse's newest (models/decider/LATEST)",
     )
     jev_provider: JevProvider = "typesafe"
     jev_api_key: SecretStr | None = None

@@ -49,7 +49,9 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "decider_model": (
         Annotated[
             Path | None,
-            typer.Option(help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL)"),
+            typer.Option(
+                help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL, else the warehouse's newest)"
+            ),
         ],
         None,
     ),

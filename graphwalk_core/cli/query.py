@@ -118,7 +118,10 @@ def query(
     ] = None,
     decider_model: Annotated[
         Path | None,
-        typer.Option("--decider-model", help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL)"),
+        typer.Option(
+            "--decider-model",
+            help="trained decider folder (default: GRAPHWALK_DECIDER_MODEL, else the warehouse's newest)",
+        ),
     ] = None,
     trace: Annotated[Path | None, typer.Option("--trace", help="write the trace as JSON here")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,

@@ -137,8 +137,9 @@ def _refuse_learned(
     dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
 ) -> None:
     """A ``-trained`` partition walking with the warehouse's newest model must not score questions its
-    ``decision_examples`` hold: eval_questions' defaults (dev, seed 0, 20) are 20 of the 200 dev questions
-    decision_examples' defaults learn from, and the automation reruns a partition with the defaults."""
+    ``decision_examples`` hold: with ``split: dev`` (the default off MetaQA), eval_questions' seed 0
+    picks 20 of the 200 dev questions decision_examples' defaults learn from, and the automation reruns
+    a partition with the defaults."""
     if not dims["system"].endswith(TRAINED) or decider.model_path:
         return
     wh = warehouse.warehouse()
