@@ -171,6 +171,28 @@ class Shared:
             systems, self.decider
         )
 
+    def refuse_learned(self, datasets: list[Any]) -> None:
+        """With the warehouse's newest model (``--decider trained`` and no model named), refuse to score
+        questions the warehouse's ``decision_examples`` hold: that model learned from them."""
+        from graphwalk_core.backends import settings_with
+        from graphwalk_core.training.store import learned_questions
+        from graphwalk_core.warehouse import Warehouse
+        from graphwalk_core.warehouse.models import latest_model
+
+        settings = settings_with(decider_model=self.decider_model)
+        if (self.decider or settings.resolved_decider()) != "trained" or settings.decider_model is not None:
+            return
+        warehouse = Warehouse(settings.warehouse)
+        if latest_model(warehouse) is None:
+            return
+        seen = learned_questions(warehouse, datasets)
+        if seen:
+            raise InputError(
+                f"{len(seen)} of these questions are in the decision_examples of {warehouse.root}, which "
+                f"its newest model learned from (first: {seen[0]}): score others (--split test), or name "
+                "another model with --decider-model"
+            )
+
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
 
@@ -220,6 +242,7 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
 def _evaluate(datasets: list[Any], systems: list[str], out: Path, shared: Shared) -> None:
     from graphwalk_core.eval.evaluate import evaluate
 
+    shared.refuse_learned(datasets)
     summary = evaluate(datasets, systems, shared.backends(systems), shared.run(out))
     typer.echo(summary.read_text(encoding="utf-8"))
 

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from graphwalk_core.decisions.trained import MANIFEST
 from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
@@ -28,12 +30,14 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
     return read_examples(path)
 
 
-def example_question_ids(warehouse: Warehouse) -> frozenset[str]:
-    """The ids of the questions the ``decision_examples`` table learned from (none without the table)."""
+def learned_questions(warehouse: Warehouse, datasets: Iterable[Dataset]) -> list[str]:
+    """The ids of ``datasets``' questions that the warehouse's ``decision_examples`` hold, in order: a
+    model trained from that table (its newest) must not be scored on them."""
     path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
     if not path.is_file():
-        return frozenset()
-    return frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
+        return []
+    learned = frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
+    return [q.id for dataset in datasets for q in dataset.questions if q.id in learned]
 
 
 def validation_accuracy(folder: Path) -> float | None:

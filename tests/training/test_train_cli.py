@@ -98,6 +98,44 @@ def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
     assert sorted(payload["answers"][0]["names"]) == ["Film 2", "Film 6"]
 
 
+def test_eval_with_the_warehouses_model_refuses_the_questions_it_learned_from(
+    tmp_path: Path, metaqa_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``graphwalk demo`` trains the warehouse's model on 200 seeded dev questions per hop count;
+    ``eval --decider trained`` (no model named) on the same seed's dev questions would score it on them."""
+    import pyarrow as pa
+
+    from graphwalk_core.eval.datasets import load_dataset
+    from graphwalk_core.settings import get_settings
+    from graphwalk_core.training.examples import SCHEMA
+    from graphwalk_core.training.store import EXAMPLES
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import mark_latest, model_folder
+
+    warehouse = Warehouse(tmp_path / "wh")
+    learned = load_dataset("metaqa-1hop", split="dev", n=200, seed=0).questions
+    warehouse.write(EXAMPLES, pa.Table.from_pylist([{"question_id": q.id} for q in learned], schema=SCHEMA))
+    folder = model_folder(warehouse, "0123456789abcdef")
+    folder.mkdir(parents=True)
+    mark_latest(warehouse, folder)
+    monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(warehouse.root))
+    monkeypatch.delenv("GRAPHWALK_DECIDER_MODEL", raising=False)
+    get_settings.cache_clear()
+    args = ["eval", "metaqa", "--hops", "1", "--n", "5", "--system", "relation-greedy",
+            "--decider", "trained", "--out", str(tmp_path / "out")]  # fmt: skip
+    try:
+        result = runner.invoke(app, args)
+    finally:
+        get_settings.cache_clear()
+    first = load_dataset("metaqa-1hop", split="dev", n=5, seed=0).questions[0].id
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()) == (
+        f"error: 5 of these questions are in the decision_examples of {warehouse.root}, which its newest "
+        f"model learned from (first: {first}): score others (--split test), or name another model with "
+        "--decider-model"
+    )
+
+
 def test_refuses_test_split_and_missing_inputs(tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "decider", "--dataset", "metaqa", "--split", "test", "--out", "x"])
     assert result.exit_code == 2 and "never on test" in result.output

@@ -13,7 +13,7 @@ from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
-from graphwalk_core.training.store import example_question_ids
+from graphwalk_core.training.store import learned_questions
 from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import TRAINED, default_split, eval_partitions
@@ -145,8 +145,7 @@ def _refuse_learned(
     wh = warehouse.warehouse()
     if latest_model(wh) is None:
         return
-    learned = example_question_ids(wh)
-    seen = [q.id for q in dataset.questions if q.id in learned]
+    seen = learned_questions(wh, [dataset])
     if seen:
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
