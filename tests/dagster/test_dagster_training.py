@@ -143,3 +143,16 @@ def test_a_trained_partition_looks_for_its_model_in_the_warehouse_resource_only(
     with pytest.raises(ConfigError) as missing:
         found.decider(embedder=object())  # type: ignore[arg-type]
     assert f"train one into the warehouse ({root.resolve()})" in str(missing.value)
+
+
+def test_the_leak_refusal_points_at_questions_the_dataset_can_give() -> None:
+    """MetaQA's test split is in the data folder; the dev-only datasets and custom need a question file,
+    so the refusal does not send them to a split that fails."""
+    from graphwalk_dagster.defs.eval.partitions import unseen_questions_hint
+
+    test, file = (
+        "eval_questions run config: split: test",
+        ("eval_questions run config: questions: a file of questions it has not learned from"),
+    )
+    names = ["metaqa-2hop", "hotpotqa", "2wiki", "custom", "hf"]
+    assert [unseen_questions_hint(n) for n in names] == [test, file, file, file, file]

@@ -16,7 +16,12 @@ from graphwalk_core.eval.tables import partition_stats, summarize, write_results
 from graphwalk_core.training.store import learned_questions
 from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
-from graphwalk_dagster.defs.eval.partitions import TRAINED, default_split, eval_partitions
+from graphwalk_dagster.defs.eval.partitions import (
+    TRAINED,
+    default_split,
+    eval_partitions,
+    unseen_questions_hint,
+)
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
     EmbedderResource,
@@ -150,7 +155,7 @@ def _refuse_learned(
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
             f"questions are in decision_examples, which the trained decider learned from (first: {seen[0]}); "
-            "score questions it has not seen (eval_questions run config: split: test)"
+            f"score questions it has not seen ({unseen_questions_hint(dims['dataset'])})"
         )
 
 

@@ -25,8 +25,20 @@ def default_split(dataset: str, system: str) -> str:
     """The split a partition scores when its run config names none: ``test`` for a ``-trained`` system
     on a dataset whose data folder has a test split (MetaQA; its decider learns from dev questions),
     ``dev`` for the others (the other datasets' test questions need a file of their own)."""
-    own_test = dataset in DATASET_NAMES and dataset not in (*DEV_ONLY, "custom")
-    return "test" if system.endswith(TRAINED) and own_test else "dev"
+    return "test" if system.endswith(TRAINED) and has_test_split(dataset) else "dev"
+
+
+def has_test_split(dataset: str) -> bool:
+    """Whether the data folder holds the dataset's test questions (MetaQA; the others need a file)."""
+    return dataset in DATASET_NAMES and dataset not in (*DEV_ONLY, "custom")
+
+
+def unseen_questions_hint(dataset: str) -> str:
+    """The eval_questions run config that gives a ``-trained`` partition questions its model has not
+    learned from."""
+    if has_test_split(dataset):
+        return "eval_questions run config: split: test"
+    return "eval_questions run config: questions: a file of questions it has not learned from"
 
 
 def eval_key(dataset: str, system: str) -> dg.MultiPartitionKey:
