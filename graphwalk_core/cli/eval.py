@@ -177,14 +177,11 @@ class Shared:
         from graphwalk_core.backends import settings_with
         from graphwalk_core.training.store import learned_questions
         from graphwalk_core.warehouse import Warehouse
-        from graphwalk_core.warehouse.models import latest_model
 
         settings = settings_with(decider_model=self.decider_model)
         if (self.decider or settings.resolved_decider()) != "trained" or settings.decider_model is not None:
             return
         warehouse = Warehouse(settings.warehouse)
-        if latest_model(warehouse) is None:
-            return
         seen = learned_questions(warehouse, datasets)
         if seen:
             raise InputError(

@@ -13,6 +13,7 @@ from graphwalk_core.decisions.trained import MANIFEST
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
+from graphwalk_core.warehouse.models import latest_model
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
 EXAMPLES = "decision_examples"
@@ -31,10 +32,10 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
 
 
 def learned_questions(warehouse: Warehouse, datasets: Iterable[Dataset]) -> list[str]:
-    """The ids of ``datasets``' questions that the warehouse's ``decision_examples`` hold, in order: a
-    model trained from that table (its newest) must not be scored on them."""
+    """The ids of ``datasets``' questions that the warehouse's ``decision_examples`` hold, in order, when
+    it has a trained model (its newest learned from that table, so must not be scored on them)."""
     path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
-    if not path.is_file():
+    if latest_model(warehouse) is None or not path.is_file():
         return []
     learned = frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
     return [q.id for dataset in datasets for q in dataset.questions if q.id in learned]

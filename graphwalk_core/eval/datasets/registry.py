@@ -25,6 +25,11 @@ DATASET_NAMES = (
 DEV_ONLY = ("hotpotqa", "2wiki", "2wiki-retrieval")
 
 
+def has_test_split(name: str) -> bool:
+    """Whether the data folder holds dataset ``name``'s test questions (MetaQA; the others need a file)."""
+    return name in DATASET_NAMES and name not in (*DEV_ONLY, "custom")
+
+
 def data_files(name: str, *, split: str = "dev") -> list[str]:
     """The files ``load_dataset(name, split=split)`` reads by default, relative to the data folder."""
     if name.startswith("metaqa-") and name in DATASET_NAMES:

@@ -1,7 +1,5 @@
 """Evaluation assets: questions and results per dataset × system, and the summary over all of them."""
 
-from pathlib import Path
-
 import dagster as dg
 from pydantic import Field
 
@@ -14,7 +12,6 @@ from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
 from graphwalk_core.training.store import learned_questions
-from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import (
     TRAINED,
@@ -129,12 +126,8 @@ def _backends(
     found = backends(decider, llm, embedder)
     if not system.endswith(TRAINED):
         return found
-    model = decider.model_path or latest_model(warehouse.warehouse())
-    update = {
-        "decider": "trained",
-        "decider_model": Path(model) if model else None,
-        "warehouse": warehouse.path(),
-    }
+    # the resource's warehouse: with no model_path, Backends walks with its newest model
+    update = {"decider": "trained", "warehouse": warehouse.path()}
     return Backends(found.settings.model_copy(update=update))
 
 
@@ -147,10 +140,7 @@ def _refuse_learned(
     a partition with the defaults."""
     if not dims["system"].endswith(TRAINED) or decider.model_path:
         return
-    wh = warehouse.warehouse()
-    if latest_model(wh) is None:
-        return
-    seen = learned_questions(wh, [dataset])
+    seen = learned_questions(warehouse.warehouse(), [dataset])
     if seen:
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "

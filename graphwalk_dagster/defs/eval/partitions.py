@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from graphwalk_core.eval.datasets.registry import DATASET_NAMES, DEV_ONLY
+from graphwalk_core.eval.datasets.registry import DATASET_NAMES, has_test_split
 from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
@@ -26,11 +26,6 @@ def default_split(dataset: str, system: str) -> str:
     on a dataset whose data folder has a test split (MetaQA; its decider learns from dev questions),
     ``dev`` for the others (the other datasets' test questions need a file of their own)."""
     return "test" if system.endswith(TRAINED) and has_test_split(dataset) else "dev"
-
-
-def has_test_split(dataset: str) -> bool:
-    """Whether the data folder holds the dataset's test questions (MetaQA; the others need a file)."""
-    return dataset in DATASET_NAMES and dataset not in (*DEV_ONLY, "custom")
 
 
 def unseen_questions_hint(dataset: str) -> str:
