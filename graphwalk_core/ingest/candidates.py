@@ -38,11 +38,28 @@ COSINE_MARGIN = 1e-3
 PREFILTER_BLOCK = 256
 #: Index rows gathered from the pool and scored at once (bounds the scratch: rows x dim and queries x rows).
 SCORE_ROWS = 4096
+#: Near rows a name keeps before they are cut to its best (see ``CandidateIndex._near_rows_of``).
+NEAR_KEPT = 64
 #: A word's node ids are a tuple up to this many, then a set (a set costs 216 bytes from its first id).
 WORD_TUPLE_MAX = 16
 _NO_ROWS = np.zeros(0, dtype=np.int32)
 #: The ids of the nodes carrying a word.
 Postings: TypeAlias = tuple[str, ...] | set[str]
+
+
+def _groups(scored: list[tuple[int, np.ndarray]], limit: int) -> Iterator[list[tuple[int, np.ndarray]]]:
+    """``scored`` (name, rows) pairs in order, in consecutive groups of at most ``limit`` rows in all (a
+    pair with more rows alone: split them first)."""
+    group: list[tuple[int, np.ndarray]] = []
+    size = 0
+    for item in scored:
+        if group and size + len(item[1]) > limit:
+            yield group
+            group, size = [], 0
+        group.append(item)
+        size += len(item[1])
+    if group:
+        yield group
 
 
 @dataclass(slots=True)
@@ -313,20 +330,40 @@ class CandidateIndex:
 
     def _near_rows_of(self, vectors: np.ndarray, start: int) -> list[np.ndarray]:
         """Per vector, the rows from ``start`` on whose float32 cosine is within the margin of the threshold
-        (a superset of the rows whose exact cosine reaches it), in row order. Each block of rows is read
-        from the pool once and scored against :data:`PREFILTER_BLOCK` vectors at a time."""
+        and of its ``max_candidates``-th best (a superset of the best rows whose exact cosine reaches the
+        threshold), in row order. Each block of rows is read from the pool once and scored against
+        :data:`PREFILTER_BLOCK` vectors at a time; a name near many rows (a date among dates) keeps its best
+        beyond :data:`NEAR_KEPT`, so what a name holds does not grow with the graph."""
         bound = self.cosine_threshold - COSINE_MARGIN
         found: list[list[np.ndarray]] = [[] for _ in vectors]
+        scores: list[list[np.ndarray]] = [[] for _ in vectors]
         for first, block in self._segments(start):
             for at in range(0, len(vectors), PREFILTER_BLOCK):
-                group = found[at : at + PREFILTER_BLOCK]
-                cols, rows = np.nonzero(vectors[at : at + PREFILTER_BLOCK] @ block.T >= bound)
-                cuts = np.searchsorted(cols, np.arange(1, len(group)))
-                for parts, part in zip(group, np.split(rows, cuts), strict=True):
+                product = vectors[at : at + PREFILTER_BLOCK] @ block.T
+                cols, rows = np.nonzero(product >= bound)
+                values = product[cols, rows]
+                del product
+                cuts = np.searchsorted(cols, np.arange(1, min(PREFILTER_BLOCK, len(vectors) - at)))
+                for n, part, value in zip(
+                    range(at, len(vectors)), np.split(rows, cuts), np.split(values, cuts), strict=False
+                ):
                     if len(part):
-                        parts.append(part + first)
+                        found[n].append(part + first)
+                        scores[n].append(value)
+                        if sum(map(len, found[n])) > NEAR_KEPT:
+                            found[n], scores[n] = self._best_near(found[n], scores[n])
             del block  # before the next block is gathered
         return [np.concatenate(parts).astype(np.int32) if parts else _NO_ROWS for parts in found]
+
+    def _best_near(self, rows: list[np.ndarray], scores: list[np.ndarray]) -> tuple[list[np.ndarray], ...]:
+        """One name's near rows (and float32 scores) cut to those within the margin of its
+        ``max_candidates``-th best score: the rest have at least that many rows better by exact score."""
+        row, score = np.concatenate(rows), np.concatenate(scores)
+        nth = len(score) - max(self.max_candidates, 1)
+        if nth > 0:
+            keep = score >= np.partition(score, nth)[nth] - COSINE_MARGIN
+            row, score = row[keep], score[keep]
+        return [row], [score]
 
     def _cosine(self, names: Sequence[str]) -> list[list[Candidate]]:
         """Per name, up to ``max_candidates`` rows whose cosine reaches the threshold, best first.
@@ -354,19 +391,24 @@ class CandidateIndex:
         scored = [(i, rows) for i, rows in near.items() if len(rows)]
         if not scored:
             return out
-        gathered = self.row_vectors(np.concatenate([rows for _, rows in scored]).tolist())  # one gather
-        start = 0
-        for i, rows in scored:
-            matrix = gathered[start : start + len(rows)].astype(np.float64)
-            start += len(rows)
-            exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
-            hits = [
-                Candidate(self._rows[row], score, "cosine")
-                for row, score in zip(rows.tolist(), exact.tolist(), strict=True)
-                if score >= threshold
-            ]
-            hits.sort(key=lambda c: (-c.score, c.node_id))
-            out[i] = hits[: self.max_candidates]
+        pieces = [
+            (i, rows[at : at + SCORE_ROWS]) for i, rows in scored for at in range(0, len(rows), SCORE_ROWS)
+        ]
+        for group in _groups(pieces, SCORE_ROWS):  # one gather per block of rows: bounded scratch
+            gathered = self.row_vectors(np.concatenate([rows for _, rows in group]).tolist())
+            start = 0
+            for i, rows in group:
+                matrix = gathered[start : start + len(rows)].astype(np.float64)
+                start += len(rows)
+                exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
+                best = out[i] + [
+                    Candidate(self._rows[row], score, "cosine")
+                    for row, score in zip(rows.tolist(), exact.tolist(), strict=True)
+                    if score >= threshold
+                ]
+                best.sort(key=lambda c: (-c.score, c.node_id))
+                out[i] = best[: self.max_candidates]  # the best so far: a total order, so the same at the end
+            del gathered, matrix  # before the next block is gathered
         return out
 
     def candidates(self, names: Sequence[str], *, fuzzy: bool = True) -> list[list[Candidate]]:

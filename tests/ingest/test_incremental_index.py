@@ -289,6 +289,56 @@ def test_the_index_scores_the_pools_vectors_without_a_copy_of_its_own() -> None:
     assert [c[0].node_id for c in found] == [f"n{n:05d}" for n in range(8)]
 
 
+def test_names_near_many_rows_are_scored_a_block_of_rows_at_a_time() -> None:
+    """Names that each sit near thousands of rows (one spelling indexed 6,000 times) gather their rows a
+    block at a time: the scratch is bounded by a block, not by names x near rows (a window of names on a
+    grown graph)."""
+    embedder = HashingEmbedder(dim=256)
+    index = CandidateIndex(embedder, pool=VectorPool(embedder))
+    for n in range(6000):
+        index.add(IndexEntry(id=f"n{n:05d}", name="Warner Bros. Pictures", type="organization"))
+    queries = [
+        "Warner Bros Picture",
+        "Warner Bros Pictures Inc",
+        "Warner Bros. Picture",
+        "Warner Bros Pictures.",
+    ]
+    index._flush_vectors()
+    index.prefilter(queries)
+    assert [len(index._near[normalize_name(q)]) for q in queries] == [6000, 6000, 6000, 6000]
+    tracemalloc.start()
+    found = index.candidates(queries)
+    scratch = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    block = candidates.SCORE_ROWS * 256 * 4
+    assert scratch < 4 * block < len(queries) * 6000 * 256 * 4
+    assert [[c.node_id for c in hits] for hits in found] == [[f"n{n:05d}" for n in range(5)]] * 4
+
+
+def test_a_name_near_thousands_of_rows_keeps_only_its_best_and_finds_what_every_row_finds() -> None:
+    """6,000 names within the prefilter's bound of each query (dates among dates on 2Wiki): each query keeps
+    the few rows that can still be among its best, not 6,000, and finds what scoring every row finds."""
+    embedder = HashingEmbedder(dim=256)
+    index = CandidateIndex(embedder, pool=VectorPool(embedder))
+    for n in range(6000):
+        name = f"Warner Bros. Pictures {n * 7919 % 6007:x}"
+        index.add(IndexEntry(id=f"n{n:05d}", name=name, type="organization"))
+    queries = ["Warner Bros Pictures", "Warner Bros Picture", "Warner Brothers Pictures"]
+    index._flush_vectors()
+    bound = index.cosine_threshold - candidates.COSINE_MARGIN
+    within = (index.row_vectors(range(6000)) @ embedder.embed(queries).T >= bound).sum(axis=0)
+    assert within.tolist() == [6000, 92, 15]  # the third under NEAR_KEPT: kept whole
+    index.prefilter(queries)
+    assert [len(index._near[normalize_name(q)]) for q in queries] == [17, 30, 15]
+    found = index.candidates(queries)
+    assert found == cosine_over_every_row(index, queries)
+    assert [[c.node_id for c in hits][:2] for hits in found] == [
+        ["n04499", "n00727"],
+        ["n00013", "n01330"],
+        ["n02156", "n04632"],
+    ]
+
+
 def test_a_cosine_score_depends_neither_on_the_index_size_nor_on_the_other_names_asked() -> None:
     index = CandidateIndex(HashingEmbedder(dim=256), cosine_threshold=0.75)
     index.add(IndexEntry(id="n1", name="Warner Bros. Pictures", type="organization"))
