@@ -42,7 +42,7 @@ from graphwalk_core.ingest.resolution import (
     write_elements,
 )
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
-from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceProfile
+from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.stores.base import GraphStore
 
@@ -104,9 +104,11 @@ async def diff_documents(
     ledger = await read_ledger(store, source.source_id)
     diff = DocumentDiff(source_id=source.source_id, extractor=version, ledger=ledger)
     seen: set[str] = set()
+    repeated: list[SkippedItem] = []
     # streamed: an unchanged document is dropped as soon as it is compared (only its id is kept)
     async for doc in source.documents():
-        if doc.id in seen:
+        if doc.id in seen:  # never silently: a skip keeps what the ledger holds under that id
+            repeated.append(_repeated(doc))
             continue
         seen.add(doc.id)
         entry = ledger.get(doc.id)
@@ -124,13 +126,21 @@ async def diff_documents(
             spool.add(doc)
         else:
             diff.documents.append(doc)
-    diff.skipped = source.skipped  # complete once the documents have been read
+    diff.skipped = [*source.skipped, *repeated]  # complete once the documents have been read
     for ids in (diff.new, diff.unchanged, diff.incomplete, diff.changed):
         ids.sort()
     diff.documents.sort(key=lambda d: d.id)
     for doc_id in sorted(set(ledger) - seen):
         (diff.kept if _kept_by_skips(diff.skipped, doc_id) else diff.deleted).append(doc_id)
     return diff
+
+
+def _repeated(doc: SourceDocument) -> SkippedItem:
+    """The skip of a document whose id an earlier document of the source has (two composite primary keys
+    that join to one text, ``("a,b", "c")`` and ``("a", "b,c")``): the first one is read."""
+    where = doc.metadata.get("path") or doc.metadata.get("table") or doc.id
+    reason = f"a second document with the id {doc.id!r} (the first one is read)"
+    return SkippedItem(path=str(where), reason=reason, document_id=doc.id)
 
 
 def chunk_documents(diff: DocumentDiff, *, max_chars: int = DEFAULT_CHUNK_CHARS) -> ChunkSet:

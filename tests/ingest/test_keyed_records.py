@@ -254,3 +254,27 @@ async def test_a_key_with_a_c1_control_or_a_unicode_line_break_is_a_skip(tmp_pat
         ("""p.jsonl:2: the key column 'id' is "c\\u2028d", with a line break (U+2028)""", None),
         ("""p.jsonl:3: the key column 'id' is "e\\u2029f", with a line break (U+2029)""", None),
     ]
+
+
+async def test_a_file_whose_path_is_a_records_id_is_a_skip_naming_both_not_a_silent_loss(
+    tmp_path: Path,
+) -> None:
+    """``films.csv#f2.txt`` (a text file) and record ``f2.txt`` of ``films.csv`` share one document id: the
+    record (its file sorts first) is read, the text file is a skip naming both, and neither is deleted."""
+    store = MemoryGraphStore()
+    rows = ["f1,Alpha Film,2001\n", "f2.txt,Beta Film,2002\n"]
+    (tmp_path / "films.csv#f2.txt").write_text("Zeta Film is a film.\n", encoding="utf-8")
+    first = await run(tmp_path, store, rows)
+    assert [(s.describe(), s.document_id) for s in first.skipped] == [
+        (
+            "films.csv#f2.txt: its document id 'films.csv#f2.txt' is also that of films.csv:3 (that one is "
+            "read): rename the file",
+            "films.csv#f2.txt",
+        )
+    ]
+    assert counts(first) == (2, 0, 0, 0, 0)
+    profile = await FileSource(tmp_path, mappings=load_mappings(mappings("id"))).profile()
+    assert (profile.documents, profile.rows, len(profile.skipped)) == (2, 2, 1)
+    again = await run(tmp_path, store, rows)
+    assert counts(again) == (0, 0, 2, 0, 0)
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha Film", "Beta Film"]

@@ -144,3 +144,26 @@ async def test_a_mapping_key_leaves_the_rows_extractor_as_it_was() -> None:
         mappings = load_mappings({"films": spec})
         source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
         assert sorted({d.extractor async for d in source.documents()}) == ["sql:1:3c8d147d84b1"]
+
+
+async def test_two_rows_whose_composite_keys_join_to_one_id_are_a_skip_not_a_silent_loss(
+    tmp_path: Path,
+) -> None:
+    """Primary keys ("a,b", "c") and ("a", "b,c") both give the id ``pairs#a,b,c``: the first row read is
+    kept, the second a skip naming its table, and a rerun deletes nothing."""
+    path = tmp_path / "pairs.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE pairs (a TEXT, b TEXT, name TEXT, PRIMARY KEY (a, b))")
+        conn.executemany(
+            "INSERT INTO pairs VALUES (?, ?, ?)", [("a,b", "c", "First"), ("a", "b,c", "Second")]
+        )
+    store = MemoryGraphStore()
+    source = SQLSource(f"sqlite:///{path}", source_id="pairs")
+    report = await ingest(source, store, routing="exact")
+    assert [(s.describe(), s.document_id) for s in report.skipped] == [
+        ("pairs: a second document with the id 'pairs#a,b,c' (the first one is read)", "pairs#a,b,c")
+    ]
+    assert (report.new, report.deleted) == (1, 0)
+    assert [n.name async for n in store.iter_nodes()] == ["Second"]  # rows in key order: ("a", "b,c") first
+    again = await ingest(SQLSource(f"sqlite:///{path}", source_id="pairs"), store, routing="exact")
+    assert (again.new, again.unchanged, again.deleted, again.kept) == (0, 1, 0, 0)

@@ -120,6 +120,40 @@ class FileSource(SourceBase):
         Then a mapping key that matches no record file is a skip of its own (kind ``mapping``).
         """
         files = self._files()
+        first: dict[str, str] = {}  # document id -> where the document read under it comes from
+        for document in self._file_documents(files, scan):
+            where = document.metadata.get("path", "")
+            if "line" in document.metadata:
+                where = f"{where}:{document.metadata['line']}"
+            if document.id in first:
+                scan.skipped.append(self._repeated(document, first[document.id]))
+                continue
+            first[document.id] = str(where)
+            scan.documents += 1
+            scan.rows += document.kind == "record"
+            yield document
+        records = [rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES]
+        for key in unmatched_keys(self.mappings, records):
+            scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
+        self._skipped = scan.skipped
+
+    @staticmethod
+    def _repeated(document: SourceDocument, where: str) -> SkippedItem:
+        """The skip of a document whose id an earlier file's document has (a file named ``a.csv#7.txt``
+        beside record 7.txt of ``a.csv``): never silently one of the two."""
+        reason = (
+            f"its document id {document.id!r} is also that of {where} (that one is read): rename the file"
+        )
+        line = document.metadata.get("line")
+        return SkippedItem(
+            path=str(document.metadata.get("path", document.id)),
+            line=line if isinstance(line, int) else None,
+            reason=reason,
+            document_id=document.id,
+        )
+
+    def _file_documents(self, files: list[tuple[str, Path]], scan: _Scan) -> Iterator[SourceDocument]:
+        """Each file's documents in turn (``scan`` counts files and skips, not documents)."""
         for rel, path in files:
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
@@ -135,14 +169,9 @@ class FileSource(SourceBase):
                 continue
             scan.by_type[suffix.lstrip(".")] += 1
             if suffix in TEXT_SUFFIXES:
-                scan.documents += 1
                 yield _text_document(rel, suffix, text)
             else:
                 yield from self._read_records(rel, suffix, text, scan)
-        records = [rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES]
-        for key in unmatched_keys(self.mappings, records):
-            scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
-        self._skipped = scan.skipped
 
     def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
         try:
@@ -197,8 +226,6 @@ class FileSource(SourceBase):
         for doc_id, index, line, record in identified:
             doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped)
             if doc is not None:
-                scan.documents += 1
-                scan.rows += 1
                 yield doc
         scan.tables.append(
             TableProfile(name=rel, rows=len(rows), columns=[ColumnProfile(name=c) for c in columns])
