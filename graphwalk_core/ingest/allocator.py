@@ -3,8 +3,9 @@
 Each window allocates and frees many blocks (a window's extractions, plans and merged elements, numpy
 scratch): glibc keeps the freed space of its heap resident for reuse, and what is freed below a live block
 cannot shrink the heap. :func:`release_free_heap` (``malloc_trim``) gives those pages back to the system
-(measured at 6,119 2Wiki passages: ~25 MB lower peak; docs/results.md). It changes no value computed; on
-other C libraries it does nothing.
+(measured at 6,119 2Wiki passages: ~25 MB lower peak; docs/results.md). :func:`map_large_blocks` keeps
+large blocks out of the heap altogether (another ~25 MB). Neither changes a value computed; on other C
+libraries they do nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import os
 import sys
+
+#: ``mallopt``'s parameter number for glibc's ``M_MMAP_THRESHOLD``.
+_M_MMAP_THRESHOLD = -3
+#: Blocks of this many bytes or more get pages of their own (glibc's starting threshold, kept fixed).
+LARGE_BLOCK = 128 * 1024
 
 
 @functools.cache
@@ -23,6 +30,7 @@ def _glibc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         libc.malloc_trim.argtypes = [ctypes.c_size_t]
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     except (OSError, AttributeError):
         return None
     return libc
@@ -32,3 +40,14 @@ def release_free_heap() -> bool:
     """Give the heap's free pages back to the system (``malloc_trim(0)``). Whether any were released."""
     libc = _glibc()
     return libc is not None and libc.malloc_trim(0) == 1
+
+
+def map_large_blocks() -> bool:
+    """From now on in this process, give every block of :data:`LARGE_BLOCK` bytes or more pages of its own,
+    returned to the system when it is freed. glibc otherwise raises that threshold to the largest block
+    freed so far (up to 32 MiB), and a window's numpy scratch is then carved from the heap, where it stays
+    resident. Left as it is when ``MALLOC_MMAP_THRESHOLD_`` is set (the user chose). Whether it was set."""
+    libc = _glibc()
+    if libc is None or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, LARGE_BLOCK) == 1)

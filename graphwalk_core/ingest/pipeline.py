@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from graphwalk_core.decisions.base import DecisionBackend
 from graphwalk_core.embeddings.base import Embedder
-from graphwalk_core.ingest.allocator import release_free_heap
+from graphwalk_core.ingest.allocator import map_large_blocks, release_free_heap
 from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -62,14 +62,16 @@ async def ingest(
     previous window wrote), and commit the window as one transaction. So memory holds the documents,
     extractions and plans of a window (and the next window's documents), not the corpus', and a run
     killed at any point and rerun gives the graph an uninterrupted run gives (docs/guarantees.md).
-    The C heap's free pages go back to the system after each window (:mod:`~graphwalk_core.ingest.allocator`),
-    so the peak memory follows what the window and the graph hold.
+    Large C blocks get pages of their own for the rest of the process, and the C heap's free pages go back
+    to the system after each window (:mod:`~graphwalk_core.ingest.allocator`), so the peak memory follows
+    what the window and the graph hold.
 
     A source that knows its origin (:class:`~graphwalk_core.ingest.sources.base.OriginAware`) has it
     recorded with the run's first write; ``exclusive_origin``: refuse, before anything is read, a source
     id recorded from another origin.
     """
     extractor = extractor or NLPExtractor()
+    map_large_blocks()
     origin = source.origin if isinstance(source, OriginAware) else None
     if origin is not None and not await check_origin(
         store, source.source_id, origin, exclusive=exclusive_origin

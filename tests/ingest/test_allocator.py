@@ -63,3 +63,33 @@ async def test_an_ingest_releases_the_free_heap_after_every_window(
         window=2,
     )
     assert calls == ["release", "release", "release"]
+
+
+#: Frees a mapped 4 MiB block (glibc then serves blocks up to 4 MiB from its heap), then holds a 2 MiB one:
+#: whether it got pages of its own (mapped bytes while it is held), with and without ``map_large_blocks``.
+MAPPED = """
+import ctypes, json, sys
+from graphwalk_core.ingest import allocator
+FIELDS = "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in FIELDS.split()]
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+chosen = allocator.map_large_blocks() if sys.argv[1] == "map" else None
+block = bytearray(4 << 20)
+del block
+held = bytearray(2 << 20)
+print(json.dumps({"chosen": chosen, "mapped": libc.mallinfo2().hblkhd >= 2 << 20}))
+"""
+
+
+@glibc
+def test_large_blocks_get_pages_of_their_own_once_asked() -> None:
+    assert run(MAPPED, "default") == {"chosen": None, "mapped": False}  # glibc's adaptive threshold
+    assert run(MAPPED, "map") == {"chosen": True, "mapped": True}
+
+
+@glibc
+def test_a_threshold_the_user_set_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(8 << 20))
+    assert run(MAPPED, "map") == {"chosen": False, "mapped": False}
