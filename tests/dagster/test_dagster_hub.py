@@ -40,7 +40,7 @@ def test_eval_questions_from_a_pinned_hub_repo(
     hub_server.add_repo(REPO, SHA, FILES)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # tests run with HF_HUB_OFFLINE=1
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
-    config = {"hub": f"{REPO}@{SHA}", "hub_endpoint": hub_server.endpoint, "n": None}
+    config = {"hub": f"{REPO}@{SHA}", "hub_endpoint": hub_server.endpoint, "n": None, "split": "dev"}
     with dg.instance_for_test() as instance:
         result = dg.materialize(
             [eval_questions],
@@ -234,4 +234,4 @@ def test_one_run_config_with_questions_serves_every_demo_partition(tmp_path: Pat
             instance=instance,
         )
     dataset = result.output_for_node("eval_questions")
-    assert (dataset.name, dataset.split, len(dataset.questions)) == ("metaqa-1hop", "dev", 2)
+    assert (dataset.name, dataset.split, len(dataset.questions)) == ("metaqa-1hop", "test", 2)

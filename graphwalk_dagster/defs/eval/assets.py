@@ -48,7 +48,7 @@ class EvalQuestionsConfig(dg.Config):
     split: str | None = Field(
         default=None,
         description="dev | test (MetaQA; the shared HotpotQA and 2Wiki files are dev only); default: test "
-        "for a -trained system on MetaQA, whose decider learns from dev questions, else dev",
+        "on MetaQA (a trained decider learns from its dev questions), else dev",
     )
     seed: int = 0
     data_dir: str | None = Field(default=None, description="benchmark data (default: ../shared/data)")
@@ -99,7 +99,7 @@ def eval_questions(
 ) -> Dataset:
     """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
     dims = _dims(context)
-    options = {**config.model_dump(), "split": config.split or default_split(dims["dataset"], dims["system"])}
+    options = {**config.model_dump(), "split": config.split or default_split(dims["dataset"])}
     try:
         dataset = load_partition_dataset(dims["dataset"], warehouse.warehouse(), **options)
     except NamesOptions as exc:
