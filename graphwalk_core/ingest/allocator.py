@@ -46,8 +46,17 @@ def map_large_blocks() -> bool:
     """From now on in this process, give every block of :data:`LARGE_BLOCK` bytes or more pages of its own,
     returned to the system when it is freed. glibc otherwise raises that threshold to the largest block
     freed so far (up to 32 MiB), and a window's numpy scratch is then carved from the heap, where it stays
-    resident. Left as it is when ``MALLOC_MMAP_THRESHOLD_`` is set (the user chose). Whether it was set."""
+    resident. Left as it is when the user chose one (``MALLOC_MMAP_THRESHOLD_``, or
+    ``glibc.malloc.mmap_threshold`` in ``GLIBC_TUNABLES``). Whether it was set."""
     libc = _glibc()
-    if libc is None or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+    if libc is None or _user_threshold():
         return False
     return bool(libc.mallopt(_M_MMAP_THRESHOLD, LARGE_BLOCK) == 1)
+
+
+def _user_threshold() -> bool:
+    """Whether the environment sets glibc's mmap threshold (either way glibc reads it at start-up)."""
+    tunables = os.environ.get("GLIBC_TUNABLES", "").split(":")
+    return "MALLOC_MMAP_THRESHOLD_" in os.environ or any(
+        t.partition("=")[0] == "glibc.malloc.mmap_threshold" for t in tunables
+    )

@@ -84,7 +84,9 @@ print(json.dumps({"chosen": chosen, "mapped": libc.mallinfo2().hblkhd >= 2 << 20
 
 
 @glibc
-def test_large_blocks_get_pages_of_their_own_once_asked() -> None:
+def test_large_blocks_get_pages_of_their_own_once_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
     assert run(MAPPED, "default") == {"chosen": None, "mapped": False}  # glibc's adaptive threshold
     assert run(MAPPED, "map") == {"chosen": True, "mapped": True}
 
@@ -93,3 +95,16 @@ def test_large_blocks_get_pages_of_their_own_once_asked() -> None:
 def test_a_threshold_the_user_set_is_left_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", str(8 << 20))
     assert run(MAPPED, "map") == {"chosen": False, "mapped": False}
+
+
+@glibc
+def test_a_threshold_the_user_set_as_a_glibc_tunable_is_left_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.setenv(
+        "GLIBC_TUNABLES", f"glibc.malloc.trim_threshold=0:glibc.malloc.mmap_threshold={8 << 20}"
+    )
+    assert run(MAPPED, "map") == {"chosen": False, "mapped": False}
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")  # another tunable: not a choice
+    assert run(MAPPED, "map") == {"chosen": True, "mapped": True}
