@@ -355,7 +355,9 @@ class CandidateIndex:
             del block  # before the next block is gathered
         return [np.concatenate(parts).astype(np.int32) if parts else _NO_ROWS for parts in found]
 
-    def _best_near(self, rows: list[np.ndarray], scores: list[np.ndarray]) -> tuple[list[np.ndarray], ...]:
+    def _best_near(
+        self, rows: list[np.ndarray], scores: list[np.ndarray]
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """One name's near rows (and float32 scores) cut to those within the margin of its
         ``max_candidates``-th best score: the rest have at least that many rows better by exact score."""
         row, score = np.concatenate(rows), np.concatenate(scores)
