@@ -256,25 +256,61 @@ async def test_a_key_with_a_c1_control_or_a_unicode_line_break_is_a_skip(tmp_pat
     ]
 
 
+SHADOW = (
+    "films.csv#f2.txt: its path reads as a record id of films.csv: its documents could take that file's ids; "
+    "rename it"
+)
+
+
 async def test_a_file_whose_path_is_a_records_id_is_a_skip_naming_both_not_a_silent_loss(
     tmp_path: Path,
 ) -> None:
-    """``films.csv#f2.txt`` (a text file) and record ``f2.txt`` of ``films.csv`` share one document id: the
-    record (its file sorts first) is read, the text file is a skip naming both, and neither is deleted."""
+    """``films.csv#f2.txt`` (a text file) and record ``f2.txt`` of ``films.csv`` would share one document
+    id: the text file is a skip naming the record file, whatever the records hold, and nothing is lost."""
     store = MemoryGraphStore()
     rows = ["f1,Alpha Film,2001\n", "f2.txt,Beta Film,2002\n"]
     (tmp_path / "films.csv#f2.txt").write_text("Zeta Film is a film.\n", encoding="utf-8")
     first = await run(tmp_path, store, rows)
-    assert [(s.describe(), s.document_id) for s in first.skipped] == [
-        (
-            "films.csv#f2.txt: its document id 'films.csv#f2.txt' is also that of films.csv:3 (that one is "
-            "read): rename the file",
-            "films.csv#f2.txt",
-        )
-    ]
+    assert [(s.describe(), s.document_id) for s in first.skipped] == [(SHADOW, None)]
     assert counts(first) == (2, 0, 0, 0, 0)
     profile = await FileSource(tmp_path, mappings=load_mappings(mappings("id"))).profile()
     assert (profile.documents, profile.rows, len(profile.skipped)) == (2, 2, 1)
     again = await run(tmp_path, store, rows)
     assert counts(again) == (0, 0, 2, 0, 0)
     assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha Film", "Beta Film"]
+
+
+async def test_a_record_that_did_not_parse_keeps_its_id_from_a_file_named_like_it(tmp_path: Path) -> None:
+    """Record ``f2.txt`` ingested, then its name left blank: its skip keeps what it held, and the text file
+    ``films.csv#f2.txt`` stays a skip (not read in its place)."""
+    store = MemoryGraphStore()
+    (tmp_path / "films.csv#f2.txt").write_text("Zeta Film is a film.\n", encoding="utf-8")
+    await run(tmp_path, store, ["f1,Alpha Film,2001\n", "f2.txt,Beta Film,2002\n"])
+    again = await run(tmp_path, store, ["f1,Alpha Film,2001\n", "f2.txt,,2002\n"])
+    assert [(s.describe(), s.document_id) for s in again.skipped] == [
+        ("films.csv:3: the name column 'title' is missing or empty", "films.csv#f2.txt"),
+        (SHADOW, None),
+    ]
+    assert counts(again) == (0, 0, 1, 0, 1)
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha Film", "Beta Film"]
+
+
+async def test_a_record_file_that_was_not_read_keeps_its_ids_from_a_file_named_like_a_record(
+    tmp_path: Path,
+) -> None:
+    """``films.csv`` empty (caught mid-write): its records are kept, and ``films.csv#f2.txt`` is still a
+    skip, not read in place of record ``f2.txt``."""
+    store = MemoryGraphStore()
+    (tmp_path / "films.csv#f2.txt").write_text("Zeta Film is a film.\n", encoding="utf-8")
+    await run(tmp_path, store, ["f1,Alpha Film,2001\n", "f2.txt,Beta Film,2002\n"])
+    (tmp_path / "films.csv").write_text("", encoding="utf-8")
+    source = FileSource(tmp_path, source_id="films", mappings=load_mappings(mappings("id")))
+    again = await ingest(source, store, routing="exact")
+    assert [s.describe() for s in again.skipped] == [
+        "films.csv: empty file: its documents from earlier runs are kept (delete the file to remove them)",
+        SHADOW,
+    ]
+    assert counts(again) == (0, 0, 0, 0, 2)
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Alpha Film", "Beta Film"]
+    profile = await source.profile()
+    assert (profile.documents, profile.rows, len(profile.skipped)) == (0, 0, 2)

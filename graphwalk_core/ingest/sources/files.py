@@ -120,15 +120,7 @@ class FileSource(SourceBase):
         Then a mapping key that matches no record file is a skip of its own (kind ``mapping``).
         """
         files = self._files()
-        first: dict[str, str] = {}  # document id -> where the document read under it comes from
         for document in self._file_documents(files, scan):
-            where = document.metadata.get("path", "")
-            if "line" in document.metadata:
-                where = f"{where}:{document.metadata['line']}"
-            if document.id in first:
-                scan.skipped.append(self._repeated(document, first[document.id]))
-                continue
-            first[document.id] = str(where)
             scan.documents += 1
             scan.rows += document.kind == "record"
             yield document
@@ -137,29 +129,20 @@ class FileSource(SourceBase):
             scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
         self._skipped = scan.skipped
 
-    @staticmethod
-    def _repeated(document: SourceDocument, where: str) -> SkippedItem:
-        """The skip of a document whose id an earlier file's document has (a file named ``a.csv#7.txt``
-        beside record 7.txt of ``a.csv``): never silently one of the two."""
-        reason = (
-            f"its document id {document.id!r} is also that of {where} (that one is read): rename the file"
-        )
-        line = document.metadata.get("line")
-        return SkippedItem(
-            path=str(document.metadata.get("path", document.id)),
-            line=line if isinstance(line, int) else None,
-            reason=reason,
-            document_id=document.id,
-        )
-
     def _file_documents(self, files: list[tuple[str, Path]], scan: _Scan) -> Iterator[SourceDocument]:
         """Each file's documents in turn (``scan`` counts files and skips, not documents)."""
+        record_files = {rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES}
         for rel, path in files:
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
                 scan.skipped.append(
                     SkippedItem(path=rel, reason=f"unsupported file type {suffix or '(none)'}")
                 )
+                continue
+            owner = _record_file_prefix(rel, record_files)
+            if owner is not None:
+                reason = f"its path reads as a record id of {owner}: its documents could take that file's ids"
+                scan.skipped.append(SkippedItem(path=rel, reason=f"{reason}; rename it"))
                 continue
             text = self._read_text(rel, path, scan)
             if text is None:
@@ -250,6 +233,18 @@ class FileSource(SourceBase):
         """The documents as each file is read: the source never holds more than one file's."""
         for doc in self._read(_Scan()):
             yield doc
+
+
+def _record_file_prefix(rel: str, record_files: set[str]) -> str | None:
+    """The record file whose ids ``<file>#...`` include ``rel`` or its records' ids (``films.csv`` for
+    ``films.csv#f2.txt``), if any: a document id is a path, or a record file's path, ``#`` and more, so
+    two files' documents can share an id only when one file's path is such an id of the other."""
+    at = rel.find("#")
+    while at > 0:
+        if rel[:at] in record_files:
+            return rel[:at]
+        at = rel.find("#", at + 1)
+    return None
 
 
 def _text_document(rel: str, suffix: str, text: str) -> SourceDocument:
