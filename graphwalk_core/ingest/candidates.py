@@ -333,7 +333,8 @@ class CandidateIndex:
         and of its ``max_candidates``-th best (a superset of the best rows whose exact cosine reaches the
         threshold), in row order. Each block of rows is read from the pool once and scored against
         :data:`PREFILTER_BLOCK` vectors at a time; a name near many rows (a date among dates) keeps its best
-        beyond :data:`NEAR_KEPT`, so what a name holds does not grow with the graph."""
+        beyond :data:`NEAR_KEPT`, so what a name holds does not grow with the graph (unless many rows tie
+        within the margin of its best)."""
         bound = self.cosine_threshold - COSINE_MARGIN
         found: list[list[np.ndarray]] = [[] for _ in vectors]
         scores: list[list[np.ndarray]] = [[] for _ in vectors]
