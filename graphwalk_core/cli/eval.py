@@ -173,7 +173,7 @@ class Shared:
 
     def refuse_learned(self, datasets: list[Any]) -> None:
         """With the warehouse's newest model (``--decider trained`` and no model named), refuse to score
-        questions the warehouse's ``decision_examples`` hold: that model learned from them."""
+        questions that model learned from."""
         from graphwalk_core.backends import settings_with
         from graphwalk_core.training.store import learned_questions
         from graphwalk_core.warehouse import Warehouse
@@ -185,9 +185,9 @@ class Shared:
         seen = learned_questions(warehouse, datasets)
         if seen:
             raise InputError(
-                f"{len(seen)} of these questions are in the decision_examples of {warehouse.root}, which "
-                f"its newest model learned from (first: {seen[0]}): score others (--split test), or name "
-                "another model with --decider-model"
+                f"{len(seen)} of these questions are ones the newest model of {warehouse.root} learned "
+                f"from (first: {seen[0]}): score others (--split test), or name another model with "
+                "--decider-model"
             )
 
     def run(self, out: Path) -> Any:

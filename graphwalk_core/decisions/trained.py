@@ -46,6 +46,23 @@ from graphwalk_core.errors import ConfigError
 MODEL_FORMAT = "graphwalk-trained-decider/4"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.npz"
+#: The ids of the questions a model learned from, a JSON list (folders saved before it have none).
+QUESTIONS = "questions.json"
+
+
+def learned_ids(folder: Path) -> list[str] | None:
+    """The ids of the questions the model in ``folder`` learned from; None for a folder saved before
+    models kept them. An unreadable list is a ConfigError naming the file."""
+    path = folder / QUESTIONS
+    if not path.is_file():
+        return None
+    try:
+        ids = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{path}: unreadable list of learned questions ({exc})") from exc
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ConfigError(f"{path}: not a JSON list of question ids")
+    return ids
 
 
 @dataclass(frozen=True)
@@ -60,6 +77,8 @@ class DeciderModel:
     coverage: Coverage
     planner: Planner
     manifest: dict[str, Any]
+    #: the ids of the questions its examples came from (validation ones included), sorted
+    questions: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -94,6 +113,7 @@ class DeciderModel:
         np.savez(folder / WEIGHTS, **arrays)
         text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         (folder / MANIFEST).write_text(text, encoding="utf-8")
+        (folder / QUESTIONS).write_text(json.dumps(list(self.questions)) + "\n", encoding="utf-8")
         return folder
 
     @classmethod
@@ -123,7 +143,8 @@ class DeciderModel:
                 planner = Planner.from_saved(manifest["plan"], saved)
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
-        return cls(mean, scale, weights, biases, coverage, planner, manifest)
+        learned = learned_ids(folder)
+        return cls(mean, scale, weights, biases, coverage, planner, manifest, tuple(learned or ()))
 
     def scores(self, view: DecisionView, features: np.ndarray) -> np.ndarray:
         """Per option of ``view`` (its feature rows), the combined log probability (:meth:`combine`)."""

@@ -260,6 +260,7 @@ def fit_decider(
         coverage=coverage,
         planner=planner,
         manifest=model_manifest,
+        questions=tuple(sorted({ex.question_id for ex in examples})),
     )
 
     t2 = time.perf_counter()

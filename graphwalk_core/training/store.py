@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from graphwalk_core.decisions.trained import MANIFEST
+from graphwalk_core.decisions.trained import MANIFEST, learned_ids
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
@@ -32,12 +32,19 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
 
 
 def learned_questions(warehouse: Warehouse, datasets: Iterable[Dataset]) -> list[str]:
-    """The ids of ``datasets``' questions that the warehouse's ``decision_examples`` hold, in order, when
-    it has a trained model (its newest learned from that table, so must not be scored on them)."""
-    path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
-    if latest_model(warehouse) is None or not path.is_file():
+    """The ids of ``datasets``' questions that the warehouse's newest trained model learned from, in
+    order: the ids its folder lists (a folder saved before models kept them: the warehouse's
+    ``decision_examples``, which it was trained on unless that table changed since)."""
+    folder = latest_model(warehouse)
+    if folder is None:
         return []
-    learned = frozenset(pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist())
+    ids = learned_ids(folder)
+    if ids is None:
+        path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
+        if not path.is_file():
+            return []
+        ids = pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
+    learned = frozenset(ids)
     return [q.id for dataset in datasets for q in dataset.questions if q.id in learned]
 
 

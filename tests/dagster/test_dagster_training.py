@@ -91,8 +91,8 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
         )
     first = load_partition_dataset("metaqa-1hop", wh, n=20, split="dev").questions[0].id
     assert str(failed.value) == (
-        "eval_results metaqa-1hop × relation-greedy-trained: 20 of 20 questions are in decision_examples, "
-        f"which the trained decider learned from (first: {first}); score questions it has not seen "
+        "eval_results metaqa-1hop × relation-greedy-trained: 20 of 20 questions are ones the trained decider "
+        f"learned from (first: {first}); score questions it has not seen "
         "(eval_questions run config: split: test)"
     )
 

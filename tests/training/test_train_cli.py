@@ -130,9 +130,8 @@ def test_eval_with_the_warehouses_model_refuses_the_questions_it_learned_from(
     first = load_dataset("metaqa-1hop", split="dev", n=5, seed=0).questions[0].id
     assert result.exit_code == 2
     assert " ".join(result.output.split()) == (
-        f"error: 5 of these questions are in the decision_examples of {warehouse.root}, which its newest "
-        f"model learned from (first: {first}): score others (--split test), or name another model with "
-        "--decider-model"
+        f"error: 5 of these questions are ones the newest model of {warehouse.root} learned from (first: "
+        f"{first}): score others (--split test), or name another model with --decider-model"
     )
 
 

@@ -63,6 +63,39 @@ def test_manifest_records_what_it_was_trained_on(model_dir: Path) -> None:
     assert manifest["counts"]["source_weak"] == 63 and manifest["counts"]["source_trace"] == 0
     assert len(manifest["data_hash"]) == 64
     assert set(manifest["validation_accuracy"]) == {"first", "later", "stop", "all"}
+    learned = json.loads((model_dir / "questions.json").read_text())
+    assert learned == sorted(f"{kind}-{i}" for kind in ("dir", "same", "year") for i in range(9))
+    assert DeciderModel.load(model_dir).questions == tuple(learned)
+
+
+def test_the_leak_guard_checks_the_questions_the_model_learned_from_not_todays_examples(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """decision_examples re-materialized after training (other questions) does not move the guard: it
+    refuses what the newest model learned from and lets through what it did not; a model folder saved
+    before models listed their questions falls back to decision_examples."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
+    from graphwalk_core.training.store import EXAMPLES, learned_questions
+    from graphwalk_core.warehouse.models import mark_latest, model_folder
+    from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
+
+    wh = Warehouse(tmp_path / "warehouse")
+    folder = model_folder(wh, "0123456789ab")
+    shutil.copytree(model_dir, folder)
+    mark_latest(wh, folder)
+    examples = wh.partition_dir(EXAMPLES, None) / PART_FILE
+    examples.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"question_id": ["dir-20", "year-20"]}), examples)  # examples since changed
+    asked = [Question(id=i, text=i, gold=[]) for i in ("dir-20", "dir-3", "year-5", "year-20")]
+    dataset = Dataset(name="d", split="dev", questions=asked, knowledge=Knowledge(graph="triples"))
+    assert learned_questions(wh, [dataset]) == ["dir-3", "year-5"]
+    (folder / "questions.json").unlink()
+    assert learned_questions(wh, [dataset]) == ["dir-20", "year-20"]
 
 
 async def test_full_distribution_over_every_option_and_stop(model_dir: Path) -> None:

@@ -134,17 +134,17 @@ def _backends(
 def _refuse_learned(
     dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
 ) -> None:
-    """A ``-trained`` partition walking with the warehouse's newest model must not score questions its
-    ``decision_examples`` hold: with ``split: dev`` (the default off MetaQA), eval_questions' seed 0
-    picks 20 of the 200 dev questions decision_examples' defaults learn from, and the automation reruns
-    a partition with the defaults."""
+    """A ``-trained`` partition walking with the warehouse's newest model must not score questions that
+    model learned from (the ids its folder lists): with ``split: dev`` (the default off MetaQA),
+    eval_questions' seed 0 picks 20 of the 200 dev questions decision_examples' defaults learn from, and
+    the automation reruns a partition with the defaults."""
     if not dims["system"].endswith(TRAINED) or decider.model_path:
         return
     seen = learned_questions(warehouse.warehouse(), [dataset])
     if seen:
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
-            f"questions are in decision_examples, which the trained decider learned from (first: {seen[0]}); "
+            f"questions are ones the trained decider learned from (first: {seen[0]}); "
             f"score questions it has not seen ({unseen_questions_hint(dims['dataset'])})"
         )
 
