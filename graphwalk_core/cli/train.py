@@ -40,7 +40,7 @@ def _summary(report: Any, unlabeled: int, seconds: float) -> str:
 @app.command("decider")
 @guarded
 def decider(
-    out: Annotated[Path, typer.Option(help="model folder to write (weights.npz + manifest.json)")],
+    out: Annotated[Path, typer.Option(help="model folder to write (weights, manifest, questions.json)")],
     graph: Annotated[
         str | None, typer.Option(help="graph: triples .txt, Parquet folder, .db file or URL")
     ] = None,

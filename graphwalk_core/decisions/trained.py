@@ -2,11 +2,11 @@
 path planner's distribution (a product of experts, :mod:`graphwalk_core.decisions.plan`).
 
 The model folder (written by :mod:`graphwalk_core.training.fit`) holds ``weights.npz`` (the feature
-scaler, the network's layers, the coverage model's weights and the path planner's gains) and
-``manifest.json`` (format, embedder id, training data hash, example counts, validation metrics, library
-versions). The network's inference is two matrix products in numpy; the question, path and option texts
-are embedded once and cached by content, so a walk embeds its question once and known option texts never
-again.
+scaler, the network's layers, the coverage model's weights and the path planner's gains),
+``questions.json`` (the ids of the questions it learned from) and ``manifest.json`` (format, embedder id,
+training data hash, example counts, validation metrics, library versions). The network's inference is
+two matrix products in numpy; the question, path and option texts are embedded once and cached by
+content, so a walk embeds its question once and known option texts never again.
 """
 
 from __future__ import annotations
@@ -77,8 +77,9 @@ class DeciderModel:
     coverage: Coverage
     planner: Planner
     manifest: dict[str, Any]
-    #: the ids of the questions its examples came from (validation ones included), sorted
-    questions: tuple[str, ...] = ()
+    #: the ids of the questions its examples came from (validation ones included), sorted; None: not
+    #: known (a folder saved before models kept them), which is not "none" (an empty list refuses nothing)
+    questions: tuple[str, ...] | None = None
 
     @property
     def name(self) -> str:
@@ -104,16 +105,21 @@ class DeciderModel:
         return (h @ self.weights[-1] + self.biases[-1])[:, 0]
 
     def save(self, folder: Path) -> Path:
-        """Write ``weights.npz`` and ``manifest.json`` into ``folder`` (created); returns the folder."""
+        """Write ``weights.npz``, ``questions.json`` (when the questions are known; a list left by an
+        earlier model is removed otherwise) and ``manifest.json`` into ``folder`` (created); returns the
+        folder. The manifest goes last: a folder is a model once it has one."""
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
         arrays |= self.coverage.arrays() | self.planner.arrays()
         np.savez(folder / WEIGHTS, **arrays)
+        if self.questions is None:
+            (folder / QUESTIONS).unlink(missing_ok=True)
+        else:
+            (folder / QUESTIONS).write_text(json.dumps(list(self.questions)) + "\n", encoding="utf-8")
         text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
         (folder / MANIFEST).write_text(text, encoding="utf-8")
-        (folder / QUESTIONS).write_text(json.dumps(list(self.questions)) + "\n", encoding="utf-8")
         return folder
 
     @classmethod
@@ -144,7 +150,8 @@ class DeciderModel:
         except (OSError, KeyError, ValueError) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
         learned = learned_ids(folder)
-        return cls(mean, scale, weights, biases, coverage, planner, manifest, tuple(learned or ()))
+        questions = None if learned is None else tuple(learned)
+        return cls(mean, scale, weights, biases, coverage, planner, manifest, questions)
 
     def scores(self, view: DecisionView, features: np.ndarray) -> np.ndarray:
         """Per option of ``view`` (its feature rows), the combined log probability (:meth:`combine`)."""

@@ -39,6 +39,7 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "questions without a path to a gold answer: 0" in result.stdout
     assert "| stop | 1.000 |" in result.stdout
     assert (out / "manifest.json").is_file() and examples.is_file()
+    assert json.loads((out / "questions.json").read_text()) == sorted(q.id for q in questions(range(9)))
 
     trace = tmp_path / "traces" / "q1.json"
     trace.parent.mkdir()

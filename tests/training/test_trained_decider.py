@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -74,8 +75,6 @@ def test_the_leak_guard_checks_the_questions_the_model_learned_from_not_todays_e
     """decision_examples re-materialized after training (other questions) does not move the guard: it
     refuses what the newest model learned from and lets through what it did not; a model folder saved
     before models listed their questions falls back to decision_examples."""
-    import shutil
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -96,6 +95,26 @@ def test_the_leak_guard_checks_the_questions_the_model_learned_from_not_todays_e
     assert learned_questions(wh, [dataset]) == ["dir-3", "year-5"]
     (folder / "questions.json").unlink()
     assert learned_questions(wh, [dataset]) == ["dir-20", "year-20"]
+
+
+def test_a_model_whose_questions_are_unknown_saves_no_list(model_dir: Path, tmp_path: Path) -> None:
+    """A folder saved before models kept their questions, loaded and saved again, still has no list (the
+    leak guard then falls back to decision_examples): an empty list would say it learned from nothing.
+    Saved over a folder holding another model's list, it removes that list."""
+    from graphwalk_core.decisions.trained import learned_ids
+
+    old = tmp_path / "old"
+    shutil.copytree(model_dir, old)
+    (old / "questions.json").unlink()
+    model = DeciderModel.load(old)
+    assert model.questions is None
+    assert learned_ids(model.save(tmp_path / "copy")) is None
+    assert not (tmp_path / "copy" / "questions.json").exists()
+    over = tmp_path / "over"
+    shutil.copytree(model_dir, over)
+    model.save(over)
+    assert learned_ids(over) is None
+    assert DeciderModel.load(over).questions is None
 
 
 async def test_full_distribution_over_every_option_and_stop(model_dir: Path) -> None:
