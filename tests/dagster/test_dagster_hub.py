@@ -59,6 +59,66 @@ def test_eval_questions_from_a_pinned_hub_repo(
     assert dataset.knowledge.kb_path == snapshot / "metaqa" / "kb.txt"
 
 
+def _failure(tmp_path: Path, instance: dg.DagsterInstance, config: dict[str, object]) -> tuple[str, str]:
+    """The class and message of the error eval_questions (metaqa-1hop) fails with under ``config``."""
+    result = dg.materialize(
+        [eval_questions],
+        partition_key=eval_key("metaqa-1hop", "relation-greedy"),
+        resources={"warehouse": WarehouseResource(root=str(tmp_path / "warehouse"))},
+        run_config={"ops": {"eval_questions": {"config": config}}},
+        instance=instance,
+        raise_on_error=False,
+    )
+    (failure,) = result.get_step_failure_events()
+    cause = failure.step_failure_data.error.cause
+    return cause.cls_name, cause.message.strip().removeprefix(f"graphwalk_core.errors.{cause.cls_name}: ")
+
+
+def test_a_dev_only_metaqa_copy_says_the_split_defaults_to_test(
+    hub_server: HubServer,  # noqa: F811
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A MetaQA partition scores test unless told: a hub repo or data folder holding dev only fails
+    saying so (and how to score dev); a split named, or a file every split reads, gets no such note."""
+    hub_server.add_repo(REPO, SHA, FILES)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)  # tests run with HF_HUB_OFFLINE=1
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
+    data = tmp_path / "data"
+    for name, text in FILES.items():
+        (data / name).parent.mkdir(parents=True, exist_ok=True)
+        (data / name).write_text(text, encoding="utf-8")
+    note = "no split named: a MetaQA partition scores test by default; `split: dev` scores dev questions"
+    hub = {"hub": f"{REPO}@{SHA}", "hub_endpoint": hub_server.endpoint}
+    with dg.instance_for_test() as instance:
+        assert _failure(tmp_path, instance, hub) == (
+            "InputError",
+            f"dataset repo {REPO}@{SHA} has no metaqa/1-hop/vanilla/qa_test.txt, "
+            "metaqa/1-hop/qa_test_qtype.txt (it must hold the ../shared/data layout, e.g. "
+            f"metaqa/1-hop/vanilla/qa_dev.txt) ({note})",
+        )
+        assert _failure(tmp_path, instance, {"data_dir": str(data)}) == (
+            "InputError",
+            f"eval_questions run config: MetaQA QA file not found: {data}/metaqa/1-hop/vanilla/qa_test.txt "
+            f"(set `data_dir` or GRAPHWALK_DATA_DIR) ({note})",
+        )
+        assert _failure(tmp_path, instance, {"data_dir": str(data), "split": "test"}) == (
+            "InputError",
+            f"eval_questions run config: MetaQA QA file not found: {data}/metaqa/1-hop/vanilla/qa_test.txt "
+            "(set `data_dir` or GRAPHWALK_DATA_DIR)",
+        )
+        (data / "metaqa" / "kb.txt").unlink()
+        (data / "metaqa" / "1-hop" / "vanilla" / "qa_test.txt").write_text(
+            FILES["metaqa/1-hop/vanilla/qa_dev.txt"]
+        )
+        (data / "metaqa" / "1-hop" / "qa_test_qtype.txt").write_text(FILES["metaqa/1-hop/qa_dev_qtype.txt"])
+        assert _failure(tmp_path, instance, {"data_dir": str(data)}) == (
+            "InputError",
+            f"eval_questions run config: MetaQA KB not found: {data}/metaqa/kb.txt "
+            "(set `data_dir` or GRAPHWALK_DATA_DIR)",
+        )
+
+
 #: A hub QA dataset in its own layout (a column mapping is needed): two questions over four documents.
 QA_REPO = "tests/qa-docs"
 QA_ROWS = [

@@ -16,6 +16,7 @@ from graphwalk_dagster.automation import refresh_materialized_partitions, refres
 from graphwalk_dagster.defs.eval.partitions import (
     TRAINED,
     default_split,
+    default_split_note,
     eval_partitions,
     unseen_questions_hint,
 )
@@ -87,6 +88,17 @@ def _dims(context: dg.AssetExecutionContext) -> dict[str, str]:
     return key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
 
 
+def _questions_error(exc: Exception, dataset: str, *, split_named: bool) -> Exception:
+    """``exc`` as eval_questions reports it: options named as its run-config fields, and with no split
+    named, a note when a file of the default split is missing (a MetaQA copy holding dev only)."""
+    error = config_error(exc, "eval_questions", QUESTIONS_FIELDS) if isinstance(exc, NamesOptions) else exc
+    note = None if split_named else default_split_note(dataset, str(error))
+    if note is None:
+        return error
+    kind = ConfigError if isinstance(error, ConfigError) else InputError
+    return kind(f"{error} ({note})")
+
+
 @dg.asset(
     partitions_def=eval_partitions,
     group_name="eval",
@@ -102,8 +114,11 @@ def eval_questions(
     options = {**config.model_dump(), "split": config.split or default_split(dims["dataset"])}
     try:
         dataset = load_partition_dataset(dims["dataset"], warehouse.warehouse(), **options)
-    except NamesOptions as exc:
-        raise config_error(exc, "eval_questions", QUESTIONS_FIELDS) from exc
+    except (NamesOptions, InputError) as exc:
+        error = _questions_error(exc, dims["dataset"], split_named=config.split is not None)
+        if error is exc:
+            raise
+        raise error from exc
     context.add_output_metadata(
         {
             "questions": len(dataset.questions),

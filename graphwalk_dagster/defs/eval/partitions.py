@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from graphwalk_core.eval.datasets.registry import DATASET_NAMES, has_test_split
+from graphwalk_core.eval.datasets.registry import DATASET_NAMES, data_files, has_test_split
 from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
@@ -27,6 +27,19 @@ def default_split(dataset: str) -> str:
     ``-trained`` partitions score, and a decider learns from dev), ``dev`` on the others (their test
     questions need a file of their own)."""
     return "test" if has_test_split(dataset) else "dev"
+
+
+def default_split_note(dataset: str, error: str) -> str | None:
+    """Why a partition with no split named looked for a file of its default split, when the load
+    ``error`` names one of that split's own files (a data folder or hub repo holding dev only); else
+    None."""
+    split = default_split(dataset)
+    if split == "dev":
+        return None
+    others = data_files(dataset)
+    if not any(f in error for f in data_files(dataset, split=split) if f not in others):
+        return None
+    return f"no split named: a MetaQA partition scores {split} by default; `split: dev` scores dev questions"
 
 
 def unseen_questions_hint(dataset: str) -> str:
