@@ -42,13 +42,7 @@ def test_eval_questions_from_a_pinned_hub_repo(
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "cache"))
     config = {"hub": f"{REPO}@{SHA}", "hub_endpoint": hub_server.endpoint, "n": None, "split": "dev"}
     with dg.instance_for_test() as instance:
-        result = dg.materialize(
-            [eval_questions],
-            partition_key=eval_key("metaqa-1hop", "relation-greedy"),
-            resources={"warehouse": WarehouseResource(root=str(tmp_path / "warehouse"))},
-            run_config={"ops": {"eval_questions": {"config": config}}},
-            instance=instance,
-        )
+        result = _metaqa_questions(tmp_path, instance, config)
         assert result.success
         dataset = result.output_for_node("eval_questions")
     assert [(q.text, q.gold) for q in dataset.questions] == [
@@ -59,16 +53,23 @@ def test_eval_questions_from_a_pinned_hub_repo(
     assert dataset.knowledge.kb_path == snapshot / "metaqa" / "kb.txt"
 
 
-def _failure(tmp_path: Path, instance: dg.DagsterInstance, config: dict[str, object]) -> tuple[str, str]:
-    """The class and message of the error eval_questions (metaqa-1hop) fails with under ``config``."""
-    result = dg.materialize(
+def _metaqa_questions(
+    tmp_path: Path, instance: dg.DagsterInstance, config: dict[str, object], *, raise_on_error: bool = True
+) -> dg.ExecuteInProcessResult:
+    """eval_questions of the metaqa-1hop × relation-greedy partition under ``config``."""
+    return dg.materialize(
         [eval_questions],
         partition_key=eval_key("metaqa-1hop", "relation-greedy"),
         resources={"warehouse": WarehouseResource(root=str(tmp_path / "warehouse"))},
         run_config={"ops": {"eval_questions": {"config": config}}},
         instance=instance,
-        raise_on_error=False,
+        raise_on_error=raise_on_error,
     )
+
+
+def _failure(tmp_path: Path, instance: dg.DagsterInstance, config: dict[str, object]) -> tuple[str, str]:
+    """The class and message of the error eval_questions (metaqa-1hop) fails with under ``config``."""
+    result = _metaqa_questions(tmp_path, instance, config, raise_on_error=False)
     (failure,) = result.get_step_failure_events()
     cause = failure.step_failure_data.error.cause
     return cause.cls_name, cause.message.strip().removeprefix(f"graphwalk_core.errors.{cause.cls_name}: ")
