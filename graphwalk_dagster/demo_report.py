@@ -57,8 +57,8 @@ def command(name: str) -> str:
 @dataclass(frozen=True)
 class DemoPlan:
     """The eval partitions to run, the datasets left out (with why), the datasets the decider is trained
-    on first (``train_questions`` dev questions of each; none: no training) and the split of each dataset
-    not scored on its default one."""
+    on first (``train_questions`` dev questions of each; none: no training) and the split each dataset is
+    scored on (named in the run config, and printed in the report, even where it is the default)."""
 
     partitions: list[tuple[str, str]]
     left_out: dict[str, str] = field(default_factory=dict)
