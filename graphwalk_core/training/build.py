@@ -81,4 +81,37 @@ async def labeled_sources(
     assert questions is not None
     if graph is None:
         raise InputError("--questions needs --graph (the graph the questions are about)")
-    return open_store(graph), labeled(read_custom_questions(questions), split)
+    store = open_store(graph)
+    return store, await starts_by_name(store, labeled(read_custom_questions(questions), split), questions)
+
+
+async def starts_by_name(
+    store: GraphStore, questions: list[LabeledQuestion], where: Path
+) -> list[LabeledQuestion]:
+    """``questions`` with each start that is no node id of ``store`` replaced by the nodes of that exact name
+    or alias (an ingested graph's ids are hashes, so a question file names its starts); a start that is
+    neither is an InputError naming ``where``, the question and close names."""
+    import difflib
+    from dataclasses import replace
+
+    from graphwalk_core.traversal.entry import NameIndex
+
+    found = await store.get_nodes(sorted({s for q in questions for s in q.start}))
+    if all(s in found for q in questions for s in q.start):
+        return questions
+    index = await NameIndex.build(store)
+    out = []
+    for q in questions:
+        ids: list[str] = []
+        for start in q.start:
+            named = [start] if start in found else sorted(set(index.by_exact.get(start, ())))
+            if not named:
+                close = difflib.get_close_matches(start, sorted(set(index.names.values())), n=3, cutoff=0.6)
+                hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+                raise InputError(
+                    f"{where}: question {q.id}: start {start!r} is neither a node id nor a node name of the "
+                    f"graph{hint}"
+                )
+            ids += named
+        out.append(replace(q, start=list(dict.fromkeys(ids))))
+    return out

@@ -143,3 +143,57 @@ def test_refuses_test_split_and_missing_inputs(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "nothing to learn from" in result.output
     result = runner.invoke(app, ["train", "decider", "--questions", "q.jsonl", "--out", str(tmp_path / "m")])
     assert result.exit_code == 2 and "--questions needs --graph" in result.output
+
+
+def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, minilm_dir: Path) -> None:
+    """An ingested graph's node ids are hashes: a question file's ``start`` names a node (as ``eval custom``
+    reads it), so training resolves it by exact name; a start that is neither id nor name is an error."""
+    films = tmp_path / "films"
+    films.mkdir()
+    rows = [f"Film {i},Director {i % 4},Actor {i % 5}" for i in range(12)]
+    (films / "films.csv").write_text("title,director,star\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text(
+        "films.csv:\n  name: title\n  type: film\n  relations:\n"
+        "    - {column: director, type: directed_by}\n    - {column: star, type: starred_actors}\n",
+        encoding="utf-8",
+    )
+    graph = tmp_path / "g.sqlite"
+    args = [
+        "ingest",
+        str(films),
+        "--mapping",
+        str(mapping),
+        "--graph",
+        str(graph),
+        "--routing",
+        "exact",
+        "-q",
+    ]
+    assert runner.invoke(app, args).exit_code == 0
+    qs = tmp_path / "q.jsonl"
+    lines = [
+        {"id": f"{kind}-{i}", "question": f"who {verb} Film {i}", "answers": [answer], "start": f"Film {i}"}
+        for i in range(12)
+        for kind, verb, answer in (
+            ("dir", "directed", f"Director {i % 4}"),
+            ("star", "starred in", f"Actor {i % 5}"),
+        )
+    ]
+    qs.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(graph), "--questions", str(qs), "--out", str(out), "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "source_weak=48, source_trace=0" in result.stdout
+    assert "questions without a path to a gold answer: 0" in result.stdout
+
+    qs.write_text(
+        json.dumps({"id": "x", "question": "who directed it", "answers": ["a"], "start": "Film 1O"}) + "\n"
+    )
+    result = runner.invoke(app, [*args[:-3], "--out", str(tmp_path / "m2")])
+    assert result.exit_code == 2
+    assert (
+        f"error: {qs}: question x: start 'Film 1O' is neither a node id nor a node name of the graph "
+        "(did you mean: Film 1, Film 11, Film 10?)"
+    ) in " ".join(result.output.split())
