@@ -147,6 +147,21 @@ def test_bad_arguments(tmp_path: Path) -> None:
         load_mappings(tmp_path / "m.yaml")
 
 
+def test_an_invalid_mapping_names_each_field_and_what_a_mapping_takes(tmp_path: Path) -> None:
+    """A misspelled field is named in one line with the fields a mapping takes, not pydantic's report."""
+    (tmp_path / "m.yaml").write_text(
+        "films.csv:\n  kee: id\n  name: title\n  relations:\n    - {colum: director, type: x}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        load_mappings(tmp_path / "m.yaml")
+    assert str(caught.value) == (
+        f"{tmp_path / 'm.yaml'}: invalid mapping for 'films.csv': relations.0.column: missing; "
+        "relations.0.colum: unknown field; kee: unknown field (a mapping takes name, type, key, description, "
+        "attributes, relations; a relation takes column, type, target_type, split)"
+    )
+
+
 async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The source hands over each file's documents as it reads the file, never holding the corpus."""
     for name in ("a.txt", "b.csv", "c.txt"):

@@ -135,8 +135,22 @@ def load_mappings(value: str | Path | dict[str, Any] | None) -> Mappings:
         try:
             out[str(key)] = RecordMapping.model_validate(spec)
         except ValidationError as exc:
-            raise InputError(f"{where}: invalid mapping for {key!r}: {exc}") from exc
+            raise InputError(f"{where}: invalid mapping for {key!r}: {_why(exc)}") from None
     return out
+
+
+def _why(exc: ValidationError) -> str:
+    """Each error as ``field: problem``, then the fields a mapping and a relation take (not pydantic's
+    multi-line report with its documentation links)."""
+    problems = []
+    for error in exc.errors():
+        field = ".".join(str(part) for part in error["loc"])
+        problem = {"extra_forbidden": "unknown field", "missing": "missing"}.get(error["type"], error["msg"])
+        problems.append(f"{field}: {problem}" if field else problem)
+    return (
+        f"{'; '.join(problems)} (a mapping takes {', '.join(RecordMapping.model_fields)}; a relation "
+        f"takes {', '.join(RelationColumn.model_fields)})"
+    )
 
 
 def unmatched_keys(mappings: Mappings, names: list[str]) -> list[str]:
