@@ -172,22 +172,23 @@ class Shared:
         )
 
     def refuse_learned(self, datasets: list[Any]) -> None:
-        """With the warehouse's newest model (``--decider trained`` and no model named), refuse to score
+        """With a trained decider (``--decider-model``, else the warehouse's newest model), refuse to score
         questions that model learned from."""
         from graphwalk_core.backends import settings_with
         from graphwalk_core.training.store import learned_questions
         from graphwalk_core.warehouse import Warehouse
 
         settings = settings_with(decider_model=self.decider_model)
-        if (self.decider or settings.resolved_decider()) != "trained" or settings.decider_model is not None:
+        if (self.decider or settings.resolved_decider()) != "trained":
             return
         warehouse = Warehouse(settings.warehouse)
-        seen = learned_questions(warehouse, datasets)
+        model = settings.decider_model
+        seen = learned_questions(warehouse, datasets, model)
         if seen:
+            which = f"the model {model}" if model is not None else f"the newest model of {warehouse.root}"
             raise InputError(
-                f"{len(seen)} of these questions are ones the newest model of {warehouse.root} learned "
-                f"from (first: {seen[0]}): score others (--split test), or name another model with "
-                "--decider-model"
+                f"{len(seen)} of these questions are ones {which} learned from (first: {seen[0]}): score "
+                "questions it has not learned from (--split test)"
             )
 
     def run(self, out: Path) -> Any:

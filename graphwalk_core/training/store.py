@@ -31,14 +31,19 @@ def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
     return read_examples(path)
 
 
-def learned_questions(warehouse: Warehouse, datasets: Iterable[Dataset]) -> list[str]:
-    """The ids of ``datasets``' questions that the warehouse's newest trained model learned from, in
-    order: the ids its folder lists (a folder saved before models kept them: the warehouse's
-    ``decision_examples``, which it was trained on unless that table changed since)."""
-    folder = latest_model(warehouse)
+def learned_questions(
+    warehouse: Warehouse, datasets: Iterable[Dataset], model: Path | None = None
+) -> list[str]:
+    """The ids of ``datasets``' questions that ``model`` (a folder; default: the warehouse's newest trained
+    model) learned from, in order: the ids its folder lists. The warehouse's newest model saved before
+    models kept them is checked against the warehouse's ``decision_examples`` (which it was trained on
+    unless that table changed since); another such folder, against nothing."""
+    folder = model or latest_model(warehouse)
     if folder is None:
         return []
     ids = learned_ids(folder)
+    if ids is None and model is not None:
+        return []
     if ids is None:
         path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
         if not path.is_file():

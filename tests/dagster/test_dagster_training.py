@@ -97,6 +97,42 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
     )
 
 
+def test_a_model_named_by_the_decider_resource_refuses_the_questions_it_learned_from(
+    tmp_path: Path, metaqa_dir: Path
+) -> None:
+    """The decider resource's ``trained`` backend with a ``model_path``: any partition it walks is checked
+    against the list in that model's folder (before: a named model was never checked)."""
+    import json
+
+    import pytest
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_dagster.defs.shared.resources import DeciderResource
+
+    root = tmp_path / "warehouse"
+    dev = load_partition_dataset("metaqa-1hop", Warehouse(root), n=20, split="dev").questions
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "questions.json").write_text(json.dumps(sorted(q.id for q in dev[5:9])), encoding="utf-8")
+    resources = {
+        **offline_resources(root),
+        "decider": DeciderResource(backend="trained", model_path=str(model)),
+    }
+    with dg.instance_for_test() as instance, pytest.raises(Exception) as failed:
+        dg.materialize(
+            EVAL,
+            partition_key=eval_key("metaqa-1hop", "relation-greedy"),
+            resources=resources,
+            instance=instance,
+            run_config={"ops": {"eval_questions": {"config": {"split": "dev"}}}},
+        )
+    assert str(failed.value) == (
+        "eval_results metaqa-1hop × relation-greedy: 4 of 20 questions are ones the trained decider learned "
+        f"from (first: {dev[5].id}); score questions it has not seen (eval_questions run config: split: test)"
+    )
+
+
 def test_metaqa_partitions_score_test_by_default_whatever_the_system() -> None:
     """MetaQA has a test split in the data folder: all its partitions score it by default, so an automated
     refresh of the demo's local-decider rows scores what the trained rows score. The other datasets' test

@@ -132,7 +132,20 @@ def test_eval_with_the_warehouses_model_refuses_the_questions_it_learned_from(
     assert result.exit_code == 2
     assert " ".join(result.output.split()) == (
         f"error: 5 of these questions are ones the newest model of {warehouse.root} learned from (first: "
-        f"{first}): score others (--split test), or name another model with --decider-model"
+        f"{first}): score questions it has not learned from (--split test)"
+    )
+    # a model named on the command line is checked against the list in its own folder
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "questions.json").write_text(json.dumps(sorted(q.id for q in learned[:3])), encoding="utf-8")
+    try:
+        result = runner.invoke(app, [*args, "--decider-model", str(named)])
+    finally:
+        get_settings.cache_clear()
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()) == (
+        f"error: 3 of these questions are ones the model {named} learned from (first: {first}): score "
+        "questions it has not learned from (--split test)"
     )
 
 

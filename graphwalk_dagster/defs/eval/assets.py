@@ -149,13 +149,15 @@ def _backends(
 def _refuse_learned(
     dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
 ) -> None:
-    """A ``-trained`` partition walking with the warehouse's newest model must not score questions that
-    model learned from (the ids its folder lists): with ``split: dev`` (the default off MetaQA),
+    """A partition walking with a trained decider (a ``-trained`` one, or the decider resource's
+    ``trained`` backend; its ``model_path``, else the warehouse's newest model) must not score questions
+    that model learned from (the ids its folder lists): with ``split: dev`` (the default off MetaQA),
     eval_questions' seed 0 picks 20 of the 200 dev questions decision_examples' defaults learn from, and
     the automation reruns a partition with the defaults."""
-    if not dims["system"].endswith(TRAINED) or decider.model_path:
+    settings = decider.settings()
+    if not dims["system"].endswith(TRAINED) and settings.resolved_decider() != "trained":
         return
-    seen = learned_questions(warehouse.warehouse(), [dataset])
+    seen = learned_questions(warehouse.warehouse(), [dataset], settings.decider_model)
     if seen:
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
