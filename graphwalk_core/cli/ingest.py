@@ -138,7 +138,8 @@ async def _run(
         await store.close()
         if discard and Path(graph).is_file():
             Path(graph).unlink()
-    table = Table(title=f"ingest {source.source_id} ({report.extractor}, routing {report.routing})")
+    routed = f"routing {report.routing}" + (f" with {decider.model_id}" if decider is not None else "")
+    table = Table(title=f"ingest {source.source_id} ({report.extractor}, {routed})")
     table.add_column("")
     table.add_column("")
     for label, value in report.summary_rows():
