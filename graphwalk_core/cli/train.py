@@ -132,6 +132,11 @@ async def _train(
             examples += found
         if traces is not None:
             examples += folder_trace_examples(traces)
+        if not examples and unlabeled:
+            raise InputError(
+                f"no decision examples to train on: none of the {unlabeled} questions has a path from its "
+                f"start to a gold answer within {max_depth} hops of the graph"
+            )
         held: list[str] = []
         if hold_out > 0:
             examples, held = hold_out_templates(examples, hold_out)

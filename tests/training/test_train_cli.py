@@ -210,3 +210,12 @@ def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, mini
         f"error: {qs}: question x: start 'Film 1O' is neither a node id nor a node name of the graph "
         "(did you mean: Film 1, Film 11, Film 10?)"
     ) in " ".join(result.output.split())
+    # starts found, but no path reaches the answers: say so, not only "no decision examples"
+    unreachable = {"id": "y", "question": "who directed it", "answers": ["Nobody"], "start": "Film 1"}
+    qs.write_text(json.dumps(unreachable) + "\n")
+    result = runner.invoke(app, [*args[:-3], "--out", str(tmp_path / "m3")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()).endswith(
+        "error: no decision examples to train on: none of the 1 questions has a path from its start to a "
+        "gold answer within 3 hops of the graph"
+    )
