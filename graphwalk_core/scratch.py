@@ -4,7 +4,8 @@ memory (the vector pool's full blocks, the documents waiting for their window).
 The file has no name in the temporary folder (``TMPDIR``): it is gone when closed or collected, or when
 the process ends, killed or not. Its pages are the operating system's file cache, not the process's
 memory. A failure to create, write or read it is a :class:`~graphwalk_core.errors.ConfigError` that
-names the folder.
+names the folder, and so is a ``TMPDIR`` that Python would pass over (missing or not writable) for
+another folder, perhaps a ``/tmp`` held in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ class ScratchFile:
 
     def __init__(self, what: str) -> None:
         self.what = what
+        wanted = os.environ.get("TMPDIR")
+        if wanted and tempfile.gettempdir() != os.path.abspath(wanted):  # Python passed over it silently
+            raise ConfigError(
+                f"cannot create a file for {what}: TMPDIR is {wanted}, which does not exist or cannot be "
+                f"written (Python would use {tempfile.gettempdir()} instead): create it, or unset TMPDIR"
+            )
         try:
             self._file = tempfile.TemporaryFile(prefix="graphwalk-")  # noqa: SIM115 (closed by close() or when collected)
         except OSError as exc:

@@ -310,6 +310,25 @@ async def test_no_room_for_temporary_files_fails_the_run_before_the_graph_change
     assert await store.counts() == (0, 0) and await store.metadata_keys() == []
 
 
+async def test_a_tmpdir_python_would_pass_over_fails_the_run_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TMPDIR set to a folder that does not exist: Python's tempfile would silently use /tmp (maybe held in
+    memory) instead, so the run stops naming TMPDIR before the graph changes."""
+    write(tmp_path / "docs", {"a.txt": "E Nolan|person"})
+    missing = tmp_path / "no-such-folder"
+    monkeypatch.setenv("TMPDIR", str(missing))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # chosen again from the environment
+    store = MemoryGraphStore()
+    with pytest.raises(ConfigError) as error:
+        await ingest(FileSource(tmp_path / "docs"), store, extractor=ScriptedExtractor(), routing="exact")
+    assert str(error.value) == (
+        f"cannot create a file for the documents to process: TMPDIR is {missing}, which does not exist or "
+        f"cannot be written (Python would use {tempfile.gettempdir()} instead): create it, or unset TMPDIR"
+    )
+    assert await store.counts() == (0, 0) and await store.metadata_keys() == []
+
+
 async def test_unreadable_input_keeps_its_old_data(tmp_path: Path) -> None:
     write(tmp_path, {"a.txt": "E Alpha|thing", "b.txt": "E Beta|thing"})
     store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
