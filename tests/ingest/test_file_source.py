@@ -158,7 +158,7 @@ def test_an_invalid_mapping_names_each_field_and_what_a_mapping_takes(tmp_path: 
     assert str(caught.value) == (
         f"{tmp_path / 'm.yaml'}: invalid mapping for 'films.csv': relations.0.column: missing; "
         "relations.0.colum: unknown field; kee: unknown field (a mapping takes name, type, key, description, "
-        "attributes, relations; a relation takes column, type, target_type, split)"
+        "attributes, relations; a relation takes column, type, target_type, split; docs/mappings.md)"
     )
 
 

@@ -149,7 +149,7 @@ def _why(exc: ValidationError) -> str:
         problems.append(f"{field}: {problem}" if field else problem)
     return (
         f"{'; '.join(problems)} (a mapping takes {', '.join(RecordMapping.model_fields)}; a relation "
-        f"takes {', '.join(RelationColumn.model_fields)})"
+        f"takes {', '.join(RelationColumn.model_fields)}; docs/mappings.md)"
     )
 
 
