@@ -91,9 +91,9 @@ async def starts_by_name(
     """``questions`` with each start that is no node id of ``store`` replaced by the nodes of that exact name
     or alias (an ingested graph's ids are hashes, so a question file names its starts); a start that is
     neither is an InputError naming ``where``, the question and close names."""
-    import difflib
     from dataclasses import replace
 
+    from graphwalk_core.traversal.ask import did_you_mean
     from graphwalk_core.traversal.entry import NameIndex
 
     found = await store.get_nodes(sorted({s for q in questions for s in q.start}))
@@ -106,8 +106,7 @@ async def starts_by_name(
         for start in q.start:
             named = [start] if start in found else sorted(set(index.by_exact.get(start, ())))
             if not named:
-                close = difflib.get_close_matches(start, sorted(set(index.names.values())), n=3, cutoff=0.6)
-                hint = f" (did you mean: {', '.join(close)}?)" if close else ""
+                hint = did_you_mean(start, sorted(set(index.names.values())))
                 raise InputError(
                     f"{where}: question {q.id}: start {start!r} is neither a node id nor a node name of the "
                     f"graph{hint}"

@@ -23,6 +23,12 @@ class Asked:
     start: list[NodeId]
 
 
+def did_you_mean(name: str, names: Sequence[str]) -> str:
+    """`` (did you mean: A, B, C?)`` naming up to three of ``names`` close to ``name``; empty if none is."""
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return f" (did you mean: {', '.join(close)}?)" if close else ""
+
+
 async def check_start(store: GraphStore, start: Sequence[NodeId]) -> None:
     """Raise InputError naming each unknown start node, with close names from the graph."""
     found = await store.get_nodes(list(start))
@@ -31,10 +37,7 @@ async def check_start(store: GraphStore, start: Sequence[NodeId]) -> None:
         return
     index = await NameIndex.build(store)
     names = list(index.names.values())
-    hints = []
-    for node in missing:
-        close = difflib.get_close_matches(node, names, n=3, cutoff=0.6)
-        hints.append(f"{node!r}" + (f" (did you mean: {', '.join(close)}?)" if close else ""))
+    hints = [f"{node!r}{did_you_mean(node, names)}" for node in missing]
     raise InputError(f"start node not in the graph: {'; '.join(hints)}")
 
 

@@ -3,7 +3,9 @@ reordering records re-processes only what changed; a record whose key cannot be 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
@@ -105,16 +107,21 @@ async def test_missing_blank_unusable_and_repeated_keys_are_skips_naming_their_l
     ]
 
 
+async def keyed_films(root: Path, text: str) -> tuple[list[tuple[str, list[Any]]], FileSource]:
+    """``films.csv`` holding ``text``, keyed by ``id``: each document's (id, records), and the source."""
+    (root / "films.csv").write_text(text, encoding="utf-8")
+    source = FileSource(root, mappings=load_mappings(mappings("id")))
+    return [(d.id, d.records) async for d in source.documents()], source
+
+
 async def test_csv_keys_with_leading_zeros_stay_apart(tmp_path: Path) -> None:
     """A "007" key is a code, not the number 7: two records, not a repeated key (cells with a leading zero
     stay text; "0" and numbers without one are still numbers)."""
-    (tmp_path / "films.csv").write_text(
+    records, source = await keyed_films(
+        tmp_path,
         "id,title,year,rating\n007,Alpha Film,2001,0.5\n7,Beta Film,02002,7.25\n0,Gamma Film,0,00.5\n",
-        encoding="utf-8",
     )
-    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
-    docs = [d async for d in source.documents()]
-    assert [(d.id, d.records) for d in docs] == [
+    assert records == [
         ("films.csv#007", [{"id": "007", "title": "Alpha Film", "year": 2001, "rating": 0.5}]),
         ("films.csv#7", [{"id": 7, "title": "Beta Film", "year": "02002", "rating": 7.25}]),
         ("films.csv#0", [{"id": 0, "title": "Gamma Film", "year": 0, "rating": "00.5"}]),
@@ -148,13 +155,11 @@ async def test_switching_to_a_key_reprocesses_only_records_whose_id_or_content_c
 async def test_csv_cells_of_other_digits_or_minus_zero_stay_text(tmp_path: Path) -> None:
     """Only ASCII digits written as a number writes them become one: "1٠٧" (an Arabic-Indic zero and
     seven) is not the key 107, "１７" (full-width) stays as written like "٧" does, "-0" is not 0."""
-    (tmp_path / "films.csv").write_text(
+    records, source = await keyed_films(
+        tmp_path,
         "id,title,year\n1٠٧,Alpha Film,1.٥\n107,Beta Film,-0\n１７,Gamma Film,-0.5\n",
-        encoding="utf-8",
     )
-    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
-    docs = [d async for d in source.documents()]
-    assert [(d.id, d.records) for d in docs] == [
+    assert records == [
         ("films.csv#1٠٧", [{"id": "1٠٧", "title": "Alpha Film", "year": "1.٥"}]),
         ("films.csv#107", [{"id": 107, "title": "Beta Film", "year": "-0"}]),
         ("films.csv#１７", [{"id": "１７", "title": "Gamma Film", "year": -0.5}]),
@@ -190,15 +195,18 @@ async def test_a_key_over_the_limit_is_a_skip_keeping_its_file(tmp_path: Path) -
     assert counts(report) == (1, 0, 1, 0, 3)  # the 1024-byte key is read; f2, f3, f4 are kept
 
 
+def keyed_people(root: Path, keys: list[str]) -> FileSource:
+    """``p.jsonl`` of four people keyed by ``keys`` (JSON escapes every control character and line break)."""
+    people = zip(keys, ["Ann Lee", "Bob Ray", "Cal Fox", "Dee Kim"], strict=True)
+    lines = "".join(json.dumps({"id": key, "name": name}) + "\n" for key, name in people)
+    (root / "p.jsonl").write_text(lines, encoding="utf-8")
+    return FileSource(root, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+
+
 async def test_a_key_with_a_control_character_is_a_skip_keeping_its_file(tmp_path: Path) -> None:
     """A NUL in a key crashed the ingest into PostgreSQL (no NUL in text); a line break in an id breaks
     every listing. Inside the key (the ends are stripped) it is a skip naming its line."""
-    (tmp_path / "p.jsonl").write_text(
-        '{"id": "a\\u0000", "name": "Ann Lee"}\n{"id": "b\\nc", "name": "Bob Ray"}\n'
-        '{"id": " d\\t", "name": "Cal Fox"}\n{"id": "e\\u007f", "name": "Dee Kim"}\n',
-        encoding="utf-8",
-    )
-    source = FileSource(tmp_path, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+    source = keyed_people(tmp_path, ["a\u0000", "b\nc", " d\t", "e\u007f"])
     assert [d.id async for d in source.documents()] == ["p.jsonl#d"]
     assert [(s.describe(), s.document_id) for s in source.skipped] == [
         ("""p.jsonl:1: the key column 'id' is "a\\u0000", with a control character (U+0000)""", None),
@@ -211,12 +219,10 @@ async def test_csv_keys_that_look_like_decimals_are_read_as_written(tmp_path: Pa
     """A CSV has no way to quote a cell into text: "1.10" was read as 1.1, a key that is neither text
     nor an integer, so such a file could never be keyed (and "1.1" and "1.10" are two sections). The key
     cell stays as written; other cells and integer keys are read as before."""
-    (tmp_path / "films.csv").write_text(
-        "id,title,year\n1.10,Alpha Film,2.5\n1.1,Beta Film,3\n7,Gamma Film,4\n", encoding="utf-8"
+    records, source = await keyed_films(
+        tmp_path, "id,title,year\n1.10,Alpha Film,2.5\n1.1,Beta Film,3\n7,Gamma Film,4\n"
     )
-    source = FileSource(tmp_path, mappings=load_mappings(mappings("id")))
-    docs = [d async for d in source.documents()]
-    assert [(d.id, d.records) for d in docs] == [
+    assert records == [
         ("films.csv#1.10", [{"id": "1.10", "title": "Alpha Film", "year": 2.5}]),
         ("films.csv#1.1", [{"id": "1.1", "title": "Beta Film", "year": 3}]),
         ("films.csv#7", [{"id": 7, "title": "Gamma Film", "year": 4}]),
@@ -242,12 +248,7 @@ async def test_a_key_column_no_record_has_is_one_skip_for_the_file(tmp_path: Pat
 async def test_a_key_with_a_c1_control_or_a_unicode_line_break_is_a_skip(tmp_path: Path) -> None:
     """U+0085 (NEL) is a control character, and it, U+2028 and U+2029 end a line for str.splitlines: such
     a key was read as an id (a listing of ids split it in two). Inside the key it is a skip."""
-    (tmp_path / "p.jsonl").write_text(
-        '{"id": "a\\u0085b", "name": "Ann Lee"}\n{"id": "c\\u2028d", "name": "Bob Ray"}\n'
-        '{"id": "e\\u2029f", "name": "Cal Fox"}\n{"id": "g\\u00a0h", "name": "Dee Kim"}\n',
-        encoding="utf-8",
-    )
-    source = FileSource(tmp_path, mappings=load_mappings({"p.jsonl": {"name": "name", "key": "id"}}))
+    source = keyed_people(tmp_path, ["a\u0085b", "c\u2028d", "e\u2029f", "g\u00a0h"])
     assert [d.id async for d in source.documents()] == ["p.jsonl#g\u00a0h"]
     assert [(s.describe(), s.document_id) for s in source.skipped] == [
         ("""p.jsonl:1: the key column 'id' is "a\\u0085b", with a control character (U+0085)""", None),
