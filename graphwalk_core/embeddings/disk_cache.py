@@ -5,17 +5,22 @@ graph's names again (7,000 names: ~12 s on 2 cores) to route a one-line edit. Th
 error opening, reading or writing it is logged once and the process goes on computing vectors, and the
 rows it returns are the bytes the model gave, so a warm cache changes no result (see
 :meth:`~graphwalk_core.embeddings.fastembed.FastEmbedEmbedder.disk_key` for when a model may use it).
-Processes share the file (WAL mode; a writer that finds it busy skips storing, it never waits long).
+Processes share the file (WAL mode; a writer that finds it busy skips storing, it never waits long). A file
+on a read-only file system (a cache baked into a container image, a volume mounted read-only) is read as
+it is and never written: nothing can change it there, so SQLite opens it as immutable (a WAL-mode file
+otherwise needs its ``-shm`` file, which cannot be created there).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import numpy as np
 
@@ -54,6 +59,20 @@ def _refuse_other_tables(conn: sqlite3.Connection) -> None:
         )
 
 
+def on_read_only_file_system(path: Path) -> bool:
+    """Whether the existing file ``path`` is on a file system mounted read-only (so nothing changes it)."""
+    try:
+        return path.is_file() and bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _open_immutable(path: Path) -> sqlite3.Connection:
+    """A read-only connection to ``path`` that assumes no process changes the file (no locks, no -shm)."""
+    uri = f"file:{quote(str(path.resolve()))}?immutable=1"
+    return sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+
+
 class DiskVectorCache:
     """The vectors of a SQLite file, by model key and text (thread-safe; opened at first use)."""
 
@@ -62,6 +81,8 @@ class DiskVectorCache:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._broken = False
+        #: the file is on a read-only file system: read as it is, nothing stored
+        self.read_only = False
         #: rows read back, and rows this object added to the file
         self.hits = 0
         self.stored = 0
@@ -87,8 +108,34 @@ class DiskVectorCache:
             except (OSError, sqlite3.Error, NotACacheError) as exc:
                 if conn is not None:
                     conn.close()
-                self._fail("open", exc)
+                if isinstance(exc, sqlite3.OperationalError) and on_read_only_file_system(self.path):
+                    self._open_read_only()
+                else:
+                    self._fail("open", exc)
         return self._conn
+
+    def _open_read_only(self) -> None:
+        """Open the file, on a read-only file system, as immutable: read as it is, nothing stored."""
+        conn = None
+        try:
+            conn = _open_immutable(self.path)
+            _refuse_other_tables(conn)
+            conn.execute("SELECT 1 FROM vectors LIMIT 1").fetchall()
+        except (sqlite3.Error, NotACacheError) as exc:
+            if conn is not None:
+                conn.close()
+            self._fail("open", exc)
+            return
+        log.info("embedding cache %s: on a read-only file system; reading it, storing nothing", self.path)
+        self._conn, self.read_only = conn, True
+
+    def close(self) -> None:
+        """Close the file (the last connection to it checkpoints it whole: no ``-wal`` or ``-shm`` left);
+        a later call opens it again."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
 
     def _fail(self, what: str, exc: Exception) -> None:
         """Stop using the file for this process (a cache: the vectors are computed instead)."""
@@ -128,7 +175,7 @@ class DiskVectorCache:
         """Store ``rows`` (float32, one per text) under ``model``; a text stored already keeps its row."""
         with self._lock:
             conn = self._connection()
-            if conn is None:
+            if conn is None or self.read_only:
                 return
             data = [
                 (model, text, row.astype(np.float32).tobytes()) for text, row in zip(texts, rows, strict=True)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import sqlite3
+import subprocess
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -225,3 +227,61 @@ def test_a_busy_file_skips_the_batch_and_stays_in_use(
     writer.close()
     cache.put("m", ["b"], ROWS[1:])
     assert cache.stored == 1 and sorted(cache.get("m", ["a", "b"], 3)) == ["a", "b"]
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> Iterator[Path]:
+    """A folder of its own file system (a small tmpfs), unmounted at the end; ``remount_read_only`` makes it
+    read-only, as a cache baked into an image or a volume mounted read-only is."""
+    folder = tmp_path / "mnt"
+    folder.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(folder)], capture_output=True, text=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"a read-only file system cannot be made here (mount: {made.stderr.strip()})")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+def remount_read_only(folder: Path) -> None:
+    subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+
+
+def test_a_cache_on_a_read_only_file_system_is_read_and_never_written(
+    mount: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = mount / "cache" / "v.sqlite"
+    writer = DiskVectorCache(path)
+    writer.put("m", ["a", "b"], ROWS)
+    writer.close()  # the last connection: no -wal or -shm left
+    assert sorted(p.name for p in path.parent.iterdir()) == ["v.sqlite"]
+    remount_read_only(mount)
+    before = path.read_bytes()
+    cache = DiskVectorCache(path)
+    with caplog.at_level(logging.INFO, logger="graphwalk_core.embeddings.disk_cache"):
+        found = cache.get("m", ["b", "a", "c"], 3)
+        cache.put("m", ["c"], ROWS[:1])
+        assert sorted(cache.get("m", ["a", "b", "c"], 3)) == ["a", "b"]
+    assert found["a"].tobytes() == ROWS[0].tobytes() and found["b"].tobytes() == ROWS[1].tobytes()
+    assert (cache.read_only, cache.hits, cache.stored) == (True, 4, 0)
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("INFO", f"embedding cache {path}: on a read-only file system; reading it, storing nothing")
+    ]
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in path.parent.iterdir()) == ["v.sqlite"]
+
+
+def test_a_read_only_file_system_without_the_cache_file_is_logged_and_skipped(
+    mount: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (mount / "cache").mkdir()
+    remount_read_only(mount)
+    cache = DiskVectorCache(mount / "cache" / "v.sqlite")
+    with caplog.at_level(logging.WARNING):
+        cache.put("m", ["a"], ROWS[:1])
+        assert cache.get("m", ["a"], 3) == {}
+    assert (cache.read_only, len(caplog.records)) == (False, 1)
+    assert "cannot open it" in caplog.records[0].getMessage()
