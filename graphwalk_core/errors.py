@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import string
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -68,6 +68,25 @@ class NamesOptions(Exception):
 
 class OptionError(NamesOptions, InputError):
     """Bad input in an option, named in the caller's terms (see :class:`NamesOptions`)."""
+
+
+class MissingFilesError(InputError):
+    """Data files that are not there; ``missing``: each one's path as the error names it."""
+
+    def __init__(self, message: str, missing: Sequence[str]) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.missing)
+
+
+class MissingFileError(OptionError):
+    """A data file that is not where an option put it (``file``: its path)."""
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return (str(self.values["file"]),)
 
 
 class OptionConfigError(NamesOptions, ConfigError):

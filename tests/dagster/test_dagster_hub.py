@@ -118,6 +118,13 @@ def test_a_dev_only_metaqa_copy_says_the_split_defaults_to_test(
             f"eval_questions run config: MetaQA KB not found: {data}/metaqa/kb.txt "
             "(set `data_dir` or GRAPHWALK_DATA_DIR)",
         )
+        (data / "metaqa" / "kb.txt").write_text(FILES["metaqa/kb.txt"])
+        (data / "metaqa" / "1-hop" / "vanilla" / "qa_test.txt").write_text("no tab here\n")
+        assert _failure(tmp_path, instance, {"data_dir": str(data)}) == (  # there, and malformed: no note
+            "InputError",
+            f"{data}/metaqa/1-hop/qa_test_qtype.txt: 2 lines but {data}/metaqa/1-hop/vanilla/qa_test.txt "
+            "has 1; they must pair up",
+        )
 
 
 #: A hub QA dataset in its own layout (a column mapping is needed): two questions over four documents.

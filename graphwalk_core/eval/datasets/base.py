@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graphwalk_core.errors import InputError, OptionError
+from graphwalk_core.errors import InputError, MissingFileError, OptionError
 from graphwalk_core.eval.metrics import MatchMode
 from graphwalk_core.files import first_undecodable, json_error
 from graphwalk_core.model import content_hash
@@ -133,7 +133,7 @@ def require_file(path: Path, what: str, *, option: str | None = None) -> Path:
     (key) that gave it (by default it came from the data folder, option ``data_dir``)."""
     if not path.is_file():
         hint = f"check {{{option}}}" if option else "set {data_dir} or GRAPHWALK_DATA_DIR"
-        raise OptionError(f"{{what}} not found: {{file}} ({hint})", what=what, file=path)
+        raise MissingFileError(f"{{what}} not found: {{file}} ({hint})", what=what, file=path)
     return path
 
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphwalk_core.errors import ConfigError, InputError, OptionConfigError, OptionError
+from graphwalk_core.errors import ConfigError, InputError, MissingFilesError, OptionConfigError, OptionError
 
 COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[\w.-]+(/[\w.-]+)?")
@@ -97,9 +97,10 @@ def fetch_data_dir(
     root = fetch_snapshot(ref, allow_patterns=files, endpoint=endpoint, cache_dir=cache_dir)
     missing = [f for f in files if not (root / f).is_file()]
     if missing:
-        raise InputError(
+        raise MissingFilesError(
             f"dataset repo {ref} has no {', '.join(missing)} "
-            "(it must hold the ../shared/data layout, e.g. metaqa/1-hop/vanilla/qa_dev.txt)"
+            "(it must hold the ../shared/data layout, e.g. metaqa/1-hop/vanilla/qa_dev.txt)",
+            missing,
         )
     return root
 

@@ -92,7 +92,7 @@ def _questions_error(exc: Exception, dataset: str, *, split_named: bool) -> Exce
     """``exc`` as eval_questions reports it: options named as its run-config fields, and with no split
     named, a note when a file of the default split is missing (a MetaQA copy holding dev only)."""
     error = config_error(exc, "eval_questions", QUESTIONS_FIELDS) if isinstance(exc, NamesOptions) else exc
-    note = None if split_named else default_split_note(dataset, str(error))
+    note = None if split_named else default_split_note(dataset, exc)
     if note is None:
         return error
     kind = ConfigError if isinstance(error, ConfigError) else InputError

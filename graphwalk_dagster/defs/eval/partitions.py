@@ -1,7 +1,10 @@
 """Evaluation partitions: dataset × system."""
 
+from pathlib import Path
+
 import dagster as dg
 
+from graphwalk_core.errors import MissingFileError, MissingFilesError
 from graphwalk_core.eval.datasets.registry import DATASET_NAMES, data_files, has_test_split
 from graphwalk_core.eval.partition_dataset import HF_PARTITION
 from graphwalk_core.eval.systems.graphwalk import PRESETS
@@ -29,15 +32,15 @@ def default_split(dataset: str) -> str:
     return "test" if has_test_split(dataset) else "dev"
 
 
-def default_split_note(dataset: str, error: str) -> str | None:
+def default_split_note(dataset: str, error: BaseException) -> str | None:
     """Why a partition with no split named looked for a file of its default split, when the load
-    ``error`` names one of that split's own files (a data folder or hub repo holding dev only); else
-    None."""
+    ``error`` is that a file of that split alone is missing (a data folder or hub repo holding dev
+    only); else None."""
     split = default_split(dataset)
-    if split == "dev":
+    if split == "dev" or not isinstance(error, MissingFileError | MissingFilesError):
         return None
-    others = data_files(dataset)
-    if not any(f in error for f in data_files(dataset, split=split) if f not in others):
+    own = [Path(f).parts for f in data_files(dataset, split=split) if f not in data_files(dataset)]
+    if not any(Path(missing).parts[-len(f) :] == f for missing in error.missing for f in own):
         return None
     return f"no split named: a MetaQA partition scores {split} by default; `split: dev` scores dev questions"
 
