@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.errors import BackendError, GraphwalkError, InputError
 from graphwalk_core.stores.base import GraphStore
 
 if TYPE_CHECKING:
@@ -33,6 +33,18 @@ async def _open_store(backends: Backends, graph: str) -> GraphStore:
         await store.close()
         raise
     return store
+
+
+def _graph_failure(exc: Exception, graph: str) -> BackendError:
+    """A database error during the run (a lost connection, a restarted server, a lock never released) as an
+    error naming the graph and the cause, instead of a traceback."""
+    from graphwalk_core.stores.sql_engine import redact_url
+
+    reason = str(getattr(exc, "orig", None) or type(exc).__name__).strip().splitlines()[0]
+    return BackendError(
+        f"the graph {redact_url(graph)} failed during the run: {reason}. What was committed stays "
+        f"(every window before this one); run the command again to go on"
+    )
 
 
 async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
@@ -80,6 +92,7 @@ async def _run(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
+    from sqlalchemy.exc import SQLAlchemyError
 
     from graphwalk_core.backends import Backends
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -131,6 +144,8 @@ async def _run(
             )
         await _save_if_in_memory(store, graph)
         failed = False
+    except SQLAlchemyError as exc:
+        raise _graph_failure(exc, graph) from None
     finally:
         if cache is not None:
             cache.close()

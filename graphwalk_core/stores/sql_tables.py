@@ -3,7 +3,20 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Engine, Index, Integer, MetaData, String, Table, Text, insert, inspect, select
+from sqlalchemy import (
+    Column,
+    Connection,
+    Engine,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    insert,
+    inspect,
+    select,
+)
 from sqlalchemy.schema import CreateTable
 
 #: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
@@ -73,10 +86,29 @@ generation_table = Table(
 )
 
 
-def create_schema(engine: Engine) -> None:
+def schema_complete(conn: Connection) -> bool:
+    """Whether the tables, their indexes and the generation row are all there (read without a lock)."""
+    found = inspect(conn)
+    existing = set(found.get_table_names())
+    for table in schema.sorted_tables:
+        if table.name not in existing:
+            return False
+        indexes = {index["name"] for index in found.get_indexes(table.name)}
+        if any(index.name not in indexes for index in table.indexes):
+            return False
+    return conn.scalar(select(generation_table.c.value)) is not None
+
+
+def create_schema(engine: Engine, writer: Engine) -> None:
     """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
-    order (and with it the database file's bytes) would vary from process to process."""
-    with engine.begin() as conn:
+    order (and with it the database file's bytes) would vary from process to process. A graph that has
+    them all is only read (``engine``): opening it never waits for another process's write transaction.
+    Else they are created as a ``writer`` (the graph's writer lock: processes may open a new graph at
+    once)."""
+    with engine.connect() as conn:
+        if schema_complete(conn):
+            return
+    with writer.begin() as conn:
         existing = set(inspect(conn).get_table_names())
         for table in schema.sorted_tables:
             if table.name not in existing:

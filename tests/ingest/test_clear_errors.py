@@ -4,16 +4,24 @@ the work where it can, and a failed first run leaves no empty graph behind."""
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import random
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import typer
 
+from graphwalk_core.cli.ingest import ingest as cli_ingest
+from graphwalk_core.stores import open as stores_open
+from graphwalk_core.stores import sql_engine
+from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.warehouse.views import DB_NAME, refresh_views
 
 #: Linux capabilities that let root write through file modes (linux/capability.h), and prctl's
@@ -122,3 +130,45 @@ def test_a_scrambled_parquet_file_is_named(tmp_path: Path) -> None:
     assert code == 1 and "Traceback" not in out, out
     assert out.startswith("error: query failed: ")
     assert f"(unreadable Parquet file {part}: " in out
+
+
+def test_a_graph_that_fails_mid_run_is_named_and_a_rerun_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The graph's database fails after the run started (here another process holds its write lock past
+    the busy timeout; a restarted PostgreSQL server ends the same way): an error naming the graph and the
+    cause, exit 2, not a traceback; nothing was written, and the next run ingests the documents."""
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alice Moreau met Bruno Keller in Lisbon.", encoding="utf-8")
+    graph = tmp_path / "graph.sqlite"
+    run = functools.partial(cli_ingest, str(corpus), graph=str(graph), routing="exact", quiet=True)
+    with pytest.raises(typer.Exit) as first:
+        run()
+    assert first.value.exit_code == 0
+    (corpus / "b.txt").write_text("Chiara Russo met Alice Moreau in Oslo.", encoding="utf-8")
+    blocker = sqlite3.connect(graph, isolation_level=None)
+    writable = stores_open.check_writable
+
+    async def then_locked(store: GraphStore, spec: str | Path) -> None:
+        await writable(store, spec)
+        blocker.execute("BEGIN IMMEDIATE")  # once the run has checked the graph
+
+    monkeypatch.setattr(stores_open, "check_writable", then_locked)
+    monkeypatch.setattr(sql_engine, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    with pytest.raises(typer.Exit) as failed:
+        run()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    assert failed.value.exit_code == 2
+    assert capsys.readouterr().err == (
+        f"error: the graph {graph} failed during the run: database is locked. What was committed stays "
+        "(every window before this one); run the command again to go on\n"
+    )
+    monkeypatch.undo()
+    with pytest.raises(typer.Exit) as rerun:
+        run()
+    assert rerun.value.exit_code == 0
+    with closing(sqlite3.connect(graph)) as conn:
+        ledger = conn.execute("SELECT key FROM metadata WHERE key LIKE 'ingest/ledger/%' ORDER BY key")
+        assert [key for (key,) in ledger] == ["ingest/ledger/notes/a.txt", "ingest/ledger/notes/b.txt"]

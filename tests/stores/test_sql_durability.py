@@ -3,12 +3,17 @@ clear errors for bad URLs."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -16,7 +21,7 @@ from servers.postgres_server import PostgresServer
 
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, Node, Provenance, edge_id
-from graphwalk_core.stores import SQLGraphStore
+from graphwalk_core.stores import SQLGraphStore, sql_engine
 
 KILLED_WRITER = textwrap.dedent(
     """
@@ -200,3 +205,46 @@ async def test_sqlite_connections_run_wal_with_the_larger_page_cache_and_log(tmp
             assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 16_384
     finally:
         await store.close()
+
+
+def test_opening_a_graph_to_read_never_waits_for_a_writer(
+    sql_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's write transaction holds the graph's writer lock: a store opened meanwhile reads
+    at once (it used to take the writer lock to check the tables, and waited, on SQLite until it failed
+    with "database is locked")."""
+    store = SQLGraphStore(sql_url)
+    asyncio.run(store.upsert_node(Node(id="a", name="A")))
+    asyncio.run(store.close())
+    monkeypatch.setattr(sql_engine, "SQLITE_BUSY_TIMEOUT_S", 2)
+    if sql_url.startswith("sqlite"):
+        writer: Any = sqlite3.connect(sql_url.removeprefix("sqlite:///"), isolation_level=None)
+        writer.execute("BEGIN IMMEDIATE")
+    else:
+        writer = psycopg.connect(sql_url.replace("+psycopg", ""))
+        writer.execute(f"SELECT pg_advisory_xact_lock({sql_engine.WRITER_LOCK})")
+    read: list[object] = []
+
+    def reader() -> None:
+        async def main() -> None:
+            opened = SQLGraphStore(sql_url)
+            read.append(await opened.counts())
+            await opened.close()
+
+        try:
+            asyncio.run(main())
+        except BackendError as exc:
+            read.append(str(exc))
+
+    thread = threading.Thread(target=reader)
+    started = time.monotonic()
+    thread.start()
+    try:
+        thread.join(timeout=10)
+        waited = time.monotonic() - started
+    finally:
+        writer.rollback()  # releases the lock: a reader still waiting for it ends
+        writer.close()
+        thread.join()
+    assert read == [(1, 0)]
+    assert waited < 1.5
