@@ -35,6 +35,19 @@ async def _open_store(backends: Backends, graph: str) -> GraphStore:
     return store
 
 
+def _unavailable() -> tuple[type[Exception], ...]:
+    """SQLAlchemy's errors for a database that is gone or stuck (a lost connection, a lock never released)."""
+    from sqlalchemy import exc
+
+    return (
+        exc.OperationalError,
+        exc.InterfaceError,
+        exc.DisconnectionError,
+        exc.PendingRollbackError,
+        exc.TimeoutError,
+    )
+
+
 def _graph_failure(exc: Exception, graph: str) -> BackendError:
     """A database error during the run (a lost connection, a restarted server, a lock never released) as an
     error naming the graph and the cause, instead of a traceback."""
@@ -92,7 +105,6 @@ async def _run(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
-    from sqlalchemy.exc import SQLAlchemyError
 
     from graphwalk_core.backends import Backends
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -144,7 +156,7 @@ async def _run(
             )
         await _save_if_in_memory(store, graph)
         failed = False
-    except SQLAlchemyError as exc:
+    except _unavailable() as exc:  # the database, not the data: a bug (an IntegrityError) keeps its traceback
         raise _graph_failure(exc, graph) from None
     finally:
         if cache is not None:
