@@ -204,8 +204,9 @@ async def extract_chunks(
 
 
 async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateReport) -> dict[str, str]:
-    """Retract the documents gone from the source, one transaction each (in id order); returns the node
-    ids their retraction re-keyed (old -> new), for a plan routed before it."""
+    """Retract the documents gone from the source, one transaction each (in id order; savepoints inside a
+    caller's transaction, as :func:`apply_plan` runs it); returns the node ids their retraction re-keyed
+    (old -> new), for a plan routed before it."""
     renames: dict[str, str] = {}
     for doc_id in diff.deleted:
         async with store.transaction():
@@ -266,20 +267,23 @@ async def apply_plan(
     report: UpdateReport | None = None,
     written: set[str] | None = None,
 ) -> UpdateReport:
-    """Write the plan: deleted documents are retracted first (one transaction each), then the plan's
-    documents, each retracting its old provenance (when it had any) and folding in its new elements.
+    """Write the plan: deleted documents are retracted first, then the plan's documents, each retracting
+    its old provenance (when it had any) and folding in its new elements.
 
-    The plan's documents and their ledger entries commit as ONE transaction: the unit of atomicity is
-    the unit of routing (a plan is routed against one graph state), so a crash leaves the graph as it
-    was before the plan and a rerun routes the same documents against the same graph again.
+    The retractions, the plan's documents and their ledger entries commit as ONE transaction: the unit
+    of atomicity is the unit of routing (a plan is routed against one graph state, and a plan routed
+    before the retractions learns the node ids they re-key as they run), so a crash leaves the graph as
+    it was before the plan and a rerun routes the same documents against the same graph again.
     ``report`` accumulates counts over several plans (the pipeline's windows); ``written`` collects the ids
     of the nodes written, re-keyed (old and new id) or kept by a retraction (for ``Router.refresh``)."""
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
     source_id = diff.source_id
-    renames = await retract_deleted(store, diff, report)
     retracting = diff.retracting
     with collector_paused():
         async with store.transaction():
+            # in the plan's transaction: a crash must not keep the retraction without the plan, or the
+            # retried step would not learn the ids it re-keys (the plan, routed before it, names the old ones)
+            renames = await retract_deleted(store, diff, report)
             for doc in plan.documents:
                 touched = set()
                 if doc.document_id in retracting:

@@ -24,7 +24,7 @@ from graphwalk_core.ingest.extraction.base import (
 )
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.ledger import read_ledger
-from graphwalk_core.ingest.text import normalize_name
+from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
@@ -181,3 +181,16 @@ async def new_store(
     yield make
     for store in made:
         await store.close()
+
+
+def same_entity_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
+    """Merge into a candidate of the same type whose name's words contain the mention's (or the reverse)."""
+    assert isinstance(question.instructions, dict)
+    mention = question.instructions["mention"]
+    words = name_words(mention["name"])
+    for label, card in question.options.items():
+        if isinstance(card, dict) and card.get("type") == mention["type"]:
+            other = name_words(str(card["name"]))
+            if words <= other or other <= words:
+                return {label: 1.0}
+    return {"NEW": 1.0}

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
@@ -21,10 +20,16 @@ from graphwalk_core.ingest.candidates import PREFILTER_BLOCK, Candidate, Candida
 from graphwalk_core.ingest.outputs import MentionDecision
 from graphwalk_core.ingest.routing import Router
 from graphwalk_core.ingest.sources import FileSource
-from graphwalk_core.ingest.text import name_words, normalize_name
+from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.stores.memory import MemoryGraphStore
 
-from .conftest import RecordingEmbedder, ScriptedExtractor, graph_tables, write_hotpotqa_paragraphs
+from .conftest import (
+    RecordingEmbedder,
+    ScriptedExtractor,
+    graph_tables,
+    same_entity_script,
+    write_hotpotqa_paragraphs,
+)
 
 WINDOW = 16
 
@@ -140,19 +145,6 @@ async def test_each_window_starts_from_the_index_a_full_rebuild_gives(
     )
     assert len(compared) == 8 and compared[0] == 0 and compared == sorted(compared) and compared[-1] > 500
     assert reloads == [0]  # one load of the (empty) graph; every later window was synced
-
-
-def same_entity_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
-    """Merge into a candidate of the same type whose name's words contain the mention's (or the reverse)."""
-    assert isinstance(question.instructions, dict)
-    mention = question.instructions["mention"]
-    words = name_words(mention["name"])
-    for label, card in question.options.items():
-        if isinstance(card, dict) and card.get("type") == mention["type"]:
-            other = name_words(str(card["name"]))
-            if words <= other or other <= words:
-                return {label: 1.0}
-    return {"NEW": 1.0}
 
 
 SHARED_NAMES = {

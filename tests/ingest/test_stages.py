@@ -9,10 +9,13 @@ from typing import TypeVar
 import pytest
 from pydantic import BaseModel
 
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
+from graphwalk_core.ingest import stages
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
 from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan
 from graphwalk_core.ingest.pipeline import ingest
-from graphwalk_core.ingest.sources import SourceProfile, load_sources, open_source
+from graphwalk_core.ingest.sources import FileSource, SourceProfile, load_sources, open_source
 from graphwalk_core.ingest.sources.base import SourceDocument
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.ingest.stages import (
@@ -28,7 +31,7 @@ from graphwalk_core.ingest.stages import (
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 
-from .conftest import graph_tables
+from .conftest import ScriptedExtractor, graph_tables, same_entity_script
 
 REPO = Path(__file__).resolve().parents[2]
 M = TypeVar("M", bound=BaseModel)
@@ -158,3 +161,60 @@ async def test_an_apply_leaves_no_cyclic_garbage(backend: str, tmp_path: Path) -
         gc.enable()
         await store.close()
     assert (update.ledger_written, update.nodes_added, update.edges_added) == (11, 29, 42)
+
+
+async def _routed_before_deletion(folder: Path, store: MemoryGraphStore) -> tuple[DocumentDiff, RoutingPlan]:
+    """As Dagster's assets do it: ``a.txt`` deleted and ``c.txt`` added, the plan routed before
+    ``graph_updates`` retracts ``a.txt``; ``c.txt``'s "Nolan" joins the node "Chris Nolan" (of ``a.txt``,
+    which a retraction of ``a.txt`` re-keys to "Nolan")."""
+    (folder / "a.txt").unlink()
+    (folder / "c.txt").write_text("E Nolan|person\nE Inception|film\nR Inception|directed_by|Nolan")
+    extractor = ScriptedExtractor()
+    diff = await diff_documents(FileSource(folder, source_id="notes"), store, extractor=extractor)
+    extractions = await extract_chunks(chunk_documents(diff), extractor)
+    decider = FakeDecisionBackend(script=same_entity_script)
+    plan = await route_extractions(extractions, store, decider, HashingEmbedder(), None, "jev")
+    return diff, plan
+
+
+async def test_a_plan_routed_before_a_retraction_lands_on_the_re_keyed_node_after_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """graph_updates retracts the deleted documents and writes the plan routed before them as one
+    transaction: a crash in between leaves neither, so the retried step learns the retraction's re-keys
+    again and writes into the re-keyed node, as the uninterrupted step does (it used to commit the
+    retraction alone, and the retry, with no re-key left to learn, created a second "Nolan" node)."""
+    graphs = []
+    for crash in (False, True):
+        folder = tmp_path / ("crashed" if crash else "plain")
+        folder.mkdir()
+        (folder / "a.txt").write_text("E Chris Nolan|person")
+        (folder / "b.txt").write_text("E Nolan|person")
+        store = MemoryGraphStore()
+        await ingest(
+            FileSource(folder, source_id="notes"),
+            store,
+            extractor=ScriptedExtractor(),
+            decider=FakeDecisionBackend(script=same_entity_script),
+            embedder=HashingEmbedder(),
+            routing="jev",
+        )
+        assert [n.name for n in await store.find_nodes(type="person")] == ["Chris Nolan"]
+        diff, plan = await _routed_before_deletion(folder, store)
+        if crash:
+            write = stages.write_elements
+
+            async def crashing(*args: object, **kwargs: object) -> object:
+                raise RuntimeError("the step's process died")
+
+            monkeypatch.setattr(stages, "write_elements", crashing)
+            with pytest.raises(RuntimeError, match="died"):
+                await apply_plan(store, diff, plan)
+            monkeypatch.setattr(stages, "write_elements", write)
+        await apply_plan(store, diff, plan)
+        people = await store.find_nodes(type="person")
+        assert [(n.name, sorted(p.source_id for p in n.provenance)) for n in people] == [
+            ("Nolan", ["notes/b.txt", "notes/c.txt"])
+        ]
+        graphs.append(await graph_tables(store, "notes"))
+    assert graphs[0] == graphs[1]
