@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphwalk_core.files import create_shared
+
 log = logging.getLogger(__name__)
 
 #: Texts looked up per statement (SQLite's parameter limit is far above).
@@ -74,6 +76,7 @@ class DiskVectorCache:
             conn = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                create_shared(self.path)  # 0666 & ~umask, not SQLite's 0644 & ~umask
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )
