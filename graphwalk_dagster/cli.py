@@ -37,7 +37,7 @@ def demo(
     from graphwalk_core.errors import GraphwalkError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
     from graphwalk_core.settings import get_settings
-    from graphwalk_dagster.demo import demo_instance, run_demo  # Dagster is imported only when the demo runs
+    from graphwalk_dagster.demo import demo_instance, offline_resources, run_demo  # Dagster: only here
     from graphwalk_dagster.demo_report import command, demo_plan, print_report
 
     warehouse = warehouse or get_settings().warehouse
@@ -63,7 +63,8 @@ def demo(
     except GraphwalkError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
-    print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)
+    graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
+    print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
     console.print(
         f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
         soft_wrap=True,
