@@ -41,6 +41,15 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+def no_dialect(url: str) -> str:
+    """Why SQLAlchemy found no dialect for ``url`` (e.g. libpq's ``postgres://``), and what it takes."""
+    scheme = url.split("://", 1)[0]
+    return (
+        f"SQLAlchemy has no dialect {scheme!r} (PostgreSQL: postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, "
+        "SQLite: sqlite:///PATH)"
+    )
+
+
 def has_password(url: str) -> bool:
     """Whether ``url`` carries a password (an unparsable URL: whether it looks like ``user:pw@``)."""
     try:
