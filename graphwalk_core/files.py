@@ -11,11 +11,12 @@ import json
 import os
 import secrets
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def _create_temp(path: Path) -> Path:
@@ -28,6 +29,14 @@ def _create_temp(path: Path) -> Path:
             continue
         os.close(fd)
         return tmp
+
+
+def create_shared(path: Path) -> None:
+    """Create ``path`` empty with mode 0666 & ~umask, as ``open`` and DuckDB create files, unless it
+    exists. SQLite creates a database 0644 & ~umask (and its -wal and -shm files like it), so under umask
+    002 the group sharing a warehouse could not write it. An error is left to the caller's own open."""
+    with suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
 
 
 @contextmanager
@@ -44,6 +53,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
 
 def write_table_atomic(table: pa.Table, path: Path) -> Path:
     """Write ``table`` as Parquet to ``path`` atomically."""
+    import pyarrow.parquet as pq  # here: the stores use this module without pyarrow
+
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
     return path

@@ -34,9 +34,10 @@ def demo(
     """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""
     from rich.console import Console
 
+    from graphwalk_core.errors import GraphwalkError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
     from graphwalk_core.settings import get_settings
-    from graphwalk_dagster.demo import run_demo  # Dagster is imported only when the demo runs
+    from graphwalk_dagster.demo import demo_instance, offline_resources, run_demo  # Dagster: only here
     from graphwalk_dagster.demo_report import command, demo_plan, print_report
 
     warehouse = warehouse or get_settings().warehouse
@@ -44,20 +45,26 @@ def demo(
     if not console.is_terminal:
         console = Console(width=140)  # piped output: no 80-column wrapping of the tables
     start = time.perf_counter()
-    if fresh:
-        shutil.rmtree(warehouse, ignore_errors=True)
     questions = questions or CUSTOM_QUESTIONS
     plan = demo_plan(questions=questions)
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
-    run_demo(
-        warehouse,
-        plan,
-        n=n,
-        questions=questions,
-        dagster_home=home,
-        log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
-    )
-    print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start)
+    try:
+        instance = demo_instance(home)  # before --fresh deletes anything: its storage may be out of reach
+        if fresh:
+            shutil.rmtree(warehouse, ignore_errors=True)
+        run_demo(
+            warehouse,
+            plan,
+            n=n,
+            questions=questions,
+            instance=instance,
+            log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
+        )
+    except GraphwalkError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
+    print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
     console.print(
         f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
         soft_wrap=True,

@@ -27,6 +27,7 @@ from graphwalk_dagster.defs.shared.resources import (
 from graphwalk_dagster.defs.training import assets as training_assets
 from graphwalk_dagster.defs.training import checks as training_checks
 from graphwalk_dagster.demo_report import DemoPlan
+from graphwalk_dagster.instance import open_instance
 
 INGEST_CHAIN = [
     ingest_assets.source_profile,
@@ -68,7 +69,7 @@ def demo_instance(home: Path) -> dg.DagsterInstance:
     config = home / "dagster.yaml"
     if not config.exists() and INSTANCE_CONFIG.is_file():
         shutil.copyfile(INSTANCE_CONFIG, config)
-    return dg.DagsterInstance.from_config(str(home.resolve()))
+    return open_instance(home)
 
 
 def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> dict[str, Any]:

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from graphwalk_core.eval.datasets.base import default_data_dir
 from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
 from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
+from graphwalk_core.stores.sql_engine import redact_url
 from graphwalk_core.training.store import validation_accuracy
 from graphwalk_core.warehouse import Warehouse, query
 from graphwalk_core.warehouse.models import latest_model
@@ -108,11 +110,19 @@ def _print_training(warehouse: Warehouse, console: Console, plan: DemoPlan) -> N
 
 
 def print_report(
-    root: Path, console: Console, *, plan: DemoPlan | None = None, seconds: float | None = None
+    root: Path,
+    console: Console,
+    *,
+    plan: DemoPlan | None = None,
+    seconds: float | None = None,
+    graph: str | None = None,
 ) -> None:
-    """Where the results are, row counts per table, and the DuckDB summary over eval_results."""
+    """Where the results are (and the graph, its password hidden), row counts per table, and the DuckDB
+    summary over eval_results."""
     warehouse = Warehouse(root)
     console.print(f"\n[bold]Warehouse[/bold]: {warehouse.root}  (DuckDB: {warehouse.db_path})")
+    if graph is not None:
+        console.print(f"[bold]Graph[/bold]: {escape(redact_url(graph))}", soft_wrap=True)
     counts = Table("table", "rows", title="Tables (DuckDB views over hive-partitioned Parquet)")
     tables = warehouse.tables()
     for name in tables:

@@ -16,9 +16,13 @@ Run: ``python -m graphwalk_dagster.pools [--graph-store N]`` with ``DAGSTER_HOME
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping, Sequence
 
 import dagster as dg
+
+from graphwalk_core.errors import GraphwalkError
+from graphwalk_dagster.instance import home_instance
 
 #: The pool of the steps that open the graph store (``defs/ingest/assets.py``).
 GRAPH_POOL = "graph_store"
@@ -49,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     given = args.graph_store is not None
     limits = {GRAPH_POOL: args.graph_store} if given else POOL_LIMITS
-    with dg.DagsterInstance.get() as instance:
+    try:
+        instance = home_instance()
+    except GraphwalkError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with instance:
         for pool, limit in set_pool_limits(instance, limits, overwrite=given).items():
             print(f"pool {pool}: {limit} at once")
     return 0

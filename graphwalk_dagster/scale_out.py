@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import sys
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 import dagster as dg
 from dagster._core.instance.ref import InstanceRef
+from dagster._utils.error import SerializableErrorInfo
 
+from graphwalk_core.errors import GraphwalkError
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
 from graphwalk_dagster.demo import QUIET_LOGS
+from graphwalk_dagster.instance import home_instance
 from graphwalk_dagster.pools import set_pool_limits
 
 
@@ -29,6 +33,22 @@ def ingest_parallel_job() -> dg.JobDefinition:
     from graphwalk_dagster.definitions import defs
 
     return defs().resolve_job_def("ingest_parallel")
+
+
+class RunsFailed(RuntimeError):
+    """Some ingest runs did not succeed (each one's error was logged)."""
+
+
+def step_error(error: SerializableErrorInfo | None) -> str:
+    """The first line of the innermost cause of a step's error: the graphwalk or driver error itself,
+    not Dagster's "Error occurred while executing op" wrapper around it (module path dropped)."""
+    if error is None:
+        return "?"
+    while error.cause is not None:
+        error = error.cause
+    line = (error.message.strip() or error.cls_name or "?").splitlines()[0]
+    name, sep, rest = line.partition(": ")
+    return f"{name.rsplit('.', 1)[-1]}{sep}{rest}" if sep and " " not in name else line
 
 
 def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str, list[str]]:
@@ -42,7 +62,7 @@ def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str, list[str
             if not failures:  # a run that failed outside its steps (e.g. claiming a pool)
                 ended = [e for e in result.all_events if e.event_type == dg.DagsterEventType.RUN_FAILURE]
                 failures = [("run", e.job_failure_data.error) for e in ended]
-            errors = [f"{step}: {error.message.strip() if error else '?'}" for step, error in failures]
+            errors = [f"{step}: {step_error(error)}" for step, error in failures]
             return result.run_id, result.dagster_run.status.value, errors
 
 
@@ -77,7 +97,7 @@ def ingest_partitions(
         log(f"ingest {source_id}: {status} (run {run_id})" + "".join(f"\n  {e}" for e in errors))
     failed = sorted(s for s, (_, status, _) in done.items() if status != dg.DagsterRunStatus.SUCCESS.value)
     if failed:
-        raise RuntimeError(f"ingest runs failed for {failed}; see their events in the instance")
+        raise RunsFailed(f"ingest runs failed for {failed}; see their events in the instance")
     return {source_id: run_id for source_id, (run_id, _, _) in done.items()}
 
 
@@ -86,8 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
     parser.add_argument("--max-runs", type=int, default=4, help="runs at once (default 4)")
     args = parser.parse_args(argv)
-    with dg.DagsterInstance.get() as instance:
-        ingest_partitions(args.source_ids, instance, max_runs=args.max_runs)
+    try:
+        with home_instance() as instance:
+            ingest_partitions(args.source_ids, instance, max_runs=args.max_runs)
+    except (GraphwalkError, RunsFailed) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -180,8 +180,12 @@ def stats(
         nodes, edges, relations, ranked = asyncio.run(graph_stats(graph, top))
     except GraphwalkError as exc:
         raise _fail(exc) from None
+    from graphwalk_core.stores.sql_engine import redact_url
+
     console = Console()
-    summary = Table(title=f"graph {graph}")
+    # the graph on a line of its own (a table title wraps to the table's width), its password hidden
+    console.print(f"graph {redact_url(graph)}", soft_wrap=True, highlight=False, markup=False)
+    summary = Table()
     summary.add_column("measure")
     summary.add_column("value", justify="right")
     summary.add_row("nodes", f"{nodes:,}")

@@ -24,6 +24,8 @@ from urllib.parse import quote
 
 import numpy as np
 
+from graphwalk_core.files import create_shared
+
 log = logging.getLogger(__name__)
 
 #: Texts looked up per statement (SQLite's parameter limit is far above).
@@ -95,6 +97,7 @@ class DiskVectorCache:
             conn = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
+                create_shared(self.path)  # 0666 & ~umask, not SQLite's 0644 & ~umask
                 conn = sqlite3.connect(
                     self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
                 )

@@ -61,7 +61,7 @@ class CheckpointWriter:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.fsync_interval_s = fsync_interval_s
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
         self._last_sync = time.monotonic()
         self._dirty = False
 

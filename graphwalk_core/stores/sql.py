@@ -57,6 +57,7 @@ from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
     array_statement,
+    no_dialect,
     open_engine,
     redact_url,
     upsert_statement,
@@ -129,7 +130,9 @@ class SQLGraphStore:
             create_schema(self._reader, self._writer)  # a new graph's tables: as a writer
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
-        except (ArgumentError, NoSuchModuleError) as exc:  # their messages may repeat the password
+        except NoSuchModuleError:
+            raise InputError(f"invalid graph store URL {shown}: {no_dialect(url)}") from None
+        except ArgumentError as exc:  # its message may repeat the password
             raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
         except SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)

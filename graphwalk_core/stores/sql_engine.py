@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+from graphwalk_core.files import create_shared
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 600
@@ -36,6 +39,15 @@ def redact_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+
+
+def no_dialect(url: str) -> str:
+    """Why SQLAlchemy found no dialect for ``url`` (e.g. libpq's ``postgres://``), and what it takes."""
+    scheme = url.split("://", 1)[0]
+    return (
+        f"SQLAlchemy has no dialect {scheme!r} (PostgreSQL: postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, "
+        "SQLite: sqlite:///PATH)"
+    )
 
 
 def has_password(url: str) -> bool:
@@ -123,6 +135,9 @@ def open_engine(url: str) -> Engine:
     Write transactions are the ones run with the :data:`WRITER_OPTION` execution option."""
     engine = create_engine(url, connect_args=_connect_args(url))
     if engine.dialect.name == "sqlite":
+        database = engine.url.database
+        if database and database != ":memory:" and not database.startswith("file:"):
+            create_shared(Path(database))  # 0666 & ~umask, not SQLite's 0644 & ~umask
         _sqlite_transactions(engine)
     elif engine.dialect.name == "postgresql":
         _postgresql_writer_lock(engine)

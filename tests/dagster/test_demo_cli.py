@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
 from graphwalk_core.settings import get_settings
+from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster import demo, demo_report
 from graphwalk_dagster.demo_report import command
 
@@ -141,3 +143,28 @@ def test_the_report_names_the_trained_model_and_what_its_accuracy_measures(tmp_p
         "metaqa-3hop (step accuracy on its held-out tenth of them: 0.981)",
         "metaqa-1hop, metaqa-2hop, metaqa-3hop: scored on test questions",
     ]
+
+
+def test_the_report_names_the_graph_the_demo_wrote_without_its_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, settings_from_env: None
+) -> None:
+    """With GRAPHWALK_GRAPH_URL set the demo writes its sample graph there, not to graph.sqlite: the
+    report says where (a shared graph should not be filled with the sample by surprise)."""
+    graphs: list[str | None] = []
+    monkeypatch.setenv("GRAPHWALK_GRAPH_URL", "postgresql+psycopg://gw:s3cret@db:5432/graph")
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: None)
+    monkeypatch.setattr(demo_report, "print_report", lambda *args, **kwargs: graphs.append(kwargs["graph"]))
+    result = CliRunner().invoke(
+        app, ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(tmp_path / "home")]
+    )
+    assert result.exit_code == 0, result.output
+    assert graphs == ["postgresql+psycopg://gw:s3cret@db:5432/graph"]
+    monkeypatch.undo()
+    Warehouse(tmp_path / "wh").write("nodes", [{"id": "a"}])
+    console = Console(record=True, width=60)
+    demo_report.print_report(tmp_path / "wh", console, graph=graphs[0])
+    lines = console.export_text().splitlines()
+    assert [line for line in lines if line.startswith("Graph")] == [
+        "Graph: postgresql+psycopg://gw:***@db:5432/graph"
+    ]
+    assert "s3cret" not in console.export_text()

@@ -121,6 +121,16 @@ def test_unreachable_urls_give_clear_errors_without_password(tmp_path: Path) -> 
     assert safe_url("mysql://u:pw@h/db") == "mysql://u:***@h/db"
 
 
+async def test_a_libpq_style_url_says_which_scheme_sqlalchemy_takes() -> None:
+    source = SQLSource("postgres://alice:s3cret@127.0.0.1:1/films")
+    with pytest.raises(InputError) as info:
+        await source.profile()
+    assert str(info.value) == (
+        "cannot open SQL source postgres://alice:***@127.0.0.1:1/films: SQLAlchemy has no dialect "
+        "'postgres' (PostgreSQL: postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, SQLite: sqlite:///PATH)"
+    )
+
+
 def test_sources_yaml() -> None:
     specs = load_sources(REPO / "data" / "sources.yaml")
     assert [(s.id, s.kind) for s in specs] == [("films", "files"), ("sample_db", "sql")]

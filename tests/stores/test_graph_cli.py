@@ -131,3 +131,12 @@ def test_export_and_stats_name_the_nodes_of_an_ingested_graph(tmp_path: Path) ->
     lines = [line.strip("│") for line in stats.output.splitlines() if "│" in line]
     rows = [[cell.strip() for cell in line.split("│")] for line in lines]
     assert rows[-2:] == [["Denis Villeneuve (n_c3)", "2"], ["Arrival (n_a1)", "1"]]
+
+
+def test_stats_of_a_postgresql_graph_hide_its_password(postgres_url: str) -> None:
+    """The test server trusts 127.0.0.1, so a URL with a password opens; the output must not show it."""
+    with_password = postgres_url.replace("://postgres@", "://postgres:s3cret@")
+    stats = runner.invoke(app, ["graph", "stats", with_password, "--top", "1"])
+    assert stats.exit_code == 0, stats.output
+    assert "s3cret" not in stats.output
+    assert stats.output.splitlines()[0] == "graph " + postgres_url.replace("://postgres@", "://postgres:***@")

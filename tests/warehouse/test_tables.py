@@ -6,9 +6,9 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from graphwalk_core import files as files_mod
 from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse import Warehouse, query
 
@@ -50,7 +50,7 @@ def test_failed_write_keeps_previous_partition(tmp_path: Path, monkeypatch: pyte
         Path(where).write_bytes(b"half a file")
         raise OSError("disk full")
 
-    monkeypatch.setattr(files_mod.pq, "write_table", broken)
+    monkeypatch.setattr(pq, "write_table", broken)  # graphwalk_core.files imports it when writing
     with pytest.raises(OSError, match="disk full"):
         wh.write("nodes", [{"id": "b"}])
     monkeypatch.undo()

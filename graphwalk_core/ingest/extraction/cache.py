@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.files import create_shared
 from graphwalk_core.ingest.extraction.base import Extraction
 
 
@@ -17,6 +18,7 @@ class ExtractionCache:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            create_shared(Path(self.path))  # 0666 & ~umask, not SQLite's 0644 & ~umask
         try:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")

@@ -41,6 +41,7 @@ from graphwalk_core.ingest.sources.base import (
 from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
+from graphwalk_core.stores.sql_engine import no_dialect
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
@@ -110,7 +111,11 @@ class SQLSource(SourceBase):
     def _engine(self) -> sa.Engine:
         try:
             return sa.create_engine(self.url)
-        except (NoSuchModuleError, ArgumentError, ImportError) as exc:
+        except NoSuchModuleError:
+            raise InputError(
+                f"cannot open SQL source {self.display_url}: {no_dialect(self.display_url)}"
+            ) from None
+        except (ArgumentError, ImportError) as exc:
             raise InputError(f"cannot open SQL source {self.display_url}: {type(exc).__name__}") from exc
 
     def _error(self, exc: SQLAlchemyError) -> InputError:

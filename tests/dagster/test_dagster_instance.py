@@ -1,0 +1,93 @@
+"""A PostgreSQL Dagster instance whose URL is unset or out of reach: ``graphwalk demo``,
+``python -m graphwalk_dagster.pools`` and ``python -m graphwalk_dagster.scale_out`` stop with one line
+naming what to fix (the variable, the URL without its password, the server's answer), not a traceback,
+and the demo's ``--fresh`` deletes nothing before the instance opens."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster_postgres.utils
+import pytest
+from dagster._utils.error import SerializableErrorInfo
+from dagster_fixtures import REPO
+from port_for import get_port
+from typer.testing import CliRunner
+
+from graphwalk_core.cli import app
+from graphwalk_dagster import pools, scale_out
+
+UNSET = (
+    "error: {home}/dagster.yaml reads GRAPHWALK_DAGSTER_PG_URL from the environment, which is not set: "
+    "export GRAPHWALK_DAGSTER_PG_URL=postgresql+psycopg2://USER:PASSWORD@HOST:5432/DATABASE "
+    "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+)
+
+
+@pytest.fixture
+def pg_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """DAGSTER_HOME holding the shipped dagster.postgres.yaml; GRAPHWALK_DAGSTER_PG_URL unset."""
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.postgres.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.delenv("GRAPHWALK_DAGSTER_PG_URL", raising=False)
+    return home
+
+
+def test_an_unset_url_names_the_variable(pg_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert pools.main([]) == 1
+    assert scale_out.main(["films"]) == 1
+    assert capsys.readouterr().err == UNSET.format(home=pg_home) * 2
+
+
+def test_a_server_out_of_reach_is_named_without_the_password(
+    pg_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = get_port(None)  # nothing listens there
+    url = f"postgresql+psycopg2://dagster:s3cret@127.0.0.1:{port}/dagster"
+    monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", url)
+    monkeypatch.setattr(dagster_postgres.utils.time, "sleep", lambda _s: None)  # Dagster's retries
+    assert pools.main([]) == 1
+    err = capsys.readouterr().err
+    assert "s3cret" not in err
+    assert err.splitlines()[-1] == (
+        f"error: cannot open the Dagster instance in {pg_home}: its PostgreSQL storage "
+        f"(GRAPHWALK_DAGSTER_PG_URL=postgresql+psycopg2://dagster:***@127.0.0.1:{port}/dagster) could not "
+        f'be reached: connection to server at "127.0.0.1", port {port} failed: Connection refused'
+    )
+
+
+def test_the_demo_stops_before_fresh_deletes_the_warehouse(pg_home: Path, tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh"
+    warehouse.mkdir()
+    (warehouse / "kept.parquet").write_bytes(b"PAR1")
+    result = CliRunner().invoke(
+        app, ["demo", "--fresh", "--warehouse", str(warehouse), "--dagster-home", str(pg_home)]
+    )
+    assert result.exit_code == 1
+    assert result.output == UNSET.format(home=pg_home)
+    assert (warehouse / "kept.parquet").read_bytes() == b"PAR1"
+
+
+def test_a_failed_step_is_reported_by_its_cause() -> None:
+    """Dagster wraps a step's exception in "Error occurred while executing op"; the cause is the news."""
+    cause = SerializableErrorInfo(
+        "graphwalk_core.errors.BackendError: cannot open graph store postgresql+psycopg://g:***@db/graph: "
+        'connection failed: FATAL:  password authentication failed for user "g"\n',
+        [],
+        "BackendError",
+    )
+    wrapper = SerializableErrorInfo(
+        'dagster._core.errors.DagsterExecutionStepExecutionError: Error occurred while executing op "x":\n',
+        [],
+        "DagsterExecutionStepExecutionError",
+        cause=cause,
+    )
+    assert scale_out.step_error(wrapper) == (
+        "BackendError: cannot open graph store postgresql+psycopg://g:***@db/graph: connection failed: "
+        'FATAL:  password authentication failed for user "g"'
+    )
+    assert scale_out.step_error(SerializableErrorInfo("KeyError: 'x'\n", [], "KeyError")) == "KeyError: 'x'"
+    assert scale_out.step_error(None) == "?"
