@@ -4,7 +4,7 @@ Every connection is sandboxed to the warehouse folder: DuckDB's external access 
 for that folder (``allowed_directories``) and the configuration is locked, so no query can read or
 write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``ATTACH``, ``INSTALL``).
 ``query`` also runs only ``SELECT``-like statements (``SELECT``, ``WITH``, ``DESCRIBE``, ``SHOW``,
-``SUMMARIZE``, ``EXPLAIN``), so it writes nothing inside the folder either.
+``SUMMARIZE``, and ``EXPLAIN`` of those), so it writes nothing inside the folder either.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ class QueryResult(NamedTuple):
     rows: list[tuple[Any, ...]]
 
 
-#: Statement types ``query`` runs (DESCRIBE, SHOW and SUMMARIZE parse as SELECT).
-_READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN})
+#: Statement types ``query`` runs (DESCRIBE, SHOW and SUMMARIZE parse as SELECT; EXPLAIN is checked apart).
+_READ_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
 
 
 def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyConnection:
@@ -80,18 +80,65 @@ def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 
 def _check_read_only(sql: str) -> None:
-    """Refuse statements other than reads, naming the first one found."""
+    """Refuse statements other than reads, naming the first one found; an EXPLAIN must explain a read
+    (EXPLAIN ANALYZE runs the statement: an explained COPY would write inside the warehouse)."""
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise InputError(f"query failed: {exc}") from exc
     for statement in statements:
-        if statement.type not in _READ_STATEMENTS:
-            kind = statement.type.name
+        kind = statement.type
+        if kind is duckdb.StatementType.EXPLAIN:
+            explained = _explained(statement.query)
+            if explained is None:
+                raise InputError(
+                    "query refused: cannot tell which statement this EXPLAIN runs; write "
+                    "EXPLAIN [ANALYZE] SELECT ..."
+                )
+            if explained is not duckdb.StatementType.SELECT:
+                raise InputError(
+                    f"query refused: EXPLAIN of a {explained.name} statement is not allowed (EXPLAIN ANALYZE "
+                    "runs it); the warehouse console explains only SELECT-like statements"
+                )
+        elif kind not in _READ_STATEMENTS:
             raise InputError(
-                f"query refused: {kind} statements are not allowed; the warehouse console runs "
+                f"query refused: {kind.name} statements are not allowed; the warehouse console runs "
                 "read-only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
             )
+
+
+def _explained(sql: str) -> duckdb.StatementType | None:
+    """The type of the statement ``EXPLAIN [ANALYZE | (options)] <statement>`` wraps, found with DuckDB's
+    own tokenizer and parser; None when no single statement follows the EXPLAIN prefix."""
+    tokens = duckdb.tokenize(sql)
+    ends = [pos for pos, _ in tokens[1:]] + [len(sql)]
+    words = [
+        (pos, sql[pos:end].strip())
+        for (pos, kind), end in zip(tokens, ends, strict=True)
+        if kind is not duckdb.token_type.comment
+    ]
+    if len(words) < 2 or words[0][1].upper() != "EXPLAIN":
+        return None
+    starts = [1]
+    if words[1][1].upper() in {"ANALYZE", "ANALYSE"}:
+        starts = [2]
+    elif words[1][1].startswith("("):  # a parenthesized SELECT, or options: (ANALYZE), (FORMAT json)
+        depth = 0
+        for i, (_, word) in enumerate(words[1:], start=1):
+            depth += word.count("(") - word.count(")")
+            if depth <= 0:
+                starts.append(i + 1)
+                break
+    for start in starts:
+        if start >= len(words):
+            continue
+        try:
+            inner = duckdb.extract_statements(sql[words[start][0] :])
+        except duckdb.Error:
+            continue
+        if len(inner) == 1:
+            return inner[0].type
+    return None
 
 
 def _view_sql(name: str, table_dir: Path) -> str:

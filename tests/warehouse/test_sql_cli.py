@@ -131,3 +131,42 @@ def test_sql_reads_the_warehouse_files_directly(tmp_path: Path) -> None:
     assert query(tmp_path, f"SELECT sum(a) FROM read_parquet('{parquet}')").rows == [(3,)]
     assert query(tmp_path, "DESCRIBE t").rows[0][:2] == ("a", "BIGINT")
     assert query(tmp_path, "WITH x AS (SELECT a FROM t) SELECT max(a) FROM x").rows == [(2,)]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "EXPLAIN ANALYZE COPY (SELECT 666 AS a) TO '{part}'",
+        "explain analyse copy (select 666 as a) to '{part}'",
+        "EXPLAIN /* a comment */ ANALYZE COPY (SELECT 666 AS a) TO '{part}'",
+        "EXPLAIN (ANALYZE) COPY (SELECT 666 AS a) TO '{part}'",
+        "EXPLAIN (FORMAT json, ANALYZE) COPY (SELECT 666 AS a) TO '{part}'",
+        "SELECT 1; EXPLAIN ANALYZE COPY (SELECT 666 AS a) TO '{part}'",
+    ],
+)
+def test_sql_cannot_overwrite_warehouse_files_through_explain_analyze(tmp_path: Path, statement: str) -> None:
+    """EXPLAIN ANALYZE runs the statement it explains: an explained COPY wrote inside the warehouse (the
+    sandbox allows that folder), replacing a table's Parquet file."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    part = tmp_path / "t" / "part-0.parquet"
+    result = _sql(tmp_path, statement.format(part=part))
+    assert result.exit_code == 1, result.output
+    assert "query refused: EXPLAIN of a COPY statement is not allowed" in " ".join(result.output.split())
+    assert query(tmp_path, "SELECT a FROM t").rows == [(1,)]
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["part-0.parquet"]
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "EXPLAIN SELECT a FROM t",
+        "EXPLAIN ANALYZE SELECT a FROM t",
+        "EXPLAIN /* c */ ANALYSE FROM t",
+        "EXPLAIN (SELECT 1)",
+        "EXPLAIN (FORMAT json) SELECT a FROM t",
+        "EXPLAIN (ANALYZE) SELECT a FROM t",
+    ],
+)
+def test_sql_explains_a_select(tmp_path: Path, statement: str) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    assert len(query(tmp_path, statement).rows) == 1
