@@ -38,11 +38,14 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
     """Limit ``con`` to files under ``folder`` and lock its configuration (no way back)."""
     allowed = folder.resolve().as_posix().rstrip("/") + "/"
     try:
-        locked, dirs = con.execute(
-            "SELECT current_setting('lock_configuration'), current_setting('allowed_directories')"
-        ).fetchone() or (False, [])
+        locked, external, dirs, paths = con.execute(
+            "SELECT current_setting('lock_configuration'), current_setting('enable_external_access'), "
+            "current_setting('allowed_directories'), current_setting('allowed_paths')"
+        ).fetchone() or (False, True, [], [])
         if locked:  # another connection of this process already sandboxed the shared database
-            if list(dirs) != [allowed]:
+            # DuckDB adds its own files to the lists (warehouse.duckdb.tmp/, warehouse.duckdb.wal, ...)
+            inside = all(str(p).startswith(allowed) for p in [*dirs, *paths])
+            if external or allowed not in list(dirs) or not inside:
                 raise BackendError(f"{folder}: DuckDB database already open with other file access")
             return con
         con.execute("SET allowed_directories = $dirs", {"dirs": [allowed]})

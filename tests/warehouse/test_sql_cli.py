@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from graphwalk_core.cli import app
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.warehouse import Warehouse, query, views
 
 
@@ -170,3 +170,33 @@ def test_sql_cannot_overwrite_warehouse_files_through_explain_analyze(tmp_path: 
 def test_sql_explains_a_select(tmp_path: Path, statement: str) -> None:
     Warehouse(tmp_path).write("t", [{"a": 1}])
     assert len(query(tmp_path, statement).rows) == 1
+
+
+def test_query_shares_a_sandboxed_database_with_an_open_connection(tmp_path: Path) -> None:
+    """A second connection of one process reuses the first one's sandbox (DuckDB also allows its temp
+    folder, warehouse.duckdb.tmp, so the allowed list is not the folder alone)."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    con = views._connect(tmp_path / views.DB_NAME, read_only=True)
+    try:
+        assert query(tmp_path, "SELECT a FROM t").rows == [(1,)]
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        ["SET lock_configuration = true"],
+        ["SET allowed_directories = $dirs", "SET lock_configuration = true"],  # external access still on
+    ],
+)
+def test_query_refuses_a_database_locked_without_the_sandbox(tmp_path: Path, settings: list[str]) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    con = duckdb.connect(str(tmp_path / views.DB_NAME), read_only=True)
+    try:
+        for setting in settings:
+            con.execute(setting, {"dirs": [f"{tmp_path.resolve()}/"]} if "$dirs" in setting else None)
+        with pytest.raises(BackendError, match="DuckDB database already open with other file access"):
+            query(tmp_path, "SELECT a FROM t")
+    finally:
+        con.close()
