@@ -153,7 +153,9 @@ def _view_sql(name: str, table_dir: Path) -> str:
 
 
 def refresh_views(root: Path) -> list[str]:
-    """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones."""
+    """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones.
+
+    A table whose files reach outside ``root`` (a symlink out of it) is an ``InputError`` naming it."""
     root = Path(root).resolve()
     root.mkdir(parents=True, exist_ok=True)
     names = table_names(root)
@@ -166,7 +168,14 @@ def refresh_views(root: Path) -> list[str]:
         for stale in sorted(existing - set(names)):
             con.execute(f'DROP VIEW "{stale}"')
         for name in names:
-            con.execute(_view_sql(name, root / name))
+            try:
+                con.execute(_view_sql(name, root / name))
+            except duckdb.PermissionException as exc:
+                raise InputError(
+                    f"warehouse table {name!r} reaches outside the warehouse folder {root}: "
+                    f"{str(exc).splitlines()[0]} (a symlink that points out of the folder? the views read "
+                    "only files under it)"
+                ) from None
         con.execute("COMMIT")
     finally:
         con.close()

@@ -200,3 +200,24 @@ def test_query_refuses_a_database_locked_without_the_sandbox(tmp_path: Path, set
             query(tmp_path, "SELECT a FROM t")
     finally:
         con.close()
+
+
+def test_symlinks_out_of_the_warehouse_are_not_followed(tmp_path: Path) -> None:
+    """A file or folder symlink inside the warehouse that points out of it reads nothing; a write then
+    says which table holds it (it failed with DuckDB's PermissionException and a traceback)."""
+    root, other = tmp_path / "wh", tmp_path / "other"
+    Warehouse(root).write("t", [{"a": 1}])
+    Warehouse(other).write("t", [{"a": 2}])
+    (root / "t" / "k=x").mkdir()
+    (root / "t" / "k=x" / "part-0.parquet").symlink_to(other / "t" / "part-0.parquet")
+    (root / "etc").symlink_to("/etc", target_is_directory=True)
+    for reader in ("read_parquet('{root}/t/k=x/part-0.parquet')", "read_text('{root}/etc/hostname')"):
+        with pytest.raises(InputError, match="query refused: it reaches outside the warehouse folder"):
+            query(root, f"SELECT * FROM {reader.format(root=root)}")
+    with pytest.raises(InputError) as error:
+        Warehouse(root).write("u", [{"b": 1}])
+    assert str(error.value).splitlines()[0] == (
+        f"warehouse table 't' reaches outside the warehouse folder {root}: Permission Error: Cannot access "
+        f'file "{root}/t/k=x/part-0.parquet" - file system operations are disabled by configuration '
+        "(a symlink that points out of the folder? the views read only files under it)"
+    )
