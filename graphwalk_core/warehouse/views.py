@@ -157,6 +157,11 @@ def refresh_views(root: Path) -> list[str]:
 
     A table whose files reach outside ``root`` (a symlink out of it) is an ``InputError`` naming it."""
     root = Path(root).resolve()
+    if glob := sorted(set("*?[") & set(root.as_posix())):
+        raise InputError(
+            f"warehouse folder {root} has the glob character(s) {' '.join(glob)} in its path: the DuckDB "
+            "views would read other folders' files too; move the warehouse to a path without them"
+        )
     root.mkdir(parents=True, exist_ok=True)
     names = table_names(root)
     con = _connect(root / DB_NAME, read_only=False)

@@ -221,3 +221,16 @@ def test_symlinks_out_of_the_warehouse_are_not_followed(tmp_path: Path) -> None:
         f'file "{root}/t/k=x/part-0.parquet" - file system operations are disabled by configuration '
         "(a symlink that points out of the folder? the views read only files under it)"
     )
+
+
+@pytest.mark.parametrize(("name", "chars"), [("wh[1]", "["), ("wh*", "*"), ("w?h*", "* ?")])
+def test_a_warehouse_named_like_a_glob_is_refused(tmp_path: Path, name: str, chars: str) -> None:
+    """The views glob their folder's path: 'wh[1]' read 'wh1', 'wh*' every sibling too (refused by the
+    sandbox only if the sibling held Parquet files, with a PermissionException from every write)."""
+    Warehouse(tmp_path / "wh1").write("t", [{"a": 1}])
+    with pytest.raises(InputError) as error:
+        Warehouse(tmp_path / name).write("t", [{"a": 3}])
+    assert str(error.value) == (
+        f"warehouse folder {tmp_path / name} has the glob character(s) {chars} in its path: the DuckDB "
+        "views would read other folders' files too; move the warehouse to a path without them"
+    )
