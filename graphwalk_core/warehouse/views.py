@@ -100,7 +100,7 @@ def _check_read_only(sql: str) -> None:
                 )
             if explained is not duckdb.StatementType.SELECT:
                 raise InputError(
-                    f"query refused: EXPLAIN of a {explained.name} statement is not allowed (EXPLAIN ANALYZE "
+                    f"query refused: EXPLAIN of {explained.name} statements is not allowed (EXPLAIN ANALYZE "
                     "runs it); the warehouse console explains only SELECT-like statements"
                 )
         elif kind not in _READ_STATEMENTS:

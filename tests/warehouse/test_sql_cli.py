@@ -151,7 +151,7 @@ def test_sql_cannot_overwrite_warehouse_files_through_explain_analyze(tmp_path: 
     part = tmp_path / "t" / "part-0.parquet"
     result = _sql(tmp_path, statement.format(part=part))
     assert result.exit_code == 1, result.output
-    assert "query refused: EXPLAIN of a COPY statement is not allowed" in " ".join(result.output.split())
+    assert "query refused: EXPLAIN of COPY statements is not allowed" in " ".join(result.output.split())
     assert query(tmp_path, "SELECT a FROM t").rows == [(1,)]
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["part-0.parquet"]
 
