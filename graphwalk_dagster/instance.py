@@ -20,25 +20,37 @@ from graphwalk_core.stores.sql_engine import redact_url
 DEPLOY_DOC = "docs/deploy.md, 'The Dagster instance on PostgreSQL'"
 
 
-def env_names(config: Any) -> list[str]:
-    """The environment variables an instance config reads (``{env: NAME}``), in file order."""
+def env_reads(config: Any, key: str = "") -> list[tuple[str, str]]:
+    """(key, variable) of each ``{env: NAME}`` an instance config reads, in file order: the variable and
+    the key it fills (``postgres_url``, ``password``, ...)."""
     if isinstance(config, dict):
         if set(config) == {"env"} and isinstance(config["env"], str):
-            return [config["env"]]
-        return [name for value in config.values() for name in env_names(value)]
+            return [(key, config["env"])]
+        return [read for k, value in config.items() for read in env_reads(value, str(k))]
     if isinstance(config, list):
-        return [name for value in config for name in env_names(value)]
+        return [read for value in config for read in env_reads(value, key)]
     return []
 
 
-def _config_env(home: Path) -> list[str]:
+def _config_env(home: Path) -> dict[str, str]:
+    """The variables ``home``'s dagster.yaml reads, in file order, each with the (first) key it fills."""
     file = home / "dagster.yaml"
     if not file.is_file():
-        return []
+        return {}
     try:
-        return env_names(yaml.safe_load(file.read_text(encoding="utf-8")))
+        reads = env_reads(yaml.safe_load(file.read_text(encoding="utf-8")))
     except yaml.YAMLError as exc:
         raise ConfigError(f"{file}: not valid YAML ({exc})") from None
+    found: dict[str, str] = {}
+    for key, name in reads:
+        found.setdefault(name, key)
+    return found
+
+
+def _shown(value: str) -> str:
+    """A variable's value for a message: a URL with its password as ``***``; anything else (a password
+    read alone, as ``postgres_db``'s ``password: {env: ...}`` does) as ``***``."""
+    return redact_url(value) if "://" in value else "***"
 
 
 def _root_cause(exc: BaseException) -> str:
@@ -54,27 +66,41 @@ def open_instance(home: Path) -> dg.DagsterInstance:
     """The persistent instance in ``home``; a ConfigError naming an unset variable its dagster.yaml
     reads, a BackendError naming the storage URL (password hidden) and the server's answer."""
     home = home.resolve()
-    names = _config_env(home)
-    unset = [name for name in names if not os.environ.get(name)]
+    reads = _config_env(home)
+    unset = [name for name in reads if not os.environ.get(name)]
     if unset:
+        name = unset[0]
+        remedy = (
+            f": export {name}=postgresql+psycopg2://USER:PASSWORD@HOST:5432/DATABASE"
+            if reads[name] == "postgres_url"
+            else ""
+        )
+        listed = ", ".join(n if reads[n] == "postgres_url" else f"{n} (as `{reads[n]}`)" for n in unset)
         raise ConfigError(
-            f"{home / 'dagster.yaml'} reads {', '.join(unset)} from the environment, which is not set: "
-            f"export {unset[0]}=postgresql+psycopg2://USER:PASSWORD@HOST:5432/DATABASE ({DEPLOY_DOC})"
+            f"{home / 'dagster.yaml'} reads {listed} from the environment, which is not set{remedy} "
+            f"({DEPLOY_DOC})"
         )
     from dagster_postgres.utils import DagsterPostgresException
 
     try:
         return dg.DagsterInstance.from_config(str(home))
     except DagsterPostgresException as exc:
-        urls = [f"{name}={redact_url(os.environ[name])}" for name in names]
+        shown = [f"{name}={_shown(os.environ[name])}" for name in reads]
         raise BackendError(
             f"cannot open the Dagster instance in {home}: its PostgreSQL storage "
-            f"({', '.join(urls) or 'dagster.yaml'}) could not be reached: {_root_cause(exc)}"
+            f"({', '.join(shown) or 'dagster.yaml'}) could not be reached: {_root_cause(exc)}"
         ) from None
 
 
 def home_instance() -> dg.DagsterInstance:
-    """The instance in ``DAGSTER_HOME`` (as ``dagster`` itself finds it), opened by :func:`open_instance`;
-    without ``DAGSTER_HOME``, Dagster's own choice (an ephemeral instance)."""
+    """The instance in ``DAGSTER_HOME`` (``~`` expanded), opened by :func:`open_instance`; a ConfigError
+    when the variable is unset or names no folder (Dagster alone raises with a traceback)."""
     home = os.environ.get("DAGSTER_HOME")
-    return open_instance(Path(home)) if home else dg.DagsterInstance.get()
+    if not home:
+        raise ConfigError(
+            f"DAGSTER_HOME is not set: export it as the folder of the instance's dagster.yaml ({DEPLOY_DOC})"
+        )
+    folder = Path(home).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"DAGSTER_HOME={home} is not a folder ({DEPLOY_DOC})")
+    return open_instance(folder)

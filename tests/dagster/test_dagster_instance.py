@@ -91,3 +91,67 @@ def test_a_failed_step_is_reported_by_its_cause() -> None:
     )
     assert scale_out.step_error(SerializableErrorInfo("KeyError: 'x'\n", [], "KeyError")) == "KeyError: 'x'"
     assert scale_out.step_error(None) == "?"
+
+
+POSTGRES_DB = """\
+storage:
+  postgres:
+    postgres_db:
+      username: dagster
+      password:
+        env: DAGSTER_PG_PASSWORD
+      hostname: 127.0.0.1
+      db_name: dagster
+      port: {port}
+"""
+
+
+def test_a_password_in_a_variable_of_its_own_is_not_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The instance config Dagster's Helm chart renders reads the password alone (``postgres_db``'s
+    ``password: {env: DAGSTER_PG_PASSWORD}``): it is not a URL whose password can be starred out, so its
+    value is not shown at all; unset, it is named without a URL to export."""
+    home = tmp_path / "home"
+    home.mkdir()
+    port = get_port(None)  # nothing listens there
+    (home / "dagster.yaml").write_text(POSTGRES_DB.format(port=port), encoding="utf-8")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.delenv("DAGSTER_PG_PASSWORD", raising=False)
+    assert pools.main([]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {home}/dagster.yaml reads DAGSTER_PG_PASSWORD (as `password`) from the environment, which "
+        "is not set (docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+    )
+    monkeypatch.setenv("DAGSTER_PG_PASSWORD", "s3cret")
+    monkeypatch.setattr(dagster_postgres.utils.time, "sleep", lambda _s: None)  # Dagster's retries
+    assert pools.main([]) == 1
+    err = capsys.readouterr().err
+    assert "s3cret" not in err
+    assert err.splitlines()[-1] == (
+        f"error: cannot open the Dagster instance in {home}: its PostgreSQL storage "
+        "(DAGSTER_PG_PASSWORD=***) could not be reached: connection failed: "
+        f'connection to server at "127.0.0.1", port {port} failed: Connection refused'
+    )
+
+
+def test_dagster_home_unset_or_no_folder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pools and scale_out open the instance in DAGSTER_HOME: unset, or a folder that is not there, is one
+    line (Dagster alone raises DagsterHomeNotSetError, or fails a check on ``base_dir``, with a traceback)."""
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    assert pools.main([]) == 1
+    assert scale_out.main(["films"]) == 1
+    unset = (
+        "error: DAGSTER_HOME is not set: export it as the folder of the instance's dagster.yaml "
+        "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+    )
+    assert capsys.readouterr().err == unset * 2
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "no" / "such"))
+    assert pools.main([]) == 1
+    assert capsys.readouterr().err == (
+        f"error: DAGSTER_HOME={tmp_path}/no/such is not a folder "
+        "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+    )
+    assert not (tmp_path / "no").exists()
