@@ -13,6 +13,7 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
+import psycopg
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -22,6 +23,7 @@ from graphwalk_core.cli.ingest import ingest as cli_ingest
 from graphwalk_core.stores import open as stores_open
 from graphwalk_core.stores import sql_engine
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.warehouse.views import DB_NAME, refresh_views
 
 #: Linux capabilities that let root write through file modes (linux/capability.h), and prctl's
@@ -172,3 +174,22 @@ def test_a_graph_that_fails_mid_run_is_named_and_a_rerun_goes_on(
     with closing(sqlite3.connect(graph)) as conn:
         ledger = conn.execute("SELECT key FROM metadata WHERE key LIKE 'ingest/ledger/%' ORDER BY key")
         assert [key for (key,) in ledger] == ["ingest/ledger/notes/a.txt", "ingest/ledger/notes/b.txt"]
+
+
+def test_a_read_only_postgresql_graph_is_named_without_its_password(
+    tmp_path: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database that takes no writes (a standby, a read-only default): refused before any work, and the
+    URL in the error has its password starred out (the test server trusts 127.0.0.1, so any opens)."""
+    SQLGraphStore(postgres_url)  # the tables, before the database turns read-only
+    database = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    graph = postgres_url.replace("://postgres@", "://postgres:s3cret@")
+    with pytest.raises(typer.Exit) as failed:
+        cli_ingest(str(corpus(tmp_path)), graph=graph, routing="exact", quiet=True)
+    assert failed.value.exit_code == 2
+    shown = postgres_url.replace("://postgres@", "://postgres:***@")
+    assert capsys.readouterr().err == (
+        f"error: cannot write the graph {shown}: cannot execute DELETE in a read-only transaction\n"
+    )
