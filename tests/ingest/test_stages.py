@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,6 +29,7 @@ from graphwalk_core.ingest.stages import (
     profile_source,
     route_extractions,
 )
+from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 
@@ -163,7 +165,7 @@ async def test_an_apply_leaves_no_cyclic_garbage(backend: str, tmp_path: Path) -
     assert (update.ledger_written, update.nodes_added, update.edges_added) == (11, 29, 42)
 
 
-async def _routed_before_deletion(folder: Path, store: MemoryGraphStore) -> tuple[DocumentDiff, RoutingPlan]:
+async def _routed_before_deletion(folder: Path, store: GraphStore) -> tuple[DocumentDiff, RoutingPlan]:
     """As Dagster's assets do it: ``a.txt`` deleted and ``c.txt`` added, the plan routed before
     ``graph_updates`` retracts ``a.txt``; ``c.txt``'s "Nolan" joins the node "Chris Nolan" (of ``a.txt``,
     which a retraction of ``a.txt`` re-keys to "Nolan")."""
@@ -178,7 +180,7 @@ async def _routed_before_deletion(folder: Path, store: MemoryGraphStore) -> tupl
 
 
 async def test_a_plan_routed_before_a_retraction_lands_on_the_re_keyed_node_after_a_crash(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_store: Callable[[], GraphStore], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """graph_updates retracts the deleted documents and writes the plan routed before them as one
     transaction: a crash in between leaves neither, so the retried step learns the retraction's re-keys
@@ -190,7 +192,7 @@ async def test_a_plan_routed_before_a_retraction_lands_on_the_re_keyed_node_afte
         folder.mkdir()
         (folder / "a.txt").write_text("E Chris Nolan|person")
         (folder / "b.txt").write_text("E Nolan|person")
-        store = MemoryGraphStore()
+        store = new_store()
         await ingest(
             FileSource(folder, source_id="notes"),
             store,
