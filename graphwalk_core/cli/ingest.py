@@ -51,11 +51,10 @@ def _unavailable() -> tuple[type[Exception], ...]:
 def _graph_failure(exc: Exception, graph: str) -> BackendError:
     """A database error during the run (a lost connection, a restarted server, a lock never released) as an
     error naming the graph and the cause, instead of a traceback."""
-    from graphwalk_core.stores.sql_engine import redact_url
+    from graphwalk_core.stores.sql_engine import error_reason, redact_url
 
-    reason = str(getattr(exc, "orig", None) or type(exc).__name__).strip().splitlines()[0]
     return BackendError(
-        f"the graph {redact_url(graph)} failed during the run: {reason}. What was committed stays "
+        f"the graph {redact_url(graph)} failed during the run: {error_reason(exc)}. What was committed stays "
         f"(every window before this one); run the command again to go on"
     )
 

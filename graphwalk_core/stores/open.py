@@ -11,7 +11,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore, NodeTypeFor
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.stores.sql_engine import redact_url
+from graphwalk_core.stores.sql_engine import error_reason, redact_url
 
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 TRIPLES_SUFFIXES = (".txt", ".triples")
@@ -82,8 +82,7 @@ async def check_writable(store: GraphStore, spec: str | Path) -> None:
         try:
             await store.set_metadata(_WRITE_PROBE, None)  # a delete: writes nothing, needs write access
         except SQLAlchemyError as exc:
-            reason = str(getattr(exc, "orig", None) or type(exc).__name__).splitlines()[0]
-            raise InputError(f"cannot write the graph {redact_url(str(spec))}: {reason}") from None
+            raise InputError(f"cannot write the graph {redact_url(str(spec))}: {error_reason(exc)}") from None
         return
     if isinstance(store, MemoryGraphStore) and "://" not in str(spec):
         folder = Path(spec)

@@ -41,6 +41,14 @@ def redact_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
 
 
+def error_reason(exc: BaseException) -> str:
+    """The first line of what the database said: the driver's error inside a SQLAlchemy one, else
+    SQLAlchemy's own words (a pool timeout, a pending rollback); the type's name when there is no text."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
 def no_dialect(url: str) -> str:
     """Why SQLAlchemy found no dialect for ``url`` (e.g. libpq's ``postgres://``), and what it takes."""
     scheme = url.split("://", 1)[0]

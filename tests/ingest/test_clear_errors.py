@@ -18,7 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import typer
+from sqlalchemy import exc as sa_exc
 
+from graphwalk_core.cli.ingest import _graph_failure
 from graphwalk_core.cli.ingest import ingest as cli_ingest
 from graphwalk_core.stores import open as stores_open
 from graphwalk_core.stores import sql_engine
@@ -29,6 +31,8 @@ from graphwalk_core.warehouse.views import DB_NAME, refresh_views
 #: Linux capabilities that let root write through file modes (linux/capability.h), and prctl's
 #: PR_CAPBSET_DROP: a root command without them meets read-only files as any user does.
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, PR_CAPBSET_DROP = 1, 2, 24
+#: SQLAlchemy's pool gave no connection in time (its TimeoutError holds no driver error).
+POOL_TIMEOUT = "QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00"
 
 
 def obey_file_modes() -> None:  # pragma: no cover - runs in the child before exec
@@ -192,4 +196,29 @@ def test_a_read_only_postgresql_graph_is_named_without_its_password(
     shown = postgres_url.replace("://postgres@", "://postgres:***@")
     assert capsys.readouterr().err == (
         f"error: cannot write the graph {shown}: cannot execute DELETE in a read-only transaction\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (
+            sa_exc.OperationalError("COMMIT", {}, sqlite3.OperationalError("database is locked")),
+            "database is locked",
+        ),
+        (sa_exc.TimeoutError(POOL_TIMEOUT), POOL_TIMEOUT),  # no driver error inside: SQLAlchemy's own words
+        (
+            sa_exc.PendingRollbackError("Can't reconnect until invalid transaction is rolled back."),
+            "Can't reconnect until invalid transaction is rolled back.",
+        ),
+        (sa_exc.OperationalError("COMMIT", {}, sqlite3.OperationalError("")), "OperationalError"),  # no text
+    ],
+)
+def test_a_graph_failure_names_its_cause(error: Exception, reason: str) -> None:
+    """The message says what the database (or SQLAlchemy's pool) said: it used to name only the type of an
+    error without a driver error inside (a pool timeout, a pending rollback), and to fail with IndexError
+    on a driver error without text."""
+    assert str(_graph_failure(error, "postgresql+psycopg://gw:s3cret@db/graph")) == (
+        f"the graph postgresql+psycopg://gw:***@db/graph failed during the run: {reason}. What was committed "
+        "stays (every window before this one); run the command again to go on"
     )

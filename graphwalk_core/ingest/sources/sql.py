@@ -41,7 +41,7 @@ from graphwalk_core.ingest.sources.base import (
 from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
-from graphwalk_core.stores.sql_engine import no_dialect
+from graphwalk_core.stores.sql_engine import error_reason, no_dialect
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
@@ -119,7 +119,7 @@ class SQLSource(SourceBase):
             raise InputError(f"cannot open SQL source {self.display_url}: {type(exc).__name__}") from exc
 
     def _error(self, exc: SQLAlchemyError) -> InputError:
-        detail = str(getattr(exc, "orig", None) or type(exc).__name__).splitlines()[0]
+        detail = error_reason(exc)
         if self.url.password:
             detail = detail.replace(str(self.url.password), "***")
         return InputError(f"cannot read SQL source {self.display_url}: {detail}")
