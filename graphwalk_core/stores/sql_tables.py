@@ -99,13 +99,13 @@ def schema_complete(conn: Connection) -> bool:
     return conn.scalar(select(generation_table.c.value)) is not None
 
 
-def create_schema(engine: Engine, writer: Engine) -> None:
+def create_schema(reader: Engine, writer: Engine) -> None:
     """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
     order (and with it the database file's bytes) would vary from process to process. A graph that has
-    them all is only read (``engine``): opening it never waits for another process's write transaction.
-    Else they are created as a ``writer`` (the graph's writer lock: processes may open a new graph at
-    once)."""
-    with engine.connect() as conn:
+    them all is only read (on ``reader``): opening it never waits for another process's write
+    transaction. Else they are created on ``writer``, under the graph's writer lock (processes may open
+    a new graph at once)."""
+    with reader.connect() as conn:
         if schema_complete(conn):
             return
     with writer.begin() as conn:
