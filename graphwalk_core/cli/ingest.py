@@ -71,8 +71,12 @@ async def _save_if_in_memory(store: GraphStore, graph: str) -> None:
 
 
 async def _discard_if_empty(store: GraphStore) -> bool:
-    """Whether ``store`` holds nothing at all (no element, no ledger): a failed first run leaves no file."""
-    return await store.counts() == (0, 0) and not await store.metadata_keys()
+    """Whether ``store`` holds nothing at all (no element, no ledger): a failed first run leaves no file.
+    A database that cannot tell (failing too) keeps its file, and the run's own error stays the one shown."""
+    try:
+        return await store.counts() == (0, 0) and not await store.metadata_keys()
+    except _unavailable():
+        return False
 
 
 def default_cache_path(graph: str) -> Path:

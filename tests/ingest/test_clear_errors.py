@@ -222,3 +222,41 @@ def test_a_graph_failure_names_its_cause(error: Exception, reason: str) -> None:
         f"the graph postgresql+psycopg://gw:***@db/graph failed during the run: {reason}. What was committed "
         "stays (every window before this one); run the command again to go on"
     )
+
+
+def test_a_new_graph_whose_database_fails_twice_keeps_the_first_error_and_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A first run into a new graph that fails mid-run, whose database then also fails the check of
+    whether the file is empty enough to remove: the run's own error is the one shown, and the file,
+    which could not be checked, stays."""
+    corpus = tmp_path / "notes"
+    corpus.mkdir()
+    (corpus / "a.txt").write_text("Alice Moreau met Bruno Keller in Lisbon.", encoding="utf-8")
+    graph = tmp_path / "graph.sqlite"
+    blocker: list[sqlite3.Connection] = []
+    writable = stores_open.check_writable
+
+    async def then_locked(store: GraphStore, spec: str | Path) -> None:
+        await writable(store, spec)
+        blocker.append(sqlite3.connect(graph, isolation_level=None))
+        blocker[0].execute("BEGIN IMMEDIATE")  # once the run has checked the graph
+
+    async def unreadable(self: SQLGraphStore) -> tuple[int, int]:
+        raise sa_exc.OperationalError(
+            "SELECT count(*) FROM nodes", {}, sqlite3.OperationalError("disk I/O error")
+        )
+
+    monkeypatch.setattr(stores_open, "check_writable", then_locked)
+    monkeypatch.setattr(sql_engine, "SQLITE_BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(SQLGraphStore, "counts", unreadable)
+    with pytest.raises(typer.Exit) as failed:
+        cli_ingest(str(corpus), graph=str(graph), routing="exact", quiet=True)
+    blocker[0].execute("ROLLBACK")
+    blocker[0].close()
+    assert failed.value.exit_code == 2
+    assert capsys.readouterr().err == (
+        f"error: the graph {graph} failed during the run: database is locked. What was committed stays "
+        "(every window before this one); run the command again to go on\n"
+    )
+    assert graph.is_file()
