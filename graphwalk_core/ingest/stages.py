@@ -74,13 +74,15 @@ def _extractor_version(extractor: Extractor | str | None) -> str:
 
 
 def _kept_by_skips(skipped: list[SkippedItem], doc_id: str) -> bool:
+    """Whether a skip keeps ``doc_id``: its own document id, else the document at its path, that file's
+    records (``path#...``) and the documents of a folder at that path (``path/...``)."""
     for item in skipped:
         if item.kind == "mapping":
             continue
         if item.document_id is not None:
             if item.document_id == doc_id:
                 return True
-        elif doc_id == item.path or doc_id.startswith(item.path + "#"):
+        elif doc_id == item.path or doc_id.startswith((item.path + "#", item.path + "/")):
             return True
     return False
 

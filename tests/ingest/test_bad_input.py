@@ -3,11 +3,14 @@ nothing) and a document that failed to parse is never a deleted document; one ru
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.ledger import read_ledger
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
@@ -389,3 +392,72 @@ async def test_json_python_cannot_read_is_a_skip_naming_its_line_not_a_crash(tmp
         ("b.json:3: invalid JSON: a number of more than 4300 digits at column 10", None),
         ("c.jsonl:2: invalid JSON: arrays or objects nested too deeply at column 1", "c.jsonl#1"),
     ]
+
+
+async def test_links_not_followed_and_folders_not_listed_keep_their_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder replaced by a symbolic link to it (moved to another disk), a file whose link now points
+    nowhere, or a loop, were passed over in silence: their documents were deleted. Each is now a skip
+    naming it that keeps what it held, and so is a folder that cannot be listed (PermissionError, which
+    ``Path.rglob`` swallowed)."""
+    src, moved = tmp_path / "src", tmp_path / "moved"
+    for folder in ("sub", "locked"):
+        (src / folder).mkdir(parents=True)
+        (src / folder / "a.txt").write_text(f"E Ann {folder}|person\n", encoding="utf-8")
+    (src / "b.txt").write_text("E Bob Ray|person\n", encoding="utf-8")
+    (src / "c.txt").write_text("E Cal Fox|person\n", encoding="utf-8")
+    store, extractor = MemoryGraphStore(), ScriptedExtractor()
+
+    async def run() -> IngestReport:
+        return await ingest(FileSource(src, source_id="docs"), store, extractor=extractor, routing="exact")
+
+    assert (await run()).new == 4
+    before = await graph_tables(store, "docs")
+    moved.mkdir()
+    (src / "sub").rename(moved / "sub")
+    (src / "sub").symlink_to(moved / "sub", target_is_directory=True)
+    (src / "b.txt").unlink()
+    (src / "b.txt").symlink_to(tmp_path / "gone.txt")
+    (src / "c.txt").unlink()
+    (src / "c.txt").symlink_to(src / "c.txt")
+    scandir = os.scandir
+
+    def locked(path: Any) -> Any:
+        if Path(path) == src / "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", locked)
+    report = await run()
+    assert [s.describe() for s in report.skipped] == [
+        "b.txt: a symbolic link to nothing (its target is missing, or it loops)",
+        "c.txt: a symbolic link to nothing (its target is missing, or it loops)",
+        "locked: cannot list the folder: Permission denied",
+        "sub: a symbolic link to a folder, not followed (ingest its target as a source of its own)",
+    ]
+    assert (report.new, report.changed, report.deleted, report.kept) == (0, 0, 0, 4)
+    assert await graph_tables(store, "docs") == before
+    monkeypatch.undo()
+    for link in ("sub", "b.txt", "c.txt"):
+        (src / link).unlink()
+    gone = await run()
+    assert (gone.deleted, gone.kept, gone.skipped) == (3, 0, [])
+    assert await names(store) == ["Ann locked"]
+
+
+async def test_a_source_folder_that_cannot_be_listed_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unreadable source folder read as empty, which deleted every document of the source."""
+    (tmp_path / "a.txt").write_text("E Ann Lee|person\n", encoding="utf-8")
+    scandir = os.scandir
+
+    def locked(path: Any) -> Any:
+        if Path(path) == tmp_path:
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", locked)
+    with pytest.raises(InputError, match=f"^cannot list the source folder {tmp_path}: Permission denied$"):
+        [d async for d in FileSource(tmp_path, source_id="docs").documents()]

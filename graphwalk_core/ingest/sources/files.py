@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import sys
 from collections import Counter
@@ -46,6 +47,9 @@ MID_WRITE = (
     "the file ends {where}, without a final newline: it may still be being written, "
     "so none of its documents are deleted this run"
 )
+#: Entries of the folder that cannot be read: skips that keep their documents (``docs/guarantees.md``).
+LINKED_FOLDER = "a symbolic link to a folder, not followed (ingest its target as a source of its own)"
+DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 #: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
@@ -96,15 +100,38 @@ class FileSource(SourceBase):
     def origin(self) -> str:
         return str(self.root.resolve())
 
-    def _files(self) -> list[tuple[str, Path]]:
+    def _files(self) -> list[tuple[str, Path, str | None]]:
+        """``(relative path, path, why it cannot be read or None)`` of every file, sorted by path; hidden
+        files and folders aside. Passed over in silence, these would lose their documents, so each is an
+        entry whose skip keeps them: a link to a folder (not followed: it may loop or leave the source),
+        a link to nothing, a folder that cannot be listed. An unlistable source folder is an error."""
         if self.root.is_file():
-            return [(self.root.name, self.root)]
-        out = []
-        for path in self.root.rglob("*"):
-            rel = path.relative_to(self.root)
-            if any(part.startswith(".") for part in rel.parts) or not path.is_file():
-                continue
-            out.append((rel.as_posix(), path))
+            return [(self.root.name, self.root, None)]
+        out: list[tuple[str, Path, str | None]] = []
+
+        def unlisted(exc: OSError) -> None:
+            path = Path(exc.filename)
+            if path == self.root:
+                raise InputError(f"cannot list the source folder {self.root}: {exc.strerror}") from exc
+            rel = path.relative_to(self.root).as_posix()
+            out.append((rel, path, f"cannot list the folder: {exc.strerror}"))
+
+        for top, folders, names in os.walk(self.root, onerror=unlisted):
+            base = Path(top)
+            walked = []
+            for name in folders:
+                if (base / name).is_symlink() and not name.startswith("."):
+                    out.append(((base / name).relative_to(self.root).as_posix(), base / name, LINKED_FOLDER))
+                elif not name.startswith("."):
+                    walked.append(name)
+            folders[:] = walked
+            for name in names:
+                path = base / name
+                dead = path.is_symlink() and not path.exists()
+                if name.startswith(".") or not (dead or path.is_file()):
+                    continue  # a FIFO or socket: reading it could block
+                problem = DEAD_LINK if dead else None
+                out.append((path.relative_to(self.root).as_posix(), path, problem))
         return sorted(out)
 
     def scan(self) -> _Scan:
@@ -124,15 +151,20 @@ class FileSource(SourceBase):
             scan.documents += 1
             scan.rows += document.kind == "record"
             yield document
-        records = [rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES]
+        records = [rel for rel, path, _ in files if path.suffix.lower() in RECORD_SUFFIXES]
         for key in unmatched_keys(self.mappings, records):
             scan.skipped.append(SkippedItem(path=key, reason=UNMATCHED_KEY, kind="mapping"))
         self._skipped = scan.skipped
 
-    def _file_documents(self, files: list[tuple[str, Path]], scan: _Scan) -> Iterator[SourceDocument]:
+    def _file_documents(
+        self, files: list[tuple[str, Path, str | None]], scan: _Scan
+    ) -> Iterator[SourceDocument]:
         """Each file's documents in turn (``scan`` counts files and skips, not documents)."""
-        record_files = {rel for rel, path in files if path.suffix.lower() in RECORD_SUFFIXES}
-        for rel, path in files:
+        record_files = {rel for rel, path, _ in files if path.suffix.lower() in RECORD_SUFFIXES}
+        for rel, path, problem in files:
+            if problem is not None:
+                scan.skipped.append(SkippedItem(path=rel, reason=problem))
+                continue
             suffix = path.suffix.lower()
             if suffix not in TEXT_SUFFIXES | RECORD_SUFFIXES:
                 scan.skipped.append(
