@@ -461,3 +461,17 @@ async def test_a_source_folder_that_cannot_be_listed_is_an_error(
     monkeypatch.setattr(os, "scandir", locked)
     with pytest.raises(InputError, match=f"^cannot list the source folder {tmp_path}: Permission denied$"):
         [d async for d in FileSource(tmp_path, source_id="docs").documents()]
+
+
+async def test_a_nul_byte_past_the_first_8_kib_is_a_binary_file(tmp_path: Path) -> None:
+    """Only the first 8 KiB were searched for a NUL byte: a NUL further on went into a node's name (a
+    PostgreSQL graph cannot store it, which failed the run)."""
+    rows = "".join(f"Film {i},{i}\n" for i in range(1000))
+    data = f"title,n\n{rows}".encode()
+    (tmp_path / "a.csv").write_bytes(data + b"Nul\x00Film,1\n")
+    source = FileSource(tmp_path, source_id="films")
+    assert [d.id async for d in source.documents()] == []
+    assert [s.describe() for s in source.skipped] == [
+        f"a.csv: binary file (NUL byte at offset {len(data) + 3})"
+    ]
+    assert len(data) > 8192
