@@ -463,6 +463,24 @@ async def test_a_source_folder_that_cannot_be_listed_is_an_error(
         [d async for d in FileSource(tmp_path, source_id="docs").documents()]
 
 
+async def test_nan_and_infinity_are_invalid_json_not_values(tmp_path: Path) -> None:
+    """Python's json reads NaN, Infinity and -Infinity, which JSON has not: such a record was ingested,
+    its value stored as NaN in memory and as null in a SQL graph. Each is invalid JSON at its line and
+    column (a string "NaN" is text, as ever)."""
+    (tmp_path / "a.jsonl").write_text(
+        '{"name": "Ann", "score": 1.5}\n{"name": "NaN", "score": NaN}\n{"name": "Cal", "x": [-Infinity]}\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "b.json").write_text('[\n  {"name": "Dee", "score": Infinity}\n]\n', encoding="utf-8")
+    source = FileSource(tmp_path, source_id="nums")
+    assert [d.id async for d in source.documents()] == ["a.jsonl#0"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("a.jsonl:2: invalid JSON: NaN is not a JSON number at column 26", "a.jsonl#1"),
+        ("a.jsonl:3: invalid JSON: -Infinity is not a JSON number at column 23", "a.jsonl#2"),
+        ("b.json:2: invalid JSON: Infinity is not a JSON number at column 28", None),
+    ]
+
+
 async def test_a_nul_byte_past_the_first_8_kib_is_a_binary_file(tmp_path: Path) -> None:
     """Only the first 8 KiB were searched for a NUL byte: a NUL further on went into a node's name (a
     PostgreSQL graph cannot store it, which failed the run)."""

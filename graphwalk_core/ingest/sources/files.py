@@ -540,14 +540,30 @@ def _through_last_record(
     return rows[: cut + 1]
 
 
+class _NotJSON(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity``: Python's json reads them, JSON has no such numbers."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+#: A JSON string, or one of the constants JSON has not (the first match outside strings is the culprit).
+_CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
+
+
 def _loads(text: str) -> Any:
     """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
     an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
-    digits, or arrays and objects nested past its recursion limit, at the first bracket."""
+    digits, or arrays and objects nested past its recursion limit, at the first bracket. So is what only
+    Python reads: ``NaN`` and ``±Infinity``, at the first one."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError:
         raise
+    except _NotJSON as exc:
+        at = next((m.start(1) for m in _CONSTANT.finditer(text) if m.group(1)), 0)
+        raise json.JSONDecodeError(f"{exc} is not a JSON number", text, at) from None
     except RecursionError as exc:
         at = min((i for i in (text.find("["), text.find("{")) if i >= 0), default=0)
         raise json.JSONDecodeError("arrays or objects nested too deeply", text, at) from exc
