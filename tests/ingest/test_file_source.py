@@ -173,3 +173,24 @@ async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest
     assert (await anext(documents)).id == "a.txt" and read == ["a.txt"]
     assert (await anext(documents)).id == "b.csv#0" and read == ["a.txt", "b.csv"]
     assert [d.id async for d in documents] == ["b.csv#1", "c.txt"] and read == ["a.txt", "b.csv", "c.txt"]
+
+
+async def test_two_columns_that_become_one_attribute_name_are_named_not_overwritten(tmp_path: Path) -> None:
+    """'Year' and 'year' are both the attribute 'year': one would overwrite the other's value without a
+    word, so such a record is a skip naming both columns (its documents kept), whatever its values."""
+    (tmp_path / "films.csv").write_text(
+        "title,Year,year,genre\nInception,2010,2011,sci-fi\nDunkirk,,2017,war\n", encoding="utf-8"
+    )
+    source = FileSource(tmp_path, mappings=load_mappings({"name": "title", "type": "film"}))
+    assert [d.id async for d in source.documents()] == []
+    assert [s.describe() for s in source.skipped] == [
+        f"films.csv:{line}: columns 'Year' and 'year' are both the attribute 'year' (one would overwrite "
+        "the other); rename one, or list the attributes to keep in the mapping"
+        for line in (2, 3)
+    ]
+    listed = load_mappings({"name": "title", "type": "film", "attributes": ["year", "genre"]})
+    docs = [d async for d in FileSource(tmp_path, mappings=listed).documents()]
+    assert [d.extraction.entities[0].attributes for d in docs if d.extraction] == [
+        {"year": 2011, "genre": "sci-fi"},
+        {"year": 2017, "genre": "war"},
+    ]

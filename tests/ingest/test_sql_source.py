@@ -177,3 +177,20 @@ async def test_two_rows_whose_composite_keys_join_to_one_id_are_a_skip_not_a_sil
     assert [n.name async for n in store.iter_nodes()] == ["Second"]  # rows in key order: ("a", "b,c") first
     again = await ingest(SQLSource(f"sqlite:///{path}", source_id="pairs"), store, routing="exact")
     assert (again.new, again.unchanged, again.deleted, again.kept) == (0, 1, 0, 0)
+
+
+async def test_two_columns_that_become_one_attribute_name_are_named_not_overwritten(tmp_path: Path) -> None:
+    """A table whose columns 'Year' and 'year' are both the attribute 'year': each row is a skip naming
+    both columns (one value would overwrite the other without a word)."""
+    db = tmp_path / "films.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            'CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT, "Year" INTEGER, "year " INTEGER)'
+        )
+        conn.execute("INSERT INTO films VALUES (1, 'Inception', 2010, 2011)")
+    source = SQLSource(f"sqlite:///{db}", source_id="films")
+    assert [d.id async for d in source.documents()] == []
+    assert [s.describe() for s in source.skipped] == [
+        "films: row 1: columns 'Year' and 'year ' are both the attribute 'year' (one would overwrite the "
+        "other); rename one"
+    ]

@@ -14,6 +14,7 @@ Example (YAML)::
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRela
 from graphwalk_core.ingest.sources.yamlfile import read_yaml
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
+
+#: What to do about two columns of one attribute name, when a mapping's ``attributes`` can choose.
+LIST_ATTRIBUTES = "rename one, or list the attributes to keep in the mapping"
+
+
+def attribute_names(columns: Iterable[str], *, where: str, hint: str = "rename one") -> dict[str, str]:
+    """Each column's attribute name (its snake_case); two columns of one name (``Year`` and ``year``) are an
+    InputError naming ``where`` and both, since one value would overwrite the other without a word."""
+    names: dict[str, str] = {}
+    first: dict[str, str] = {}
+    for column in columns:
+        name = names[column] = snake_case(column)
+        other = first.setdefault(name, column)
+        if other != column:
+            raise InputError(
+                f"{where}: columns {other!r} and {column!r} are both the attribute {name!r} (one would "
+                f"overwrite the other); {hint}"
+            )
+    return names
 
 
 class RelationColumn(BaseModel):
@@ -75,7 +95,8 @@ class RecordMapping(BaseModel):
         keys = self.attributes
         if keys is None:
             keys = [k for k in record if k not in relation_columns and k not in (self.name, self.description)]
-        attributes = {snake_case(k): v for k in keys if (v := _literal(record.get(k))) is not None}
+        names = attribute_names(keys, where=where, hint=LIST_ATTRIBUTES)
+        attributes = {names[k]: v for k in keys if (v := _literal(record.get(k))) is not None}
         entities = [
             ExtractedEntity(
                 name=name,

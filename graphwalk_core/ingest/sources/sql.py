@@ -38,7 +38,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, mapping_for, unmatched_keys
+from graphwalk_core.ingest.sources.mapping import Mappings, attribute_names, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
 from graphwalk_core.stores.sql_engine import error_reason, no_dialect
@@ -333,6 +333,16 @@ class SQLSource(SourceBase):
         mapping = mapping_for(self.mappings, table.name)
         return mapping.type if mapping is not None else snake_case(singular(table.name))
 
+    def _attribute_names(
+        self, table: _Table, key: str, doc_id: str, columns: list[str]
+    ) -> dict[str, str] | None:
+        """Each column's attribute name; None (the row skipped, naming the columns) when two share one."""
+        try:
+            return attribute_names(columns, where=f"row {key}")
+        except InputError as exc:
+            self._skipped.append(SkippedItem(path=table.name, reason=str(exc), document_id=doc_id))
+            return None
+
     def _row_document(
         self,
         table: _Table,
@@ -364,9 +374,12 @@ class SQLSource(SourceBase):
             (_, first), (_, second) = refs
             if first is None or second is None:
                 return None
-            attributes = {
-                snake_case(k): v for k, v in record.items() if k not in table.fk_columns and _is_literal(v)
-            }
+            names = self._attribute_names(
+                table, key, doc_id, [k for k in record if k not in table.fk_columns]
+            )
+            if names is None:
+                return None
+            attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
             entities = [first, second]
             relations = [
                 ExtractedRelation(
@@ -380,7 +393,10 @@ class SQLSource(SourceBase):
             name = self._label(table, row, index)
             mapping = mapping_for(self.mappings, table.name)
             skip = set(table.pk) | table.fk_columns | {mapping.name if mapping else None}
-            attributes = {snake_case(k): v for k, v in record.items() if k not in skip and _is_literal(v)}
+            names = self._attribute_names(table, key, doc_id, [k for k in record if k not in skip])
+            if names is None:
+                return None
+            attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
             if mapping is None:
                 attributes = {k: v for k, v in attributes.items() if v != name}
             me = ExtractedEntity(
