@@ -194,3 +194,23 @@ async def test_two_columns_that_become_one_attribute_name_are_named_not_overwrit
         {"year": 2011, "genre": "sci-fi"},
         {"year": 2017, "genre": "war"},
     ]
+
+
+async def test_a_record_holding_a_nul_character_is_named_and_skipped(tmp_path: Path) -> None:
+    """A JSON escape can put a NUL in a record (a file holding the byte is binary): PostgreSQL keeps no
+    NUL in text, so the record would fail its whole window there. It is a skip naming file, line and
+    field, with or without a mapping; the other records go on."""
+    (tmp_path / "films.jsonl").write_text(
+        '{"title": "Heat"}\n'
+        '{"title": "Nul\\u0000Film", "year": 1995}\n'
+        '{"title": "Ronin", "tags": ["a\\u0000"]}\n',
+        encoding="utf-8",
+    )
+    expected = [
+        "films.jsonl:2: field 'title' holds a NUL character (U+0000), which no graph store keeps",
+        "films.jsonl:3: field 'tags' holds a NUL character (U+0000), which no graph store keeps",
+    ]
+    for mappings in (None, load_mappings({"name": "title", "type": "film"})):
+        source = FileSource(tmp_path, mappings=mappings)
+        assert [d.id async for d in source.documents()] == ["films.jsonl#0"]
+        assert [s.describe() for s in source.skipped] == expected

@@ -194,3 +194,16 @@ async def test_two_columns_that_become_one_attribute_name_are_named_not_overwrit
         "films: row 1: columns 'Year' and 'year ' are both the attribute 'year' (one would overwrite the "
         "other); rename one"
     ]
+
+
+async def test_a_row_holding_a_nul_character_is_named_and_skipped(tmp_path: Path) -> None:
+    """SQLite text may hold a NUL, which PostgreSQL keeps nowhere: such a row is a skip naming its column."""
+    db = tmp_path / "films.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT)")
+        conn.execute("INSERT INTO films VALUES (1, 'Heat'), (2, 'Nul' || char(0) || 'Film')")
+    source = SQLSource(f"sqlite:///{db}", source_id="films")
+    assert [d.id async for d in source.documents()] == ["films#1"]
+    assert [s.describe() for s in source.skipped] == [
+        "films: row 2: column 'title' holds a NUL character (U+0000), which no graph store keeps"
+    ]

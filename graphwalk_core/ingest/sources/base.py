@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Literal, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -51,6 +51,27 @@ class SkippedItem(BaseModel):
             return f"mapping key {self.path!r}: {self.reason}"
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
         return f"{where}: {self.reason}"
+
+
+def nul_field(record: Mapping[str, Any]) -> str | None:
+    """The first field of ``record`` whose name or value (in any nested list or object) holds a NUL
+    character: no graph store keeps one (PostgreSQL has none in text); None when there is none."""
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, str):
+            return "\x00" in value
+        if isinstance(value, dict):
+            return any(holds(k) or holds(v) for k, v in value.items())
+        if isinstance(value, list | tuple):
+            return any(holds(v) for v in value)
+        return False
+
+    return next((str(field) for field, value in record.items() if holds(field) or holds(value)), None)
+
+
+def nul_reason(kind: str, field: str) -> str:
+    """Why a record or row holding a NUL character in ``field`` is skipped."""
+    return f"{kind} {field!r} holds a NUL character (U+0000), which no graph store keeps"
 
 
 class ColumnProfile(BaseModel):

@@ -27,6 +27,8 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
+    nul_field,
+    nul_reason,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import snake_case
@@ -365,6 +367,10 @@ def _record_document(
     skipped: list[SkippedItem],
 ) -> SourceDocument | None:
     extraction = None
+    nul = nul_field(record)
+    if nul is not None:  # a JSON escape can hold one (a file holding the byte is binary)
+        skipped.append(SkippedItem(path=rel, line=line, reason=nul_reason("field", nul), document_id=doc_id))
+        return None
     if mapping is not None:
         try:
             extraction = mapping.to_extraction(record, where=f"{rel}:{line}")

@@ -37,6 +37,8 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
+    nul_field,
+    nul_reason,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, attribute_names, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
@@ -353,6 +355,11 @@ class SQLSource(SourceBase):
         key = ",".join(str(row[c]) for c in table.pk) if table.pk else str(index)
         doc_id = f"{table.name}#{key}"
         record = {k: _json(v) for k, v in row.items()}
+        nul = nul_field(record)
+        if nul is not None:
+            reason = f"row {key}: {nul_reason('column', nul)}"
+            self._skipped.append(SkippedItem(path=table.name, reason=reason, document_id=doc_id))
+            return None
         refs = []
         for fk, found in zip(table.fks, targets, strict=True):
             values = _key(row, fk["constrained_columns"])
