@@ -493,3 +493,38 @@ async def test_a_nul_byte_past_the_first_8_kib_is_a_binary_file(tmp_path: Path) 
         f"a.csv: binary file (NUL byte at offset {len(data) + 3})"
     ]
     assert len(data) > 8192
+
+
+async def test_entries_that_cannot_be_examined_are_skips_that_keep_their_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder that lists but cannot be entered (read permission, no execute) names its entries but
+    cannot tell what they are: ``Path.is_symlink`` raised PermissionError and ended the run with a
+    traceback. Each such entry is a skip naming it that keeps its documents; the rest is read."""
+    src = tmp_path / "src"
+    (src / "shut" / "inner").mkdir(parents=True)
+    (src / "shut" / "a.txt").write_text("E Ann Lee|person\n", encoding="utf-8")
+    (src / "shut" / "inner" / "b.txt").write_text("E Bob Ray|person\n", encoding="utf-8")
+    (src / "c.txt").write_text("E Cal Fox|person\n", encoding="utf-8")
+    store, extractor = MemoryGraphStore(), ScriptedExtractor()
+
+    async def run() -> IngestReport:
+        return await ingest(FileSource(src, source_id="docs"), store, extractor=extractor, routing="exact")
+
+    assert (await run()).new == 3
+    stat = os.stat
+
+    def shut(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if Path(path).parent == src / "shut":
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", shut)
+    (src / "c.txt").write_text("E Cal Fox|person\nE Dee Kim|person\n", encoding="utf-8")
+    report = await run()
+    assert [s.describe() for s in report.skipped] == [
+        "shut/a.txt: cannot read: Permission denied",
+        "shut/inner: cannot list the folder: Permission denied",
+    ]
+    assert (report.changed, report.deleted, report.kept) == (1, 0, 2)
+    assert await names(store) == ["Ann Lee", "Bob Ray", "Cal Fox", "Dee Kim"]

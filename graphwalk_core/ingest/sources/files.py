@@ -106,7 +106,8 @@ class FileSource(SourceBase):
         """``(relative path, path, why it cannot be read or None)`` of every file, sorted by path; hidden
         files and folders aside. Passed over in silence, these would lose their documents, so each is an
         entry whose skip keeps them: a link to a folder (not followed: it may loop or leave the source),
-        a link to nothing, a folder that cannot be listed. An unlistable source folder is an error."""
+        a link to nothing, a folder that cannot be listed, an entry that cannot be examined (its folder
+        lists but cannot be entered). An unlistable source folder is an error."""
         if self.root.is_file():
             return [(self.root.name, self.root, None)]
         out: list[tuple[str, Path, str | None]] = []
@@ -115,26 +116,38 @@ class FileSource(SourceBase):
             path = Path(exc.filename)
             if path == self.root:
                 raise InputError(f"cannot list the source folder {self.root}: {exc.strerror}") from exc
-            rel = path.relative_to(self.root).as_posix()
-            out.append((rel, path, f"cannot list the folder: {exc.strerror}"))
+            out.append((self._rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
 
         for top, folders, names in os.walk(self.root, onerror=unlisted):
             base = Path(top)
             walked = []
-            for name in folders:
-                if (base / name).is_symlink() and not name.startswith("."):
-                    out.append(((base / name).relative_to(self.root).as_posix(), base / name, LINKED_FOLDER))
-                elif not name.startswith("."):
+            for name in (n for n in folders if not n.startswith(".")):
+                path = base / name
+                try:
+                    linked = path.is_symlink()
+                except OSError as exc:  # listed but not examinable (a parent without execute permission)
+                    out.append((self._rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
+                    continue
+                if linked:
+                    out.append((self._rel(path), path, LINKED_FOLDER))
+                else:
                     walked.append(name)
             folders[:] = walked
-            for name in names:
+            for name in (n for n in names if not n.startswith(".")):
                 path = base / name
-                dead = path.is_symlink() and not path.exists()
-                if name.startswith(".") or not (dead or path.is_file()):
-                    continue  # a FIFO or socket: reading it could block
-                problem = DEAD_LINK if dead else None
-                out.append((path.relative_to(self.root).as_posix(), path, problem))
+                try:
+                    dead = path.is_symlink() and not path.exists()
+                    regular = path.is_file()
+                except OSError as exc:
+                    out.append((self._rel(path), path, f"cannot read: {exc.strerror or exc}"))
+                    continue
+                if dead or regular:  # not a FIFO or socket: reading it could block
+                    out.append((self._rel(path), path, DEAD_LINK if dead else None))
         return sorted(out)
+
+    def _rel(self, path: Path) -> str:
+        """``path`` relative to the source folder, as a document id spells it."""
+        return path.relative_to(self.root).as_posix()
 
     def scan(self) -> _Scan:
         """Read every file once (synchronously): skips and profile counters."""
