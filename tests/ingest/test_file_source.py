@@ -49,7 +49,7 @@ async def test_documents_ids_and_skips(tmp_path: Path) -> None:
     assert [s.describe() for s in source.skipped] == [
         "bad.json:4: invalid JSON: Expecting value at column 1",
         "big.md: file is 600 bytes, over the limit of 500",
-        "blob.txt: binary file (NUL byte at offset 3)",
+        "blob.txt:1: binary file (NUL byte at offset 3)",
         "films.csv:3: malformed CSV row: 2 fields, the header has 3",
         "image.png: unsupported file type .png",
         "latin1.txt:2: not UTF-8: invalid byte 0xe9 at offset 12",

@@ -216,8 +216,10 @@ class FileSource(SourceBase):
             scan.skipped.append(SkippedItem(path=rel, reason=f"cannot read: {exc.strerror}"))
             return None
         nul = data.find(b"\x00")  # anywhere: a NUL is in no text, and no SQL graph stores one
-        if nul >= 0:
-            scan.skipped.append(SkippedItem(path=rel, reason=f"binary file (NUL byte at offset {nul})"))
+        if nul >= 0:  # its line too: the file may be text up to a NUL far down
+            line = data.count(b"\n", 0, nul) + 1
+            reason = f"binary file (NUL byte at offset {nul})"
+            scan.skipped.append(SkippedItem(path=rel, line=line, reason=reason))
             return None
         encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
         try:
