@@ -255,8 +255,10 @@ class FileSource(SourceBase):
             identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
         else:
             identified = [(f"{rel}#{index}", index, line, record) for index, line, record in rows]
+        # a NUL byte made the file binary: a record holds a NUL only through a JSON escape
+        nul = suffix != ".csv" and "\\u0000" in text
         for doc_id, index, line, record in identified:
-            doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped)
+            doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped, nul=nul)
             if doc is not None:
                 yield doc
         scan.tables.append(
@@ -380,11 +382,16 @@ def _record_document(
     record: dict[str, JSONValue],
     mapping: RecordMapping | None,
     skipped: list[SkippedItem],
+    *,
+    nul: bool = True,
 ) -> SourceDocument | None:
+    """The record's document, or None (a skip naming its line): ``nul`` searches it for a NUL character
+    first (False: its file's text cannot spell one)."""
     extraction = None
-    nul = nul_field(record)
-    if nul is not None:  # a JSON escape can hold one (a file holding the byte is binary)
-        skipped.append(SkippedItem(path=rel, line=line, reason=nul_reason("field", nul), document_id=doc_id))
+    field = nul_field(record) if nul else None
+    if field is not None:
+        reason = nul_reason("field", field)
+        skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=doc_id))
         return None
     if mapping is not None:
         try:
