@@ -73,18 +73,19 @@ def _extractor_version(extractor: Extractor | str | None) -> str:
     return extractor if isinstance(extractor, str) else extractor.version
 
 
-def _kept_by_skips(skipped: list[SkippedItem], doc_id: str) -> bool:
-    """Whether a skip keeps ``doc_id``: its own document id, else the document at its path, that file's
-    records (``path#...``) and the documents of a folder at that path (``path/...``)."""
-    for item in skipped:
-        if item.kind == "mapping":
-            continue
-        if item.document_id is not None:
-            if item.document_id == doc_id:
-                return True
-        elif doc_id == item.path or doc_id.startswith((item.path + "#", item.path + "/")):
+def kept_by_skips(skipped: list[SkippedItem]) -> Callable[[str], bool]:
+    """Whether a skip keeps a document id: a skip's own document id, else the document at its path, that
+    file's records (``path#...``) and the documents of a folder at that path (``path/...``). Looked up
+    by id and by each ``#`` or ``/`` prefix of the id, not skip by skip (a file can skip every row)."""
+    ids = {i.document_id for i in skipped if i.kind != "mapping" and i.document_id is not None}
+    paths = {i.path for i in skipped if i.kind != "mapping" and i.document_id is None}
+
+    def kept(doc_id: str) -> bool:
+        if doc_id in ids or doc_id in paths:
             return True
-    return False
+        return any(c in "#/" and doc_id[:at] in paths for at, c in enumerate(doc_id))
+
+    return kept
 
 
 async def diff_documents(
@@ -132,8 +133,9 @@ async def diff_documents(
     for ids in (diff.new, diff.unchanged, diff.incomplete, diff.changed):
         ids.sort()
     diff.documents.sort(key=lambda d: d.id)
+    kept = kept_by_skips(diff.skipped)
     for doc_id in sorted(set(ledger) - seen):
-        (diff.kept if _kept_by_skips(diff.skipped, doc_id) else diff.deleted).append(doc_id)
+        (diff.kept if kept(doc_id) else diff.deleted).append(doc_id)
     return diff
 
 

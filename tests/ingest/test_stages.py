@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
@@ -17,7 +19,7 @@ from graphwalk_core.ingest.extraction.nlp import NLPExtractor
 from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import FileSource, SourceProfile, load_sources, open_source
-from graphwalk_core.ingest.sources.base import SourceDocument
+from graphwalk_core.ingest.sources.base import SkippedItem, SourceDocument
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.ingest.stages import (
     apply_plan,
@@ -26,6 +28,7 @@ from graphwalk_core.ingest.stages import (
     diff_documents,
     document_windows,
     extract_chunks,
+    kept_by_skips,
     profile_source,
     route_extractions,
 )
@@ -220,3 +223,38 @@ async def test_a_plan_routed_before_a_retraction_lands_on_the_re_keyed_node_afte
         ]
         graphs.append(await graph_tables(store, "notes"))
     assert graphs[0] == graphs[1]
+
+
+def _kept_pair_by_pair(skipped: list[SkippedItem], doc_id: str) -> bool:
+    """What a skip keeps, skip by skip (the rule ``kept_by_skips`` looks up by id and prefix)."""
+    for item in skipped:
+        if item.kind == "mapping":
+            continue
+        if item.document_id is not None:
+            if item.document_id == doc_id:
+                return True
+        elif doc_id == item.path or doc_id.startswith((item.path + "#", item.path + "/")):
+            return True
+    return False
+
+
+_PART = st.sampled_from(["a", "ab", "b", "a.csv", "x"])
+_ID = st.lists(st.tuples(_PART, st.sampled_from(["", "#", "/"])), min_size=1, max_size=4).map(
+    lambda parts: "".join(p + s for p, s in parts).rstrip("#/") or "a"
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    skips=st.lists(st.tuples(_ID, st.booleans(), st.sampled_from(["input", "mapping"])), max_size=6),
+    doc_ids=st.lists(_ID, max_size=8),
+)
+def test_what_skips_keep_is_the_skip_by_skip_rule(
+    skips: list[tuple[str, bool, str]], doc_ids: list[str]
+) -> None:
+    skipped = [
+        SkippedItem(path=path.split("#")[0], reason="r", document_id=path if own else None, kind=kind)
+        for path, own, kind in skips
+    ]
+    kept = kept_by_skips(skipped)
+    assert [kept(d) for d in doc_ids] == [_kept_pair_by_pair(skipped, d) for d in doc_ids]
