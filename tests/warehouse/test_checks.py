@@ -83,6 +83,26 @@ def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
     assert source_fingerprint(spec) != before
 
 
+def test_fingerprint_sees_what_the_source_cannot_read(tmp_path: Path) -> None:
+    """The sensor's fingerprint lists the source as the ingest does: a link to a folder (a skip that keeps
+    documents) appearing, or turning into the folder itself, is a change that starts a run."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Inception is a film.", encoding="utf-8")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "b.txt").write_text("Heat is a film.", encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+    plain = source_fingerprint(spec)
+    (tmp_path / "docs" / "more").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    linked = source_fingerprint(spec)
+    (tmp_path / "docs" / "more").unlink()
+    (tmp_path / "elsewhere").rename(tmp_path / "docs" / "more")
+    moved = source_fingerprint(spec)
+    assert len({plain, linked, moved}) == 3
+
+
 def test_missing_paths_name_each_missing_path_as_written(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     (tmp_path / "sources.yaml").write_text(

@@ -79,6 +79,54 @@ class _Scan:
         self.tables: list[TableProfile] = []
 
 
+def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
+    """``(relative path, path, why it cannot be read or None)`` of every file of a source folder (or the
+    one file ``root``), sorted by path; hidden files and folders aside. Passed over in silence, these
+    would lose their documents, so each is an entry whose skip keeps them: a link to a folder (not
+    followed: it may loop or leave the source), a link to nothing, a folder that cannot be listed, an
+    entry that cannot be examined (its folder lists but cannot be entered). An unlistable source folder
+    is an InputError."""
+    if root.is_file():
+        return [(root.name, root, None)]
+    out: list[tuple[str, Path, str | None]] = []
+
+    def rel(path: Path) -> str:
+        return path.relative_to(root).as_posix()
+
+    def unlisted(exc: OSError) -> None:
+        path = Path(exc.filename)
+        if path == root:
+            raise InputError(f"cannot list the source folder {root}: {exc.strerror}") from exc
+        out.append((rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
+
+    for top, folders, names in os.walk(root, onerror=unlisted):
+        base = Path(top)
+        walked = []
+        for name in (n for n in folders if not n.startswith(".")):
+            path = base / name
+            try:
+                linked = path.is_symlink()
+            except OSError as exc:  # listed but not examinable (a parent without execute permission)
+                out.append((rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
+                continue
+            if linked:
+                out.append((rel(path), path, LINKED_FOLDER))
+            else:
+                walked.append(name)
+        folders[:] = walked
+        for name in (n for n in names if not n.startswith(".")):
+            path = base / name
+            try:
+                dead = path.is_symlink() and not path.exists()
+                regular = path.is_file()
+            except OSError as exc:
+                out.append((rel(path), path, f"cannot read: {exc.strerror or exc}"))
+                continue
+            if dead or regular:  # not a FIFO or socket: reading it could block
+                out.append((rel(path), path, DEAD_LINK if dead else None))
+    return sorted(out)
+
+
 class FileSource(SourceBase):
     """Documents from files under ``path`` (hidden files and folders are ignored)."""
 
@@ -103,51 +151,7 @@ class FileSource(SourceBase):
         return str(self.root.resolve())
 
     def _files(self) -> list[tuple[str, Path, str | None]]:
-        """``(relative path, path, why it cannot be read or None)`` of every file, sorted by path; hidden
-        files and folders aside. Passed over in silence, these would lose their documents, so each is an
-        entry whose skip keeps them: a link to a folder (not followed: it may loop or leave the source),
-        a link to nothing, a folder that cannot be listed, an entry that cannot be examined (its folder
-        lists but cannot be entered). An unlistable source folder is an error."""
-        if self.root.is_file():
-            return [(self.root.name, self.root, None)]
-        out: list[tuple[str, Path, str | None]] = []
-
-        def unlisted(exc: OSError) -> None:
-            path = Path(exc.filename)
-            if path == self.root:
-                raise InputError(f"cannot list the source folder {self.root}: {exc.strerror}") from exc
-            out.append((self._rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
-
-        for top, folders, names in os.walk(self.root, onerror=unlisted):
-            base = Path(top)
-            walked = []
-            for name in (n for n in folders if not n.startswith(".")):
-                path = base / name
-                try:
-                    linked = path.is_symlink()
-                except OSError as exc:  # listed but not examinable (a parent without execute permission)
-                    out.append((self._rel(path), path, f"cannot list the folder: {exc.strerror or exc}"))
-                    continue
-                if linked:
-                    out.append((self._rel(path), path, LINKED_FOLDER))
-                else:
-                    walked.append(name)
-            folders[:] = walked
-            for name in (n for n in names if not n.startswith(".")):
-                path = base / name
-                try:
-                    dead = path.is_symlink() and not path.exists()
-                    regular = path.is_file()
-                except OSError as exc:
-                    out.append((self._rel(path), path, f"cannot read: {exc.strerror or exc}"))
-                    continue
-                if dead or regular:  # not a FIFO or socket: reading it could block
-                    out.append((self._rel(path), path, DEAD_LINK if dead else None))
-        return sorted(out)
-
-    def _rel(self, path: Path) -> str:
-        """``path`` relative to the source folder, as a document id spells it."""
-        return path.relative_to(self.root).as_posix()
+        return source_files(self.root)
 
     def scan(self) -> _Scan:
         """Read every file once (synchronously): skips and profile counters."""

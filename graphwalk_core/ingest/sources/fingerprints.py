@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.sources.files import source_files
 from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
 from graphwalk_core.model import content_hash, text_hash
 
@@ -22,15 +24,23 @@ def file_hash(path: Path) -> str:
 
 
 def _files(root: Path) -> list[tuple[str, str]]:
-    if root.is_file():
-        return [(root.name, file_hash(root))]
-    if not root.is_dir():
+    """What the source reads, as ``FileSource`` lists it: each file's hash, and what it cannot read (a link
+    it does not follow, a folder it cannot list), so a change to either is a change."""
+    if not root.exists() and not root.is_symlink():
         return [(str(root), "missing")]
-    return [
-        (p.relative_to(root).as_posix(), file_hash(p))
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    ]
+    try:
+        listed = source_files(root)
+    except InputError as exc:  # the source folder cannot be listed: the run will say so
+        return [(str(root), str(exc))]
+    out = []
+    for rel, path, problem in listed:
+        if problem is None:
+            try:
+                problem = file_hash(path)
+            except OSError as exc:
+                problem = f"cannot read: {exc.strerror or exc}"
+        out.append((rel, problem))
+    return out
 
 
 def _local_paths(spec: SourceSpec) -> list[tuple[str, Path]] | None:
