@@ -15,7 +15,7 @@ import dagster as dg
 import yaml
 
 from graphwalk_core.errors import BackendError, ConfigError
-from graphwalk_core.stores.sql_engine import redact_url
+from graphwalk_core.stores.sql_engine import error_reason, redact_url
 
 DEPLOY_DOC = "docs/deploy.md, 'The Dagster instance on PostgreSQL'"
 
@@ -54,12 +54,11 @@ def _shown(value: str) -> str:
 
 
 def _root_cause(exc: BaseException) -> str:
-    """The first line of the innermost cause (the driver's own message, e.g. the server's refusal)."""
+    """What the database said (:func:`error_reason`) in the innermost cause: Dagster wraps the driver's
+    error (e.g. the server's refusal) in its own."""
     while exc.__cause__ is not None:
         exc = exc.__cause__
-    exc = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
+    return error_reason(exc)
 
 
 def open_instance(home: Path) -> dg.DagsterInstance:
