@@ -5,16 +5,21 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Iterable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeAlias
 
 import typer
 
 from graphwalk_core.errors import InputError
 
+if TYPE_CHECKING:
+    from graphwalk_core.warehouse import Rows
+
 #: Rows a table prints unless ``--limit`` says otherwise (CSV and JSON print every row by default).
 TABLE_ROWS = 200
+Row: TypeAlias = tuple[Any, ...]
 
 
 class Format(StrEnum):
@@ -46,30 +51,58 @@ def sql(
     from rich.console import Console
 
     from graphwalk_core.settings import get_settings
-    from graphwalk_core.warehouse import query as run_query
+    from graphwalk_core.warehouse import open_query
 
     root = warehouse or get_settings().warehouse
     try:
-        result = run_query(root, query)
+        with open_query(root, query) as result:
+            if output_format is Format.table:
+                _print_table(result, TABLE_ROWS if limit is None else limit)
+            else:
+                write = _write_csv if output_format is Format.csv else _write_json
+                write(result.columns, _first(result.batches(), limit), sys.stdout)
     except InputError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(1) from exc
-    if output_format is Format.table:
-        _print_table(result.columns, result.rows, TABLE_ROWS if limit is None else limit)
-        return
-    rows = result.rows if limit is None else result.rows[:limit]
-    if output_format is Format.csv:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow(result.columns)
-        writer.writerows(rows)
-    else:
-        records = [dict(zip(result.columns, row, strict=True)) for row in rows]
-        sys.stdout.write(json.dumps(records, default=str, ensure_ascii=False, indent=1) + "\n")
 
 
-def _print_table(columns: list[str], rows: list[tuple[object, ...]], limit: int) -> None:
-    """A rich table of at most ``limit`` rows, then the row count; piped output is not wrapped to 80
-    columns, and a table wider than the terminal says that its values are cut and how to see them whole."""
+def _first(batches: Iterator[list[Row]], limit: int | None) -> Iterator[list[Row]]:
+    """``batches`` cut to ``limit`` rows in all (all of them when None); stops fetching once it is reached."""
+    left = limit
+    for batch in batches:
+        if left is not None:
+            batch = batch[:left]
+            left -= len(batch)
+        if batch:
+            yield batch
+        if left == 0:
+            return
+
+
+def _write_csv(columns: list[str], batches: Iterable[list[Row]], out: TextIO) -> None:
+    """A header row, then each row as it is fetched."""
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for batch in batches:
+        writer.writerows(batch)
+
+
+def _write_json(columns: list[str], batches: Iterable[list[Row]], out: TextIO) -> None:
+    """A list of objects, written as it is fetched: the text ``json.dumps(rows, indent=1)`` gives."""
+    opened = False
+    for batch in batches:
+        for row in batch:
+            record = dict(zip(columns, row, strict=True))
+            text = json.dumps(record, default=str, ensure_ascii=False, indent=1)
+            out.write((",\n " if opened else "[\n ") + text.replace("\n", "\n "))
+            opened = True
+    out.write("\n]\n" if opened else "[]\n")
+
+
+def _print_table(result: Rows, limit: int) -> None:
+    """A rich table of the first ``limit`` rows, then the row count (the rest are counted as they are
+    fetched, not kept); piped output is not wrapped to 80 columns, and a table wider than the terminal says
+    that its values are cut and how to see them whole."""
     from rich.console import Console
     from rich.measure import Measurement
     from rich.table import Table
@@ -77,12 +110,16 @@ def _print_table(columns: list[str], rows: list[tuple[object, ...]], limit: int)
     console = Console()
     if not console.is_terminal:
         console = Console(width=100_000)  # a pipe or file: every value whole, one line per row
+    columns = result.columns
     table = Table(*columns, show_lines=False)
-    for row in rows[:limit]:
-        table.add_row(*("NULL" if v is None else str(v) for v in row))
+    total = 0
+    for batch in result.batches():
+        for row in batch[: max(limit - total, 0)]:
+            table.add_row(*("NULL" if v is None else str(v) for v in row))
+        total += len(batch)
     console.print(table)
-    shown = min(limit, len(rows))
-    console.print(f"{len(rows)} row(s)" + (f", {shown} shown" if shown < len(rows) else ""))
+    shown = min(limit, total)
+    console.print(f"{total} row(s)" + (f", {shown} shown" if shown < total else ""))
     needed = Measurement.get(console, console.options.update_width(100_000), table).maximum
     if needed > console.width:
         console.print(

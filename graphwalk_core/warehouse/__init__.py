@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from graphwalk_core.warehouse.layout import DB_NAME
 from graphwalk_core.warehouse.tables import Warehouse
-from graphwalk_core.warehouse.views import QueryResult, query, refresh_views
+from graphwalk_core.warehouse.views import QueryResult, Rows, open_query, query, refresh_views
 
-__all__ = ["DB_NAME", "QueryResult", "Warehouse", "query", "refresh_views"]
+__all__ = ["DB_NAME", "QueryResult", "Rows", "Warehouse", "open_query", "query", "refresh_views"]

@@ -10,6 +10,8 @@ write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``A
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,6 +25,8 @@ from graphwalk_core.warehouse.layout import DB_NAME, table_names
 _STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
 _LOCK_RETRIES = 50
 _LOCK_WAIT_S = 0.1
+#: Rows fetched from DuckDB at once when a result is read through.
+FETCH_ROWS = 10_000
 
 
 class QueryResult(NamedTuple):
@@ -201,26 +205,60 @@ def _unreadable_parquet(root: Path) -> str | None:
     return None
 
 
-def query(root: Path, sql: str) -> QueryResult:
-    """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``."""
+class Rows:
+    """An open read-only query: its ``columns``, and its rows fetched a batch at a time (DuckDB streams
+    them, so a result larger than memory can be read through)."""
+
+    def __init__(self, cursor: duckdb.DuckDBPyConnection, root: Path) -> None:
+        self._cursor, self._root = cursor, root
+        self.columns: list[str] = [d[0] for d in cursor.description or []]
+
+    def batches(self, size: int = FETCH_ROWS) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows not fetched yet, at most ``size`` at a time."""
+        if not self.columns:
+            return
+        while True:
+            with _query_errors(self._root):
+                batch = self._cursor.fetchmany(size)
+            if not batch:
+                return
+            yield batch
+
+
+@contextmanager
+def _query_errors(root: Path) -> Iterator[None]:
+    """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong."""
+    try:
+        yield
+    except duckdb.PermissionException as exc:
+        raise InputError(
+            f"query refused: it reaches outside the warehouse folder {root} "
+            f"(the console reads only the warehouse's own files): {exc}"
+        ) from exc
+    except duckdb.Error as exc:
+        bad = _unreadable_parquet(root)
+        where = f" (unreadable Parquet file {bad})" if bad else ""
+        raise InputError(f"query failed: {str(exc).strip()}{where}") from None
+
+
+@contextmanager
+def open_query(root: Path, sql: str) -> Iterator[Rows]:
+    """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``; its
+    rows are read while the context is open."""
     db = Path(root) / DB_NAME
     if not db.exists():
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
     _check_read_only(sql)
     con = _connect(db, read_only=True)
     try:
-        try:
-            cur = con.execute(sql)
-        except duckdb.PermissionException as exc:
-            raise InputError(
-                f"query refused: it reaches outside the warehouse folder {db.parent} "
-                f"(the console reads only the warehouse's own files): {exc}"
-            ) from exc
-        except duckdb.Error as exc:
-            bad = _unreadable_parquet(Path(root))
-            where = f" (unreadable Parquet file {bad})" if bad else ""
-            raise InputError(f"query failed: {str(exc).strip()}{where}") from None
-        columns = [d[0] for d in cur.description or []]
-        return QueryResult(columns, cur.fetchall() if columns else [])
+        with _query_errors(db.parent):
+            cursor = con.execute(sql)
+        yield Rows(cursor, db.parent)
     finally:
         con.close()
+
+
+def query(root: Path, sql: str) -> QueryResult:
+    """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory)."""
+    with open_query(root, sql) as rows:
+        return QueryResult(rows.columns, [row for batch in rows.batches() for row in batch])

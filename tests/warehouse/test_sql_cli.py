@@ -234,3 +234,45 @@ def test_a_warehouse_named_like_a_glob_is_refused(tmp_path: Path, name: str, cha
         f"warehouse folder {tmp_path / name} has the glob character(s) {chars} in its path: the DuckDB "
         "views would read other folders' files too; move the warehouse to a path without them"
     )
+
+
+#: Ten million rows whose last million fail: only a query that reads every row meets the error.
+FAILS_LATE = "select case when i < 9000000 then i else error('row ' || i) end as i from range(10000000) t(i)"
+
+
+@pytest.mark.parametrize("output", ["csv", "json"])
+def test_sql_fetches_only_the_rows_it_prints(tmp_path: Path, output: str) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = CliRunner().invoke(
+        app, ["sql", FAILS_LATE, "--warehouse", str(tmp_path), "-f", output, "--limit", "2"]
+    )
+    expected = {"csv": "i\n0\n1\n", "json": '[\n {\n  "i": 0\n },\n {\n  "i": 1\n }\n]\n'}
+    assert (result.exit_code, result.output) == (0, expected[output])
+
+
+def test_open_query_reads_rows_a_batch_at_a_time(tmp_path: Path) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    with views.open_query(tmp_path, FAILS_LATE) as rows:
+        batches = rows.batches(1000)
+        assert (rows.columns, next(batches), len(next(batches))) == (["i"], [(i,) for i in range(1000)], 1000)
+        with pytest.raises(InputError, match=r"^query failed: .*row 9000000"):
+            for _ in batches:
+                pass
+
+
+def test_sql_json_streams_the_text_json_dumps_gives(tmp_path: Path) -> None:
+    rows = [{"a": 1, "b": 'x\n"é"', "c": [1, 2]}, {"a": 2, "b": None, "c": []}, {"a": 3, "b": "", "c": None}]
+    Warehouse(tmp_path).write("t", rows)
+    query = "select a, b, c from t order by a"
+    result = CliRunner().invoke(app, ["sql", query, "--warehouse", str(tmp_path), "-f", "json"])
+    assert (result.exit_code, result.output) == (0, json.dumps(rows, ensure_ascii=False, indent=1) + "\n")
+    empty = CliRunner().invoke(app, ["sql", query + " limit 0", "--warehouse", str(tmp_path), "-f", "json"])
+    assert (empty.exit_code, empty.output) == (0, "[]\n")
+
+
+def test_sql_counts_every_row_of_a_long_table(tmp_path: Path) -> None:
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = CliRunner().invoke(app, ["sql", "select * from range(25001)", "--warehouse", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.rstrip().endswith("25001 row(s), 200 shown")
+    assert "│ 199   │" in result.output and "│ 200   │" not in result.output
