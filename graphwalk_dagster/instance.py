@@ -14,8 +14,8 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from graphwalk_core.errors import BackendError, ConfigError
-from graphwalk_core.stores.sql_engine import error_reason, redact_url
+from graphwalk_core.errors import BackendError, ConfigError, InputError
+from graphwalk_core.stores.sql_engine import error_reason, parse_url, redact_url
 
 DEPLOY_DOC = "docs/deploy.md, 'The Dagster instance on PostgreSQL'"
 
@@ -79,6 +79,11 @@ def open_instance(home: Path) -> dg.DagsterInstance:
             f"{home / 'dagster.yaml'} reads {listed} from the environment, which is not set{remedy} "
             f"({DEPLOY_DOC})"
         )
+    for name in (n for n, key in reads.items() if key == "postgres_url"):
+        try:
+            parse_url(os.environ[name], "storage")
+        except InputError as exc:  # Dagster alone fails with SQLAlchemy's traceback
+            raise ConfigError(f"{home / 'dagster.yaml'} reads {name}: {exc} ({DEPLOY_DOC})") from None
     from dagster_postgres.utils import DagsterPostgresException
 
     try:

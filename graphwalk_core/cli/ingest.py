@@ -82,9 +82,9 @@ async def _discard_if_empty(store: GraphStore) -> bool:
 def default_cache_path(graph: str) -> Path:
     """The extraction cache: ``<graph folder>/.graphwalk/extractions.sqlite``, else in ~/.cache."""
     if "://" in graph:
-        from sqlalchemy.engine import make_url
+        from graphwalk_core.stores.sql_engine import parse_url
 
-        url = make_url(graph)
+        url = parse_url(graph, "graph store")
         if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
             return Path(url.database).resolve().parent / ".graphwalk" / "extractions.sqlite"
         return Path.home() / ".cache" / "graphwalk" / "extractions.sqlite"

@@ -59,6 +59,7 @@ from graphwalk_core.stores.sql_engine import (
     array_statement,
     no_dialect,
     open_engine,
+    parse_url,
     redact_url,
     upsert_statement,
 )
@@ -118,6 +119,7 @@ class SQLGraphStore:
     def __init__(self, url: str) -> None:
         self.url = url
         shown = redact_url(url)
+        parse_url(url, "graph store")
         try:
             self._engine = open_engine(url)
             self._writer = self._engine.execution_options(**{WRITER_OPTION: True})

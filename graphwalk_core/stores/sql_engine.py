@@ -12,9 +12,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.files import create_shared
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
@@ -33,12 +34,27 @@ WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
 WRITER_OPTION = "graphwalk_writer"
 
 
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***``."""
+#: What SQLAlchemy raises for a URL it cannot parse (a port that is not a number: a ValueError).
+_BAD_URL = (ArgumentError, ValueError)
+
+
+def parse_url(url: str | URL, what: str) -> URL:
+    """``url`` parsed; else an InputError naming ``what`` and the URL, its password hidden."""
+    try:
+        return make_url(url)
+    except _BAD_URL:  # the message may repeat the password
+        raise InputError(
+            f"invalid {what} URL {redact_url(url)}: not a SQLAlchemy URL "
+            "(dialect+driver://user:password@host:port/database, the port a number)"
+        ) from None
+
+
+def redact_url(url: str | URL) -> str:
+    """``url`` with any password replaced by ``***`` (for messages; an unparsable one too)."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    except _BAD_URL:
+        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
 
 
 def error_reason(exc: BaseException) -> str:
@@ -62,7 +78,7 @@ def has_password(url: str) -> bool:
     """Whether ``url`` carries a password (an unparsable URL: whether it looks like ``user:pw@``)."""
     try:
         return make_url(url).password is not None
-    except ArgumentError:
+    except _BAD_URL:
         return re.search(r"://[^:/@]*:[^@]*@", url) is not None
 
 

@@ -59,6 +59,18 @@ def test_a_server_out_of_reach_is_named_without_the_password(
     )
 
 
+def test_a_url_that_does_not_parse_is_named_without_the_password(
+    pg_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", "postgresql://alice:s3cret@h:port/dagster")
+    assert pools.main([]) == 1  # SQLAlchemy's ValueError traceback before
+    assert capsys.readouterr().err == (
+        f"error: {pg_home}/dagster.yaml reads GRAPHWALK_DAGSTER_PG_URL: invalid storage URL "
+        "postgresql://alice:***@h:port/dagster: not a SQLAlchemy URL (dialect+driver://user:password@host:port/"
+        "database, the port a number) (docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+    )
+
+
 def test_the_demo_stops_before_fresh_deletes_the_warehouse(pg_home: Path, tmp_path: Path) -> None:
     warehouse = tmp_path / "wh"
     warehouse.mkdir()

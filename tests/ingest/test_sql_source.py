@@ -6,11 +6,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from graphwalk_core.cli import app
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SQLSource, load_mappings, load_sources, open_source
-from graphwalk_core.ingest.sources.sql import safe_url
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,7 +119,6 @@ def test_unreachable_urls_give_clear_errors_without_password(tmp_path: Path) -> 
         source.read_documents()
     assert "s3cret" not in str(info.value)
     assert "alice:***@127.0.0.1:1/films" in str(info.value)
-    assert safe_url("mysql://u:pw@h/db") == "mysql://u:***@h/db"
 
 
 async def test_a_libpq_style_url_says_which_scheme_sqlalchemy_takes() -> None:
@@ -128,6 +128,23 @@ async def test_a_libpq_style_url_says_which_scheme_sqlalchemy_takes() -> None:
     assert str(info.value) == (
         "cannot open SQL source postgres://alice:***@127.0.0.1:1/films: SQLAlchemy has no dialect "
         "'postgres' (PostgreSQL: postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, SQLite: sqlite:///PATH)"
+    )
+
+
+def test_a_url_whose_port_is_not_a_number_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:  # a ValueError from SQLAlchemy before
+        SQLSource("postgresql+psycopg://alice:s3cret@h:port/films")
+    assert str(info.value) == (
+        "invalid SQL source URL postgresql+psycopg://alice:***@h:port/films: not a SQLAlchemy URL "
+        "(dialect+driver://user:password@host:port/database, the port a number)"
+    )
+    (tmp_path / "a.txt").write_text("Alice knows Bob.", encoding="utf-8")
+    graph = "postgresql+psycopg://alice:s3cret@h:port/graph"
+    result = CliRunner().invoke(app, ["ingest", str(tmp_path), "--graph", graph, "--extractor", "nlp"])
+    assert (result.exit_code, result.output) == (
+        2,
+        "error: invalid graph store URL postgresql+psycopg://alice:***@h:port/graph: not a SQLAlchemy URL "
+        "(dialect+driver://user:password@host:port/database, the port a number)\n",
     )
 
 

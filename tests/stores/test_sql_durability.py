@@ -115,6 +115,13 @@ def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
             f"invalid graph store URL {scheme}://bob:***@h/x: SQLAlchemy has no dialect '{scheme}' "
             "(PostgreSQL: postgresql+psycopg://USER:PASSWORD@HOST:5432/DB, SQLite: sqlite:///PATH)"
         )
+    unparsable = (
+        "invalid graph store URL postgresql+psycopg://bob:***@h:port/x: not a SQLAlchemy URL "
+        "(dialect+driver://user:password@host:port/database, the port a number)"
+    )
+    with pytest.raises(InputError) as caught:  # the port is not a number: a ValueError before
+        SQLGraphStore("postgresql+psycopg://bob:s3cret@h:port/x")
+    assert str(caught.value) == unparsable
     with pytest.raises(BackendError) as unreachable:
         SQLGraphStore(f"sqlite:///{tmp_path}/no/such/dir/g.db")
     assert str(unreachable.value) == (

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 
 from graphwalk_core.errors import InputError
@@ -43,7 +43,7 @@ from graphwalk_core.ingest.sources.base import (
 from graphwalk_core.ingest.sources.mapping import Mappings, attribute_names, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
-from graphwalk_core.stores.sql_engine import error_reason, no_dialect
+from graphwalk_core.stores.sql_engine import error_reason, no_dialect, parse_url, redact_url
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
@@ -54,14 +54,6 @@ _LOOKUP_PARAMS = 500
 _NAME_COLUMNS = ("name", "title", "label")
 #: A mapping's ``key`` names record files' documents; a row is identified by its table's primary key.
 IGNORED_KEY = "its key column is ignored: a SQL row is identified by its table's primary key"
-
-
-def safe_url(url: str | URL) -> str:
-    """The URL with any password masked (for messages and profiles)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return "<unparseable URL>"
 
 
 class _Table:
@@ -91,11 +83,8 @@ class SQLSource(SourceBase):
     def __init__(
         self, url: str | URL, *, source_id: str | None = None, mappings: Mappings | None = None
     ) -> None:
-        try:
-            self.url = make_url(url)
-        except ArgumentError as exc:
-            raise InputError(f"not a SQLAlchemy URL: {safe_url(url)}") from exc
-        self.display_url = safe_url(self.url)
+        self.url = parse_url(url, "SQL source")
+        self.display_url = redact_url(self.url)
         database = self.url.database
         if (
             self.url.get_backend_name() == "sqlite"
