@@ -6,7 +6,8 @@ rewritten whole by each window; see :mod:`~graphwalk_core.stores.node_parts`). `
 names and aliases case-insensitively and ``provenance`` holds one row per (source id, element) for
 every source an element cites anywhere (the full provenance records live in ``data`` or the parts).
 A store object keeps the large nodes it read or wrote across transactions while the ``generation``
-row, which every write transaction increments, says no other writer came in between.
+row, which every write transaction increments, says no other writer came in between, and forgets them at
+any failed statement (a server crash may have lost a commit it was told of).
 Calls run synchronously inside the async methods. ``transaction()`` wraps every write inside in one
 SQL transaction; nested blocks are savepoints. While a transaction is open, every call on this store
 object uses it (one logical writer per store object). Writes are set-based: a batch of elements is
@@ -41,6 +42,7 @@ from sqlalchemy import (
     Table,
     bindparam,
     delete,
+    event,
     func,
     insert,
     select,
@@ -150,6 +152,10 @@ class SQLGraphStore:
         #: transactions while the tables' generation is ``_seen`` (None: unknown, keep nothing)
         self._large: dict[NodeId, tuple[Node, int]] = {}
         self._seen: int | None = None
+        # Any failed statement forgets them: a server crash can lose a commit this store was told of
+        # (PostgreSQL commits asynchronously), and a later writer can bring the generation back to
+        # the number they were kept at; this store learns of the crash only by an error.
+        event.listen(self._engine, "handle_error", lambda _context: self._forget_large())
         self._upserts = {
             t.name: upsert_statement(self._engine, t) for t in (nodes_table, edges_table, metadata_table)
         }

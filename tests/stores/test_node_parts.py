@@ -7,12 +7,13 @@ from itertools import pairwise
 
 import pytest
 from pydantic import ValidationError
-from sqlalchemy import create_engine, func, select
+from sqlalchemy import create_engine, func, select, text
+from sqlalchemy.exc import OperationalError
 
 from graphwalk_core.model import Node, Provenance
 from graphwalk_core.model.merge import merge_node_data, retract_source
 from graphwalk_core.stores import SQLGraphStore, node_parts
-from graphwalk_core.stores.sql_tables import node_parts_table, nodes_table
+from graphwalk_core.stores.sql_tables import node_parts_table, nodes_table, schema
 
 
 def mention(doc: int, summary: str | None = None) -> Node:
@@ -206,6 +207,66 @@ async def test_a_rolled_back_transaction_leaves_nothing_kept(sql_url: str) -> No
     assert again is not None and [p.source_id for p in again.provenance][-1] == "src/d005"
     assert len(again.provenance) == 5
     await store.close()
+
+
+def _snapshot(url: str) -> dict[str, list[tuple[object, ...]]]:
+    engine = create_engine(url)
+    with engine.connect() as conn:
+        rows = {t.name: [tuple(r) for r in conn.execute(select(t))] for t in schema.sorted_tables}
+    engine.dispose()
+    return rows
+
+
+def _restore(url: str, rows: dict[str, list[tuple[object, ...]]]) -> None:
+    """The tables as ``rows``: what a server that lost the commits since the snapshot holds."""
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for table in schema.sorted_tables:
+            conn.execute(table.delete())
+            if rows[table.name]:
+                conn.execute(
+                    table.insert(), [dict(zip(table.c.keys(), r, strict=True)) for r in rows[table.name]]
+                )
+        conn.execute(
+            text(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() "
+                "AND datname = current_database()"
+            )
+        )
+    engine.dispose()
+
+
+@pytest.mark.usefixtures("small_split")
+async def test_a_failed_statement_forgets_what_was_kept(postgres_url: str) -> None:
+    """PostgreSQL sessions commit asynchronously: a server crash can lose a commit its writer was told
+    of, and then another writer can bring the generation back to the number the first one keeps its hubs
+    at. The first writer learns of the crash only by a failed statement, so that must forget what it keeps."""
+    one = SQLGraphStore(postgres_url)
+    await one.upsert_node(grown(range(4))[-1])
+    before = _snapshot(postgres_url)
+    async with one.transaction():  # the commit the crash loses; one keeps the hub with d004
+        held = await one.get_node("hub")
+        assert held is not None
+        await one.upsert_node(merge_node_data(held, mention(4)))
+    _restore(postgres_url, before)  # the server restarted without it; one's connections are gone
+    with pytest.raises(OperationalError):
+        async with one.transaction():
+            await one.get_node("hub")
+    two = SQLGraphStore(postgres_url)
+    async with two.transaction():  # the generation is one's again
+        held = await two.get_node("hub")
+        assert held is not None
+        await two.upsert_node(merge_node_data(held, mention(5)))
+    async with one.transaction():
+        held = await one.get_node("hub")
+        assert held is not None
+        await one.upsert_node(merge_node_data(held, mention(6)))
+    kept, got = await one.get_node("hub"), await SQLGraphStore(postgres_url).get_node("hub")
+    assert got is not None and kept is not None
+    assert [p.source_id for p in got.provenance] == [f"src/d{d:03d}" for d in (0, 1, 2, 3, 5, 6)]
+    assert kept.model_dump_json() == got.model_dump_json()  # not the lost d004's
+    await one.close()
+    await two.close()
 
 
 @pytest.mark.usefixtures("small_split")
