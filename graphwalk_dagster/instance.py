@@ -7,7 +7,11 @@ that refuses the connection with "too many retries for DB connection" after a lo
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +65,35 @@ def _root_cause(exc: BaseException) -> str:
     return error_reason(exc)
 
 
+class _RetryNotice(logging.Filter):
+    """Drops dagster-postgres' warning at each connection retry (three lines each, five times), saying
+    once on stderr that it waits instead."""
+
+    PREFIX = "Retrying failed database connection"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith(self.PREFIX):
+            return True
+        if not self.said:
+            print("the Dagster instance's PostgreSQL storage does not answer; retrying ...", file=sys.stderr)
+            self.said = True
+        return False
+
+
+@contextmanager
+def _retries_in_one_line() -> Iterator[None]:
+    notice = _RetryNotice()
+    logging.root.addFilter(notice)
+    try:
+        yield
+    finally:
+        logging.root.removeFilter(notice)
+
+
 def open_instance(home: Path) -> dg.DagsterInstance:
     """The persistent instance in ``home``; a ConfigError naming an unset variable its dagster.yaml
     reads, a BackendError naming the storage URL (password hidden) and the server's answer."""
@@ -87,7 +120,8 @@ def open_instance(home: Path) -> dg.DagsterInstance:
     from dagster_postgres.utils import DagsterPostgresException
 
     try:
-        return dg.DagsterInstance.from_config(str(home))
+        with _retries_in_one_line():
+            return dg.DagsterInstance.from_config(str(home))
     except DagsterPostgresException as exc:
         shown = [f"{name}={_shown(os.environ[name])}" for name in reads]
         raise BackendError(
