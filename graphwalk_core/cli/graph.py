@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from graphwalk_core.errors import GraphwalkError
+from graphwalk_core.errors import GraphwalkError, InputError
 
 if TYPE_CHECKING:
     from graphwalk_core.stores.base import GraphStore
@@ -40,19 +40,27 @@ def _fail(exc: Exception) -> typer.Exit:
     return typer.Exit(code=1)
 
 
-async def _write_graph(store: MemoryGraphStore, out: Path | str) -> tuple[int, int]:
-    """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL)."""
-    from graphwalk_core.stores.open import SQLITE_SUFFIXES, open_store
+async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: bool) -> tuple[int, int]:
+    """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
+    there is an InputError unless ``replace``."""
+    from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
+        if is_parquet_graph(Path(text)) and not replace:
+            held = await MemoryGraphStore.load(text).counts()
+            raise _held(text, held)
         store.save(text)
         return await store.counts()
     target = open_store(text, create=True)
     assert isinstance(target, SQLGraphStore)
     try:
         async with target.transaction():
+            held = await target.counts()
+            if not replace and (held != (0, 0) or await target.metadata_keys()):
+                raise _held(_shown(text), held)
             await target.clear()
             await target.upsert_many(
                 [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
@@ -62,6 +70,20 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str) -> tuple[int, i
         return await target.counts()
     finally:
         await target.close()
+
+
+def _shown(graph: str) -> str:
+    """``graph`` for a message: a URL without its password."""
+    from graphwalk_core.stores.sql_engine import redact_url
+
+    return redact_url(graph) if "://" in graph else graph
+
+
+def _held(graph: str, counts: tuple[int, int]) -> InputError:
+    return InputError(
+        f"{graph} already holds a graph ({counts[0]:,} nodes, {counts[1]:,} edges): pass --replace to "
+        "replace it with the import"
+    )
 
 
 @app.command("import")
@@ -77,8 +99,14 @@ def import_graph(
     node_types: Annotated[
         NodeTypes, typer.Option(help="node types of imported triples: generic, or MetaQA's by relation")
     ] = NodeTypes.generic,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace", help="replace the graph GRAPH holds (without it, a graph there is an error)"
+        ),
+    ] = False,
 ) -> None:
-    """Import a graph from triples or Parquet tables into GRAPH (replacing what GRAPH held)."""
+    """Import a graph from triples or Parquet tables into GRAPH (an empty or new one, or --replace)."""
     from graphwalk_core.stores.memory import MemoryGraphStore
     from graphwalk_core.stores.triples import read_triples
 
@@ -92,10 +120,10 @@ def import_graph(
             )
         else:
             store = MemoryGraphStore.load(source)
-        nodes, edges = asyncio.run(_write_graph(store, out))
+        nodes, edges = asyncio.run(_write_graph(store, out, replace=replace))
     except GraphwalkError as exc:
         raise _fail(exc) from None
-    typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {out}")
+    typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
 
 
 @app.command("export")

@@ -140,3 +140,58 @@ def test_stats_of_a_postgresql_graph_hide_its_password(postgres_url: str) -> Non
     assert stats.exit_code == 0, stats.output
     assert "s3cret" not in stats.output
     assert stats.output.splitlines()[0] == "graph " + postgres_url.replace("://postgres@", "://postgres:***@")
+
+
+def test_import_refuses_to_replace_a_graph_unless_asked(tmp_path: Path) -> None:
+    """Importing into a graph that holds one replaced it without a word (a mistyped --out, or a shared
+    database someone else's graph is in)."""
+    first = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(tmp_path / "g.db")])
+    assert first.exit_code == 0, first.output
+    other = tmp_path / "other.txt"
+    other.write_text("A|r|B\n", encoding="utf-8")
+    for target in (tmp_path / "g.db", tmp_path / "folder"):
+        if target.suffix != ".db":
+            assert (
+                runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)]).exit_code
+                == 0
+            )
+        refused = runner.invoke(app, ["graph", "import", str(other), "-o", str(target)])
+        assert (refused.exit_code, refused.output) == (
+            1,
+            f"error: {target} already holds a graph (6 nodes, 5 edges): pass --replace to replace it with "
+            "the import\n",
+        )
+        assert asyncio.run(open_store(target).counts()) == (6, 5)
+        replaced = runner.invoke(app, ["graph", "import", str(other), "-o", str(target), "--replace"])
+        assert (replaced.exit_code, replaced.output) == (0, f"wrote 2 nodes and 1 edges to {target}\n")
+
+
+def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, postgres_url: str) -> None:
+    """docs/deploy.md's move: export the SQLite graph, import it into PostgreSQL; a re-ingest there
+    finds every document unchanged. The URL's password is not printed."""
+    repo = Path(__file__).resolve().parents[2]
+    source = ["ingest", str(repo / "data" / "films"), "--mapping", str(repo / "data" / "films_mapping.yaml")]
+    assert runner.invoke(app, [*source, "--graph", str(tmp_path / "g.sqlite")]).exit_code == 0
+    exported = runner.invoke(
+        app, ["graph", "export", str(tmp_path / "g.sqlite"), "-o", str(tmp_path / "out")]
+    )
+    assert exported.exit_code == 0, exported.output
+    url = postgres_url.replace("://postgres@", "://postgres:s3cret@")
+    shown = postgres_url.replace("://postgres@", "://postgres:***@")
+    moved = runner.invoke(app, ["graph", "import", str(tmp_path / "out"), "-f", "parquet", "-o", url])
+    assert (moved.exit_code, moved.output) == (0, f"wrote 28 nodes and 38 edges to {shown}\n")
+    again = runner.invoke(app, ["graph", "import", str(tmp_path / "out"), "-f", "parquet", "-o", url])
+    assert (again.exit_code, again.output) == (
+        1,
+        f"error: {shown} already holds a graph (28 nodes, 38 edges): pass --replace to replace it with the "
+        "import\n",
+    )
+    rerun = runner.invoke(app, [*source, "--graph", url])
+    assert rerun.exit_code == 0, rerun.output
+    assert "new 0, changed 0, retried 0, unchanged 11, deleted 0" in rerun.output
+    back = runner.invoke(app, ["graph", "export", url, "-o", str(tmp_path / "back")])
+    assert back.exit_code == 0, back.output
+    for table in ("nodes", "edges", "provenance", "metadata"):
+        assert (tmp_path / "back" / f"{table}.parquet").read_bytes() == (
+            tmp_path / "out" / f"{table}.parquet"
+        ).read_bytes()
