@@ -27,8 +27,8 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
-    nul_field,
-    nul_reason,
+    unstorable_field,
+    unstorable_reason,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import snake_case
@@ -58,10 +58,13 @@ UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the s
 #: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
 MAX_KEY_BYTES = 1024
 #: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing
-#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too), nor a lone
+#: surrogate (a JSON escape's, which has no UTF-8 form).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 #: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
 #: "-0" and other digits ("1٠٧") stay text.
+#: A JSON escape of a NUL or of a surrogate (a pair is text, but only the parsed record tells).
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 _INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 
@@ -259,8 +262,9 @@ class FileSource(SourceBase):
             identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
         else:
             identified = [(f"{rel}#{index}", index, line, record) for index, line, record in rows]
-        # a NUL byte made the file binary: a record holds a NUL only through a JSON escape
-        nul = suffix != ".csv" and "\\u0000" in text
+        # a NUL byte made the file binary and strict UTF-8 has no surrogate: a record holds either only
+        # through a JSON escape
+        nul = suffix != ".csv" and _UNSTORABLE_ESCAPE.search(text) is not None
         for doc_id, index, line, record in identified:
             doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped, nul=nul)
             if doc is not None:
@@ -368,13 +372,14 @@ def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | Non
         return "blank"
     if not name:
         return f"neither text nor an integer: {json.dumps(value)}"
-    size = len(name.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
     control = _CONTROL.search(name)
     if control is not None:
         what = "a line break" if control.group() in "\u2028\u2029" else "a control character"
+        what = "a lone surrogate" if "\ud800" <= control.group() <= "\udfff" else what
         return f"{json.dumps(name)}, with {what} (U+{ord(control.group()):04X})"
+    size = len(name.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
     return None
 
 
@@ -390,11 +395,11 @@ def _record_document(
     nul: bool = True,
 ) -> SourceDocument | None:
     """The record's document, or None (a skip naming its line): ``nul`` searches it for a NUL character
-    first (False: its file's text cannot spell one)."""
+    or a lone surrogate first (False: its file's text cannot spell one)."""
     extraction = None
-    field = nul_field(record) if nul else None
+    field = unstorable_field(record) if nul else None
     if field is not None:
-        reason = nul_reason("field", field)
+        reason = unstorable_reason("field", field)
         skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=doc_id))
         return None
     if mapping is not None:

@@ -1,0 +1,63 @@
+"""Text and Unicode oddities in source files: lone surrogates, file names that are not UTF-8 or hold a
+control character, invisible characters in names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graphwalk_core.ingest.sources import FileSource, load_mappings
+from tests.ingest.test_cli import graph_triples, invoke
+
+SURROGATE = "field 'name' holds a lone surrogate (U+D800, from a JSON escape), which is no character"
+
+
+async def test_a_lone_surrogate_escape_is_a_skip_naming_file_line_and_field(tmp_path: Path) -> None:
+    """``"\\ud800"`` is valid JSON and Python reads it, but it has no UTF-8 form: hashing the record
+    crashed the whole ingest (with a mapping, building its entity did). It is a skip like a NUL's, with
+    or without a mapping; a surrogate pair is text."""
+    (tmp_path / "a.jsonl").write_text(
+        '{"name": "Heat"}\n{"name": "Bad\\ud800"}\n{"name": "Emoji \\ud83d\\ude00"}\n'
+        '{"tags": {"k\\uDFFF": 1}, "name": "Nested"}\n',
+        encoding="utf-8",
+    )
+    for mappings in (None, load_mappings({"name": "name"})):
+        source = FileSource(tmp_path, mappings=mappings)
+        docs = [d async for d in source.documents()]
+        assert [d.id for d in docs] == ["a.jsonl#0", "a.jsonl#2"]
+        assert docs[1].records == [{"name": "Emoji \U0001f600"}]
+        assert [s.describe() for s in source.skipped] == [
+            f"a.jsonl:2: {SURROGATE}: it has no UTF-8 form, so no graph store keeps it",
+            "a.jsonl:4: field 'tags' holds a lone surrogate (U+DFFF, from a JSON escape), which is no "
+            "character: it has no UTF-8 form, so no graph store keeps it",
+        ]
+
+
+async def test_a_key_holding_a_lone_surrogate_is_a_bad_key(tmp_path: Path) -> None:
+    (tmp_path / "b.json").write_text('[{"name": "Ronin", "id": 1},\n {"name": "X", "id": "k\\uDC00"}]')
+    source = FileSource(tmp_path, mappings=load_mappings({"name": "name", "key": "id"}))
+    assert [d.id async for d in source.documents()] == ["b.json#1"]
+    assert [(s.describe(), s.document_id) for s in source.skipped] == [
+        ("b.json:2: the key column 'id' is \"k\\udc00\", with a lone surrogate (U+DC00)", None)
+    ]
+
+
+@pytest.mark.parametrize("graph", ["g.sqlite", "parquet"])
+def test_a_lone_surrogate_keeps_what_the_record_gave_and_the_run_goes_on(tmp_path: Path, graph: str) -> None:
+    """Through the command, into SQLite and a Parquet folder: the record edited to hold a surrogate keeps
+    its entity and edge, the other records are read, and nothing crashes mid-run."""
+    source, store = tmp_path / "people", str(tmp_path / graph)
+    source.mkdir()
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: name\nrelations: [{column: friend, type: knows}]\n", encoding="utf-8")
+    rows = source / "p.jsonl"
+    rows.write_text('{"name": "Ann", "friend": "Bob"}\n{"name": "Cy"}\n', encoding="utf-8")
+    args = ("--graph", store, "--mapping", str(mapping), "--routing", "exact")
+    assert invoke(str(source), *args)[0] == 0
+    rows.write_text('{"name": "Ann\\ud800", "friend": "Bob"}\n{"name": "Dee"}\n', encoding="utf-8")
+    code, out = invoke(str(source), *args)
+    assert code == 0, out
+    assert f"skipped p.jsonl:1: {SURROGATE}" in out
+    assert "new 0, changed 1, retried 0, unchanged 0, deleted 0, failed 0" in out
+    assert graph_triples(Path(store)) == [("Ann", "knows", "Bob")]
