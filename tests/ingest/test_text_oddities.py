@@ -3,11 +3,14 @@ control character, invisible characters in names."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
+from graphwalk_core.ingest.sources.specs import SourceSpec
 from tests.ingest.test_cli import graph_triples, invoke
 
 SURROGATE = "field 'name' holds a lone surrogate (U+D800, from a JSON escape), which is no character"
@@ -61,3 +64,21 @@ def test_a_lone_surrogate_keeps_what_the_record_gave_and_the_run_goes_on(tmp_pat
     assert f"skipped p.jsonl:1: {SURROGATE}" in out
     assert "new 0, changed 1, retried 0, unchanged 0, deleted 0, failed 0" in out
     assert graph_triples(Path(store)) == [("Ann", "knows", "Bob")]
+
+
+def test_a_file_name_that_is_not_utf8_is_a_skip_naming_its_bytes(tmp_path: Path) -> None:
+    """Linux allows any bytes in a file name; Python lists one that is not UTF-8 with lone surrogates,
+    and its document id crashed the ingest (hashing it). Such a file, or a file in such a folder, is a
+    skip naming the path with each byte that is not UTF-8 as ``\\xNN``; the other files are read."""
+    source = tmp_path / "notes"
+    (source / os.fsdecode(b"d\xff")).mkdir(parents=True)
+    (source / "ok.txt").write_text("Ada Lovelace met Charles Babbage.\n", encoding="utf-8")
+    (source / os.fsdecode(b"caf\xe9.txt")).write_text("Grace Hopper met Alan Turing.\n", encoding="utf-8")
+    (source / os.fsdecode(b"d\xff") / "x.txt").write_text("Edsger Dijkstra.\n", encoding="utf-8")
+    code, out = invoke(str(source), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
+    assert code == 0, out
+    assert "skipped caf\\xe9.txt: its path is not UTF-8, so it cannot be a document id: rename it" in out
+    assert "skipped d\\xff/x.txt: its path is not UTF-8, so it cannot be a document id: rename it" in out
+    assert "new 1, changed 0" in out
+    fingerprint = source_fingerprint(SourceSpec(id="notes", kind="files", path_or_url=str(source)))
+    assert len(fingerprint) == 64  # the sensor lists the folder as the ingest does (it crashed too)

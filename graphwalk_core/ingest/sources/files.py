@@ -52,6 +52,9 @@ MID_WRITE = (
 #: Entries of the folder that cannot be read: skips that keep their documents (``docs/guarantees.md``).
 LINKED_FOLDER = "a symbolic link to a folder, not followed (ingest its target as a source of its own)"
 DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
+#: A path that is not UTF-8 (Linux allows any bytes in a name): its document id could not be stored.
+NOT_UTF8_NAME = "its path is not UTF-8, so it cannot be a document id: rename it"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 #: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
@@ -93,8 +96,8 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
         return [(root.name, root, None)]
     out: list[tuple[str, Path, str | None]] = []
 
-    def rel(path: Path) -> str:
-        return path.relative_to(root).as_posix()
+    def rel(path: Path) -> str:  # a name that is not UTF-8 as text (it is a skip: NOT_UTF8_NAME)
+        return _shown(path.relative_to(root).as_posix())
 
     def unlisted(exc: OSError) -> None:
         path = Path(exc.filename)
@@ -119,6 +122,9 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
         folders[:] = walked
         for name in (n for n in names if not n.startswith(".")):
             path = base / name
+            if _undecoded(path.relative_to(root).as_posix()):
+                out.append((rel(path), path, NOT_UTF8_NAME))
+                continue
             try:
                 dead = path.is_symlink() and not path.exists()
                 regular = path.is_file()
@@ -128,6 +134,16 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
             if dead or regular:  # not a FIFO or socket: reading it could block
                 out.append((rel(path), path, DEAD_LINK if dead else None))
     return sorted(out)
+
+
+def _undecoded(name: str) -> bool:
+    """Whether a path as Python listed it holds bytes that are not UTF-8 (each one a lone surrogate)."""
+    return _SURROGATE.search(name) is not None
+
+
+def _shown(name: str) -> str:
+    """A path that is not UTF-8 as text: each byte that is not UTF-8 as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 class FileSource(SourceBase):
