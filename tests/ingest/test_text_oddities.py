@@ -11,6 +11,7 @@ import pytest
 from graphwalk_core.ingest.sources import FileSource, load_mappings
 from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
 from graphwalk_core.ingest.sources.specs import SourceSpec
+from graphwalk_core.ingest.text import normalize_name
 from tests.ingest.test_cli import graph_triples, invoke
 
 SURROGATE = "field 'name' holds a lone surrogate (U+D800, from a JSON escape), which is no character"
@@ -82,3 +83,27 @@ def test_a_file_name_that_is_not_utf8_is_a_skip_naming_its_bytes(tmp_path: Path)
     assert "new 1, changed 0" in out
     fingerprint = source_fingerprint(SourceSpec(id="notes", kind="files", path_or_url=str(source)))
     assert len(fingerprint) == 64  # the sensor lists the folder as the ingest does (it crashed too)
+
+
+def test_invisible_characters_and_unicode_forms_do_not_split_a_name() -> None:
+    """A zero-width space, joiner, soft hyphen, word joiner or stray BOM inside a name was read as a
+    word break (``"Ali\\u200bce"`` was ``"ali ce"``, another entity than ``"Alice"``)."""
+    variants = ["Alice", "Ali\u200bce", "Ali\u200cce", "Ali\u200dce", "Ali\u00adce", "Ali\u2060ce"]
+    variants += ["\ufeffAlice", "\u200eAlice", "Ａｌｉｃｅ", "ALICE"]
+    assert [normalize_name(v) for v in variants] == ["alice"] * len(variants)
+    assert [normalize_name(v) for v in ["Café", "Cafe\u0301", "Cafe", "Ali ce"]] == ["cafe"] * 3 + ["ali ce"]
+
+
+def test_invisible_characters_route_to_one_entity_named_as_it_shows(tmp_path: Path) -> None:
+    """One entity, not two; named by its plain spelling (a tie went to the longest name: the one with an
+    invisible character, or the decomposed ``"Cafe\u0301"`` over ``"Café"``)."""
+    source = tmp_path / "people"
+    source.mkdir()
+    mapping = tmp_path / "m.yaml"
+    mapping.write_text("name: name\nrelations: [{column: friend, type: knows}]\n", encoding="utf-8")
+    rows = "name,friend\nAnn,Ali\u200bce\nBo,Alice\nCy,Ali\u00adce\nDi,Cafe\u0301\nEd,Caf\u00e9\n"
+    (source / "p.csv").write_text(rows, encoding="utf-8")
+    store = tmp_path / "g.sqlite"
+    code, out = invoke(str(source), "--graph", str(store), "--mapping", str(mapping), "--routing", "exact")
+    assert code == 0, out
+    assert sorted({target for _, _, target in graph_triples(store)}) == ["Alice", "Caf\u00e9"]
