@@ -19,9 +19,14 @@ NAME_WORDS_CACHE = 1 << 14
 
 @lru_cache(maxsize=200_000)
 def normalize_name(name: str) -> str:
-    """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``."""
+    """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``.
+
+    Compatibility forms fold (NFKD: ``"Ａｌｉｃｅ"``, ``"ﬁ"``), so do composed and decomposed accents
+    (``"é"`` and ``"e\u0301"``); invisible format characters (Unicode category Cf: zero-width space and
+    joiners, soft hyphen, word joiner, a stray BOM, direction marks) are dropped, not read as a word break.
+    """
     text = unicodedata.normalize("NFKD", name)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = "".join(ch for ch in text if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf")
     return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 

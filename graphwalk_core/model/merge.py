@@ -8,13 +8,15 @@ types) become :class:`AttributeConflict` records, each value with the provenance
 Conventions: an attribute missing from ``attribute_provenance`` is backed by the element's provenance
 (merges write it explicitly); a node without ``name_sources`` (or ``summary_sources``) counts its
 name and aliases (or summary) as backed by its provenance; "backed by most sources" counts distinct
-source ids, ties going to the smallest canonical JSON (values) or the longest, then
-lexicographically smallest text (names, summaries).
+source ids, ties going to the smallest canonical JSON (values) or, for texts (names, summaries),
+one in NFC without invisible format characters, then the longest, then the lexicographically smallest.
 """
 
 from __future__ import annotations
 
+import re
 import threading
+import unicodedata
 from bisect import bisect_left
 from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 from collections.abc import Set as AbstractSet
@@ -614,13 +616,24 @@ def _union_sources(
     return out
 
 
+#: Invisible format characters (the common ones of Unicode category Cf): zero-width space and joiners,
+#: direction marks, soft hyphen, word joiner, BOM. They make a name longer, not better.
+_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` is in NFC (``"é"``, not ``"e\u0301"``) and holds no invisible format character."""
+    return unicodedata.is_normalized("NFC", text) and _INVISIBLE.search(text) is None
+
+
 def _best_of(sources: Mapping[str, tuple[Provenance, ...]], texts: Iterable[str]) -> str:
-    """Of ``texts``: backed by most distinct sources; ties: longest, then lexicographically smallest."""
-    return min(texts, key=lambda t: (-support(sources[t]), -len(t), t))
+    """Of ``texts``: backed by most distinct sources; ties: plain (:func:`_plain`) first, then longest, then
+    lexicographically smallest."""
+    return min(texts, key=lambda t: (-support(sources[t]), not _plain(t), -len(t), t))
 
 
 def _best_text(sources: Mapping[str, tuple[Provenance, ...]]) -> str:
-    """Backed by most distinct sources; ties: longest, then lexicographically smallest."""
+    """Backed by most distinct sources; ties: plain, then longest, then lexicographically smallest."""
     if isinstance(sources, TextSources):
         if sources._best is None:
             sources._best = _best_of(sources, sources)

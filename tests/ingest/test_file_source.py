@@ -225,13 +225,13 @@ async def test_records_are_searched_for_nul_only_when_the_text_spells_one(
     from graphwalk_core.ingest.sources import files
 
     searched: list[dict[str, object]] = []
-    nul_field = files.nul_field
+    unstorable_field = files.unstorable_field
 
-    def counted(record: dict[str, object]) -> str | None:
+    def counted(record: dict[str, object]) -> tuple[str, str] | None:
         searched.append(record)
-        return nul_field(record)
+        return unstorable_field(record)
 
-    monkeypatch.setattr(files, "nul_field", counted)
+    monkeypatch.setattr(files, "unstorable_field", counted)
     (tmp_path / "a.csv").write_text("title\nHeat\n", encoding="utf-8")
     (tmp_path / "b.jsonl").write_text('{"title": "Ronin"}\n', encoding="utf-8")
     (tmp_path / "c.json").write_text('[{"title": "Nul\\u0000Film"}, {"title": "Tron"}]', encoding="utf-8")

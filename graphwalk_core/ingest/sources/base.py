@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -53,25 +54,44 @@ class SkippedItem(BaseModel):
         return f"{where}: {self.reason}"
 
 
-def nul_field(record: Mapping[str, Any]) -> str | None:
-    """The first field of ``record`` whose name or value (in any nested list or object) holds a NUL
-    character: no graph store keeps one (PostgreSQL has none in text); None when there is none."""
+#: What no graph store keeps in text: a NUL (PostgreSQL has none) and a lone surrogate (U+D800 to
+#: U+DFFF: a JSON escape such as ``"\ud800"`` gives one, and it has no UTF-8 form, so no hash, SQLite,
+#: PostgreSQL or Parquet write takes it).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
-    def holds(value: Any) -> bool:
+
+def unstorable_field(record: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(field, character)``: the first field of ``record`` whose name or value (in any nested list or
+    object) holds a character no graph store keeps (:data:`_UNSTORABLE`), and the first such character;
+    None when there is none."""
+
+    def found(value: Any) -> str | None:
         if isinstance(value, str):
-            return "\x00" in value
+            match = _UNSTORABLE.search(value)
+            return match.group() if match is not None else None
         if isinstance(value, dict):
-            return any(holds(k) or holds(v) for k, v in value.items())
+            return next((c for k, v in value.items() if (c := found(k) or found(v))), None)
         if isinstance(value, list | tuple):
-            return any(holds(v) for v in value)
-        return False
+            return next((c for v in value if (c := found(v))), None)
+        return None
 
-    return next((str(field) for field, value in record.items() if holds(field) or holds(value)), None)
+    for field, value in record.items():
+        char = found(field) or found(value)
+        if char is not None:
+            return str(field), char
+    return None
 
 
-def nul_reason(kind: str, field: str) -> str:
-    """Why a record or row holding a NUL character in ``field`` is skipped."""
-    return f"{kind} {field!r} holds a NUL character (U+0000), which no graph store keeps"
+def unstorable_reason(kind: str, field: tuple[str, str]) -> str:
+    """Why a record or row whose ``field`` (``(name, character)``, from :func:`unstorable_field`) holds a NUL
+    character or a lone surrogate is skipped."""
+    name, char = field
+    if char == "\x00":
+        return f"{kind} {name!r} holds a NUL character (U+0000), which no graph store keeps"
+    return (
+        f"{kind} {name!r} holds a lone surrogate (U+{ord(char):04X}, from a JSON escape), which is no "
+        "character: it has no UTF-8 form, so no graph store keeps it"
+    )
 
 
 class ColumnProfile(BaseModel):

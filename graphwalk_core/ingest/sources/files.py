@@ -27,8 +27,8 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
-    nul_field,
-    nul_reason,
+    unstorable_field,
+    unstorable_reason,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import snake_case
@@ -52,16 +52,22 @@ MID_WRITE = (
 #: Entries of the folder that cannot be read: skips that keep their documents (``docs/guarantees.md``).
 LINKED_FOLDER = "a symbolic link to a folder, not followed (ingest its target as a source of its own)"
 DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
+#: A path that is not UTF-8 (Linux allows any bytes in a name): its document id could not be stored.
+NOT_UTF8_NAME = "its path is not UTF-8, so it cannot be a document id: rename it"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
 #: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
 #: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
 MAX_KEY_BYTES = 1024
 #: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing
-#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too), nor a lone
+#: surrogate (a JSON escape's, which has no UTF-8 form).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 #: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
 #: "-0" and other digits ("1٠٧") stay text.
+#: A JSON escape of a NUL or of a surrogate (a pair is text, but only the parsed record tells).
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 _INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 
@@ -90,8 +96,8 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
         return [(root.name, root, None)]
     out: list[tuple[str, Path, str | None]] = []
 
-    def rel(path: Path) -> str:
-        return path.relative_to(root).as_posix()
+    def rel(path: Path) -> str:  # a name that is not UTF-8 as text (it is a skip: NOT_UTF8_NAME)
+        return _shown(path.relative_to(root).as_posix())
 
     def unlisted(exc: OSError) -> None:
         path = Path(exc.filename)
@@ -116,6 +122,9 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
         folders[:] = walked
         for name in (n for n in names if not n.startswith(".")):
             path = base / name
+            if _undecoded(path.relative_to(root).as_posix()):
+                out.append((rel(path), path, NOT_UTF8_NAME))
+                continue
             try:
                 dead = path.is_symlink() and not path.exists()
                 regular = path.is_file()
@@ -125,6 +134,16 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
             if dead or regular:  # not a FIFO or socket: reading it could block
                 out.append((rel(path), path, DEAD_LINK if dead else None))
     return sorted(out)
+
+
+def _undecoded(name: str) -> bool:
+    """Whether a path as Python listed it holds bytes that are not UTF-8 (each one a lone surrogate)."""
+    return _SURROGATE.search(name) is not None
+
+
+def _shown(name: str) -> str:
+    """A path that is not UTF-8 as text: each byte that is not UTF-8 as ``\\xNN``."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 class FileSource(SourceBase):
@@ -259,8 +278,9 @@ class FileSource(SourceBase):
             identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
         else:
             identified = [(f"{rel}#{index}", index, line, record) for index, line, record in rows]
-        # a NUL byte made the file binary: a record holds a NUL only through a JSON escape
-        nul = suffix != ".csv" and "\\u0000" in text
+        # a NUL byte made the file binary and strict UTF-8 has no surrogate: a record holds either only
+        # through a JSON escape
+        nul = suffix != ".csv" and _UNSTORABLE_ESCAPE.search(text) is not None
         for doc_id, index, line, record in identified:
             doc = _record_document(rel, doc_id, index, line, record, mapping, scan.skipped, nul=nul)
             if doc is not None:
@@ -368,13 +388,14 @@ def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | Non
         return "blank"
     if not name:
         return f"neither text nor an integer: {json.dumps(value)}"
-    size = len(name.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
     control = _CONTROL.search(name)
     if control is not None:
         what = "a line break" if control.group() in "\u2028\u2029" else "a control character"
+        what = "a lone surrogate" if "\ud800" <= control.group() <= "\udfff" else what
         return f"{json.dumps(name)}, with {what} (U+{ord(control.group()):04X})"
+    size = len(name.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
     return None
 
 
@@ -390,11 +411,11 @@ def _record_document(
     nul: bool = True,
 ) -> SourceDocument | None:
     """The record's document, or None (a skip naming its line): ``nul`` searches it for a NUL character
-    first (False: its file's text cannot spell one)."""
+    or a lone surrogate first (False: its file's text cannot spell one)."""
     extraction = None
-    field = nul_field(record) if nul else None
+    field = unstorable_field(record) if nul else None
     if field is not None:
-        reason = nul_reason("field", field)
+        reason = unstorable_reason("field", field)
         skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=doc_id))
         return None
     if mapping is not None:

@@ -37,8 +37,8 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
-    nul_field,
-    nul_reason,
+    unstorable_field,
+    unstorable_reason,
 )
 from graphwalk_core.ingest.sources.mapping import Mappings, attribute_names, mapping_for, unmatched_keys
 from graphwalk_core.ingest.text import singular, snake_case
@@ -344,9 +344,9 @@ class SQLSource(SourceBase):
         key = ",".join(str(row[c]) for c in table.pk) if table.pk else str(index)
         doc_id = f"{table.name}#{key}"
         record = {k: _json(v) for k, v in row.items()}
-        nul = nul_field(record)
+        nul = unstorable_field(record)
         if nul is not None:
-            reason = f"row {key}: {nul_reason('column', nul)}"
+            reason = f"row {key}: {unstorable_reason('column', nul)}"
             self._skipped.append(SkippedItem(path=table.name, reason=reason, document_id=doc_id))
             return None
         refs = []
