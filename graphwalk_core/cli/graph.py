@@ -135,6 +135,7 @@ def export_graph(
     ),
 ) -> None:
     """Export GRAPH as Parquet tables or as a triples file."""
+    from graphwalk_core.stores.base import one_state
     from graphwalk_core.stores.open import open_store
     from graphwalk_core.stores.parquet import export_parquet
     from graphwalk_core.stores.triples import write_triples
@@ -142,11 +143,12 @@ def export_graph(
     async def run() -> str:
         store = open_store(graph)
         try:
-            if format is InputFormat.parquet:
-                await export_parquet(store, out)
-                nodes, edges = await store.counts()
-                return f"wrote {nodes:,} nodes and {edges:,} edges to {out}"
-            triples = await named_triples(store)
+            async with one_state(store):  # what other processes commit meanwhile is not half in it
+                if format is InputFormat.parquet:
+                    await export_parquet(store, out)
+                    nodes, edges = await store.counts()
+                    return f"wrote {nodes:,} nodes and {edges:,} edges to {out}"
+                triples = await named_triples(store)
             return f"wrote {write_triples(out, triples):,} triples to {out}"
         finally:
             await store.close()

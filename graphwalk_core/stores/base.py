@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import cache
 from itertools import chain
 from pathlib import Path
@@ -155,6 +155,22 @@ class NodeNames(Protocol):
     def node_names(self, ids: Sequence[NodeId]) -> dict[NodeId, str]:
         """The names of the nodes that exist among ``ids``."""
         ...
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """Capability: reads inside ``snapshot()`` see one committed state, though other processes write
+    (a durable store's read transaction); a store without it is read as it is at each call."""
+
+    def snapshot(self) -> AbstractAsyncContextManager[Any]:
+        """A context whose reads see one committed state of the store; nothing is written inside."""
+        ...
+
+
+def one_state(store: GraphStore) -> AbstractAsyncContextManager[Any]:
+    """A context whose reads of ``store`` see one committed state: its :class:`Snapshots` capability,
+    else nothing (the store is read as it is)."""
+    return store.snapshot() if offers(store, Snapshots) else nullcontext()
 
 
 @runtime_checkable

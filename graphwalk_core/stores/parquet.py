@@ -43,7 +43,7 @@ from graphwalk_core.model import (
     bulk_edge_id,
     canonical_json,
 )
-from graphwalk_core.stores.base import GraphStore, ParquetExport, offers
+from graphwalk_core.stores.base import GraphStore, ParquetExport, offers, one_state
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -282,9 +282,11 @@ async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
     """
     if offers(store, ParquetExport):
         return store.save(directory)
-    nodes = [n async for n in store.iter_nodes()]
-    edges = [e async for e in store.iter_edges()]
-    metadata = {k: v for k in await store.metadata_keys() if (v := await store.get_metadata(k)) is not None}
+    async with one_state(store):
+        nodes = [n async for n in store.iter_nodes()]
+        edges = [e async for e in store.iter_edges()]
+        keys = await store.metadata_keys()
+        metadata = {k: v for k in keys if (v := await store.get_metadata(k)) is not None}
     return write_parquet_graph(directory, nodes, edges, metadata)
 
 

@@ -142,6 +142,8 @@ class SQLGraphStore:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
+        #: the read transaction of an open :meth:`snapshot`
+        self._snapshot: Connection | None = None
         #: upserts held until the open transaction needs them in the tables (see the module docstring)
         self._pending_nodes: dict[NodeId, Node] = {}
         self._pending_edges: dict[EdgeId, Edge] = {}
@@ -196,6 +198,10 @@ class SQLGraphStore:
             if not pending:
                 self._flush()
             yield self._conn
+        elif self._snapshot is not None:
+            if write:
+                raise RuntimeError("a write inside SQLGraphStore.snapshot(): the snapshot only reads")
+            yield self._snapshot
         elif not write:
             with self._reader.begin() as conn:
                 yield conn
@@ -285,6 +291,21 @@ class SQLGraphStore:
             finally:
                 self._conn = None
                 self._stored = {}
+
+    @asynccontextmanager
+    async def snapshot(self) -> AsyncIterator[SQLGraphStore]:
+        """Reads inside see one committed state of the tables, whatever other processes commit meanwhile
+        (one read transaction: no writer waits for it); nothing is written inside. In a transaction, or
+        in a snapshot already, reads see that one's state."""
+        if self._conn is not None or self._snapshot is not None:
+            yield self
+            return
+        with self._reader.begin() as conn:
+            self._snapshot = conn
+            try:
+                yield self
+            finally:
+                self._snapshot = None
 
     # ------------------------------------------------------------------ row helpers
 

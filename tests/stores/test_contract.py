@@ -15,6 +15,7 @@ from graphwalk_core.stores.base import (
     EdgeLookup,
     GroupedAdjacency,
     NodeNames,
+    Snapshots,
     edge_between,
     get_edges,
     neighbor_groups,
@@ -191,6 +192,31 @@ async def test_edge_between(store: GraphStore) -> None:
     assert await edge_between(store, "Memento", "directed_by", "Guy Pearce") is None
     await store.delete_edge(pearce.id)
     assert await edge_between(store, "Memento", "starred_actors", "Guy Pearce") is None
+
+
+async def test_snapshot(store: GraphStore) -> None:
+    """One committed state for many reads: the capability (SQL, which other processes write) reads in
+    one transaction and takes no write; a store without it is read as it is. Inside a transaction a
+    snapshot sees the transaction's own writes."""
+    assert offers(store, Snapshots) == isinstance(store, SQLGraphStore)
+    await movies(store)
+    if not offers(store, Snapshots):
+        return
+    async with store.snapshot():
+        assert await store.counts() == (4, 3)
+        assert [n.id async for n in store.iter_nodes()] == [
+            "Christopher Nolan",
+            "Guy Pearce",
+            "Inception",
+            "Memento",
+        ]
+        with pytest.raises(RuntimeError, match=r"^a write inside SQLGraphStore\.snapshot\(\)"):
+            await store.delete_node("Inception")
+    async with store.transaction():
+        await store.upsert_node(node("Tenet", type="film"))
+        async with store.snapshot():
+            assert await store.counts() == (5, 3)
+    assert await store.counts() == (5, 3)
 
 
 async def test_degree(store: GraphStore) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import duckdb
@@ -227,3 +228,36 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     node = await triples.get_node("a")
     assert node is not None and node.provenance == (Provenance(source_id="kb.txt"),)
     assert isinstance(open_store(tmp_path / "fresh", create=True), MemoryGraphStore)
+
+
+async def test_an_export_is_one_committed_state_while_another_process_writes(
+    sql_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The published warehouse and ``graphwalk graph export`` read a SQL graph in many statements while
+    other processes may ingest into it; each read saw the latest commit, so an export could hold an edge
+    to a node it lacks, or a ledger entry for a document whose elements it lacks."""
+    store, writer = SQLGraphStore(sql_url), SQLGraphStore(sql_url)
+    await store.upsert_many([Node(id=i, name=i.upper(), provenance=(P2,)) for i in "abc"], [])
+    await store.upsert_edge(Edge(source="a", type="r", target="b", provenance=(P2,)))
+    await store.set_metadata("ingest/ledger/s/one", "1")
+    reading_edges = store.iter_edges
+
+    async def edges_after_a_commit(**kwargs: int) -> AsyncIterator[Edge]:  # another process commits
+        async with writer.transaction():
+            await writer.upsert_node(Node(id="z", name="Z", provenance=(P1,)))
+            await writer.upsert_edge(Edge(source="c", type="r", target="z", provenance=(P1,)))
+            await writer.set_metadata("ingest/ledger/s/two", "2")
+        async for found in reading_edges(**kwargs):
+            yield found
+
+    monkeypatch.setattr(store, "iter_edges", edges_after_a_commit)
+    await export_parquet(store, tmp_path / "out")
+    nodes, edges, metadata = read_parquet_graph(tmp_path / "out")
+    assert ([n.id for n in nodes], [(e.source, e.target) for e in edges], metadata) == (
+        ["a", "b", "c"],
+        [("a", "b")],
+        {"ingest/ledger/s/one": "1"},
+    )
+    assert await store.counts() == (4, 2)  # the commit is there for the next read
+    await store.close()
+    await writer.close()
