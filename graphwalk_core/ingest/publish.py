@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import FileLock
 
 from graphwalk_core.ingest.ledger import LEDGER_PREFIX, LedgerEntry
 from graphwalk_core.ingest.outputs import DIFF_STATUSES, DocumentDiff
@@ -31,6 +32,8 @@ LEDGER_SCHEMA = pa.schema(
 )
 DOCUMENTS_SCHEMA = pa.schema([("document_id", pa.string()), ("status", pa.string())])
 TRIPLES_FILE = "knowledge_graph_triples.txt"
+#: The lock file in the warehouse folder that serializes publishes (no table: views read folders only).
+PUBLISH_LOCK = ".publish.lock"
 
 _TRIPLES_SQL = """
 SELECT s.name, e.type, t.name
@@ -54,14 +57,20 @@ def ledger_table(metadata: pa.Table) -> pa.Table:
 
 
 async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, int]:
-    """Replace the graph tables (and ``ledger``) with the store's contents; row count per table."""
-    with tempfile.TemporaryDirectory(dir=warehouse.root if warehouse.root.is_dir() else None) as tmp:
-        await export_parquet(store, tmp)
-        tables = {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in TABLES}
-    tables["ledger"] = ledger_table(tables["metadata"])
-    for name, table in tables.items():
-        warehouse.write(name, table, refresh=False)
-    refresh_views(warehouse.root)
+    """Replace the graph tables (and ``ledger``) with the store's contents; row count per table.
+
+    One publish into a warehouse at a time (a file lock, :data:`PUBLISH_LOCK`), each from one committed
+    state of the store, read once the lock is held: two runs publishing at once could otherwise leave
+    one's nodes beside the other's edges, or an older graph over a newer one."""
+    warehouse.root.mkdir(parents=True, exist_ok=True)
+    with FileLock(warehouse.root / PUBLISH_LOCK):
+        with tempfile.TemporaryDirectory(dir=warehouse.root) as tmp:
+            await export_parquet(store, tmp)
+            tables = {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in TABLES}
+        tables["ledger"] = ledger_table(tables["metadata"])
+        for name, table in tables.items():
+            warehouse.write(name, table, refresh=False)
+        refresh_views(warehouse.root)
     return {name: table.num_rows for name, table in tables.items()}
 
 
