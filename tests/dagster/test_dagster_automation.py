@@ -11,8 +11,10 @@ from datetime import datetime
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster_fixtures import copy_data
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
 from graphwalk_core.ingest.sources.specs import load_sources
 from graphwalk_dagster.defs.ingest.schedules import daily_reingest
@@ -256,3 +258,16 @@ def test_a_source_that_cannot_be_read_does_not_stop_the_others(tmp_path: Path) -
             ("films", f"films:1:{films['films'][:16]}"),
             ("sample_db", f"sample_db:1:{films['sample_db'][:16]}"),
         ]
+
+
+def test_a_corrupted_cursor_is_an_error_saying_how_to_start_over(tmp_path: Path) -> None:
+    """The tick fails naming the sensor's cursor and how to reset it (it was a bare JSONDecodeError)."""
+    sources = copy_data(tmp_path / "data")
+    with dg.DagsterInstance.ephemeral() as instance, pytest.raises(InputError) as corrupted:
+        _tick(instance, sources, '{"requested": {"films"')
+    assert str(corrupted.value) == (
+        "source_change_sensor cursor: settle state is not JSON (Expecting ':' delimiter: line 1 column 23 "
+        """(char 22)): '{"requested": {"films"'; clear the cursor (the sensor's page in the UI: Set cursor """
+        "value, empty) to start over: every source then settles and is requested again (unchanged "
+        "documents cost nothing)"
+    )

@@ -39,6 +39,18 @@ def fingerprint_or_note(spec: SourceSpec, sources_file: Path) -> tuple[str | Non
         return None, f"{why}; no run requested until it can be read (nothing ingested is retracted)"
 
 
+def _state(cursor: str | None) -> SettleState:
+    """The sensor's settle state; a corrupted cursor is an error saying how to start over."""
+    try:
+        return SettleState.from_json(cursor)
+    except ValueError as exc:
+        raise InputError(
+            f"source_change_sensor cursor: {exc}; clear the cursor (the sensor's page in the UI: Set cursor "
+            "value, empty) to start over: every source then settles and is requested again (unchanged "
+            "documents cost nothing)"
+        ) from exc
+
+
 @dg.sensor(
     target=INGEST_CHAIN,
     minimum_interval_seconds=60,
@@ -55,7 +67,7 @@ def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesRe
     specs, sources_file = sources.specs(), sources.file()
     checked = {spec.id: fingerprint_or_note(spec, sources_file) for spec in specs}
     hashes = {sid: fingerprint for sid, (fingerprint, _) in checked.items()}
-    decision = settle(SettleState.from_json(context.cursor), hashes)
+    decision = settle(_state(context.cursor), hashes)
     skipped = [note for _, note in checked.values() if note]
     for note in skipped:
         context.log.warning(note)
