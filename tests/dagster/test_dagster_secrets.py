@@ -40,10 +40,13 @@ def test_default_resources_show_only_variable_names(keys: None) -> None:
 
 
 def test_a_literal_key_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)"):
+    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)") as jev:
         DeciderResource(backend="jev", jev_api_key=JEV_KEY)
-    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)"):
+    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)") as llm:
         LLMResource(model="openai/gpt-4o-mini", api_key=LLM_KEY)
+    # pydantic's error repeated the refused value (input_value='sk-...'): the key, in a code location's
+    # load error that the UI shows to everyone
+    assert JEV_KEY not in str(jev.value) and LLM_KEY not in str(llm.value)
 
 
 @dg.asset
@@ -102,6 +105,15 @@ def test_a_literal_graph_url_is_refused(tmp_path) -> None:
         GraphStoreResource(url=PG_URL, warehouse=warehouse)
     assert "graphwalk:***@db.internal" in str(refused.value)
     assert PG_PASSWORD not in str(refused.value)
+    # a short URL: pydantic's input_value (cut to 50 characters, which hid the long one's password) held it
+    with pytest.raises(ValueError, match="has a password") as short:
+        GraphStoreResource(url=f"postgresql://u:{PG_PASSWORD}@h/g", warehouse=warehouse)
+    assert str(short.value).splitlines()[1:3] == [
+        "url",
+        "  Value error, graph store URL postgresql://u:***@h/g has a password: give it as dg.EnvVar('NAME') "
+        "(run config: {env: NAME}), never as its value, which the UI's run config would show "
+        "[type=value_error]",
+    ]
     with pytest.raises(ValueError, match=r"sqlite:///g.sqlite give it as dg.EnvVar\('NAME'\)"):
         GraphStoreResource(url="sqlite:///g.sqlite", warehouse=warehouse)
 
