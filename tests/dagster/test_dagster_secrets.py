@@ -146,3 +146,30 @@ def test_a_graph_url_comes_from_its_variable_and_stays_out_of_run_config(
         with pytest.raises(dg.DagsterInvalidConfigError, match="url"):
             dg.materialize([url_probe], resources=resources, instance=instance, run_config=literal)
         assert len(instance.get_runs()) == 1
+
+
+def test_a_key_given_as_the_variable_name_fails_the_run_without_repeating_it() -> None:
+    """``{env: <the key>}`` passes Dagster's config schema (a string), so it ran with no key at all (the
+    Jev decider silently became the local one); it now fails, saying so without the value."""
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [_key_probe],
+            resources={"decider": DeciderResource(), "llm": LLMResource()},
+            instance=instance,
+            run_config={"resources": {"llm": {"config": {"api_key": {"env": LLM_KEY}}}}},
+            raise_on_error=False,
+        )
+        assert not result.success
+        events = [r.event_log_entry for r in instance.get_records_for_run(result.run_id).records]
+    assert not any(LLM_KEY in str(e) for e in events)  # the run config holds it; the log does not
+    data = [e.dagster_event.event_specific_data for e in events if e.dagster_event is not None]
+    failures = [d.error.to_string() for d in data if getattr(d, "error", None) is not None]
+    failure = next(f for f in failures if "environment variable name" in f)
+    assert (
+        "env must be an environment variable name (letters, digits and _, not starting with a digit), "
+        "not the secret itself: a value that is a key is now in this run's config; revoke it"
+    ) in failure
+    with pytest.raises(ValueError, match="env must be an environment variable name") as refused:
+        DeciderResource(jev_api_key=dg.EnvVar(JEV_KEY))
+    assert JEV_KEY not in str(refused.value)
+    assert SecretEnv(env="TEAM_KEY_2").env == "TEAM_KEY_2"

@@ -8,6 +8,7 @@ only ever show the variable's name.
 """
 
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,6 +28,8 @@ from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 #: Pydantic repeats a refused value in its error (``input_value=...``), cut to 50 characters: a key or a URL
 #: with its password. The refusals below say what is wrong without it.
 HIDE_INPUT = ConfigDict(hide_input_in_errors=True)
+#: An environment variable name as a shell writes one; a key pasted in its place (``sk-...``) is not one.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class SecretEnv(dg.Config):
@@ -35,6 +38,17 @@ class SecretEnv(dg.Config):
     model_config = HIDE_INPUT
 
     env: str = Field(description="name of the environment variable holding the secret")
+
+    @field_validator("env")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        """Refuse a value that cannot be a variable name, most likely the secret itself (never repeated)."""
+        if not ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "env must be an environment variable name (letters, digits and _, not starting with a "
+                "digit), not the secret itself: a value that is a key is now in this run's config; revoke it"
+            )
+        return value
 
 
 def _secret_field(value: Any) -> Any:
