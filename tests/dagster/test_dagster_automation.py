@@ -11,8 +11,10 @@ from datetime import datetime
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster_fixtures import copy_data
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
 from graphwalk_core.ingest.sources.specs import load_sources
 from graphwalk_dagster.defs.ingest.schedules import daily_reingest
@@ -225,4 +227,47 @@ def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -
     assert error.cause.message.strip() == (
         f"graphwalk_core.errors.InputError: source 'films' in {sources}: path not found: 'films' "
         f"(resolved: {films}); fix the path in that file, or remove the entry"
+    )
+
+
+def test_a_source_that_cannot_be_read_does_not_stop_the_others(tmp_path: Path) -> None:
+    """A database that is down is named in the tick's log and gets no run; the other sources are
+    handled as usual. Its fingerprint raised out of the sensor, so no source was checked at all."""
+    sources = copy_data(tmp_path / "data")
+    _append(
+        sources,
+        "- id: remote\n  kind: sql\n  path_or_url: postgresql+psycopg://u:pw-SECRET-9@127.0.0.1:1/db\n",
+    )
+    films = {spec.id: source_fingerprint(spec) for spec in load_sources(sources) if spec.id != "remote"}
+    with dg.DagsterInstance.ephemeral() as instance:
+        log: list[str] = []
+        first = _tick(instance, sources, None, log)
+        (add,) = first.dynamic_partitions_requests or []
+        assert add.partition_keys == ["films", "sample_db", "remote"]
+        (note,) = log
+        assert note.startswith(
+            f"source 'remote' in {sources}: cannot read SQL source "
+            "postgresql+psycopg://u:***@127.0.0.1:1/db: connection failed: "
+        )
+        assert note.endswith("; no run requested until it can be read (nothing ingested is retracted)")
+        assert "pw-SECRET-9" not in note
+        assert first.cursor == _state({}, films)
+        instance.add_dynamic_partitions("sources", ["films", "sample_db", "remote"])
+        second = _tick(instance, sources, first.cursor)
+        assert _requests(second) == [
+            ("films", f"films:1:{films['films'][:16]}"),
+            ("sample_db", f"sample_db:1:{films['sample_db'][:16]}"),
+        ]
+
+
+def test_a_corrupted_cursor_is_an_error_saying_how_to_start_over(tmp_path: Path) -> None:
+    """The tick fails naming the sensor's cursor and how to reset it (it was a bare JSONDecodeError)."""
+    sources = copy_data(tmp_path / "data")
+    with dg.DagsterInstance.ephemeral() as instance, pytest.raises(InputError) as corrupted:
+        _tick(instance, sources, '{"requested": {"films"')
+    assert str(corrupted.value) == (
+        "source_change_sensor cursor: settle state is not JSON (Expecting ':' delimiter: line 1 column 23 "
+        """(char 22)): '{"requested": {"films"'; clear the cursor (the sensor's page in the UI: Set cursor """
+        "value, empty) to start over: every source then settles and is requested again (unchanged "
+        "documents cost nothing)"
     )

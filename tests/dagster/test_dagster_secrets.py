@@ -40,10 +40,13 @@ def test_default_resources_show_only_variable_names(keys: None) -> None:
 
 
 def test_a_literal_key_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)"):
+    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)") as jev:
         DeciderResource(backend="jev", jev_api_key=JEV_KEY)
-    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)"):
+    with pytest.raises(ValueError, match=r"must be given as dg.EnvVar\('NAME'\)") as llm:
         LLMResource(model="openai/gpt-4o-mini", api_key=LLM_KEY)
+    # pydantic's error repeated the refused value (input_value='sk-...'): the key, in a code location's
+    # load error that the UI shows to everyone
+    assert JEV_KEY not in str(jev.value) and LLM_KEY not in str(llm.value)
 
 
 @dg.asset
@@ -102,6 +105,15 @@ def test_a_literal_graph_url_is_refused(tmp_path) -> None:
         GraphStoreResource(url=PG_URL, warehouse=warehouse)
     assert "graphwalk:***@db.internal" in str(refused.value)
     assert PG_PASSWORD not in str(refused.value)
+    # a short URL: pydantic's input_value (cut to 50 characters, which hid the long one's password) held it
+    with pytest.raises(ValueError, match="has a password") as short:
+        GraphStoreResource(url=f"postgresql://u:{PG_PASSWORD}@h/g", warehouse=warehouse)
+    assert str(short.value).splitlines()[1:3] == [
+        "url",
+        "  Value error, graph store URL postgresql://u:***@h/g has a password: give it as dg.EnvVar('NAME') "
+        "(run config: {env: NAME}), never as its value, which the UI's run config would show "
+        "[type=value_error]",
+    ]
     with pytest.raises(ValueError, match=r"sqlite:///g.sqlite give it as dg.EnvVar\('NAME'\)"):
         GraphStoreResource(url="sqlite:///g.sqlite", warehouse=warehouse)
 
@@ -134,3 +146,30 @@ def test_a_graph_url_comes_from_its_variable_and_stays_out_of_run_config(
         with pytest.raises(dg.DagsterInvalidConfigError, match="url"):
             dg.materialize([url_probe], resources=resources, instance=instance, run_config=literal)
         assert len(instance.get_runs()) == 1
+
+
+def test_a_key_given_as_the_variable_name_fails_the_run_without_repeating_it() -> None:
+    """``{env: <the key>}`` passes Dagster's config schema (a string), so it ran with no key at all (the
+    Jev decider silently became the local one); it now fails, saying so without the value."""
+    with dg.instance_for_test() as instance:
+        result = dg.materialize(
+            [_key_probe],
+            resources={"decider": DeciderResource(), "llm": LLMResource()},
+            instance=instance,
+            run_config={"resources": {"llm": {"config": {"api_key": {"env": LLM_KEY}}}}},
+            raise_on_error=False,
+        )
+        assert not result.success
+        events = [r.event_log_entry for r in instance.get_records_for_run(result.run_id).records]
+    assert not any(LLM_KEY in str(e) for e in events)  # the run config holds it; the log does not
+    data = [e.dagster_event.event_specific_data for e in events if e.dagster_event is not None]
+    failures = [d.error.to_string() for d in data if getattr(d, "error", None) is not None]
+    failure = next(f for f in failures if "environment variable name" in f)
+    assert (
+        "env must be an environment variable name (letters, digits and _, not starting with a digit), "
+        "not the secret itself: a value that is a key is now in this run's config; revoke it"
+    ) in failure
+    with pytest.raises(ValueError, match="env must be an environment variable name") as refused:
+        DeciderResource(jev_api_key=dg.EnvVar(JEV_KEY))
+    assert JEV_KEY not in str(refused.value)
+    assert SecretEnv(env="TEAM_KEY_2").env == "TEAM_KEY_2"

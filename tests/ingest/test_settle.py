@@ -81,3 +81,24 @@ def test_a_source_declared_again_gets_a_run_key_not_seen_before() -> None:
         state = decision.state
     # declared, edited, undeclared, declared again with its first bytes: Dagster must not drop this run
     assert (decision.ready, state.run_key("a")) == (["a"], "a:3:1")
+
+
+def test_a_corrupted_state_is_refused_naming_what_is_wrong() -> None:
+    """A state that is not JSON, or whose maps hold the wrong types, is a ValueError saying so; it was a bare
+    JSONDecodeError, or a TypeError at a later check (``"x" + 1``)."""
+    with pytest.raises(ValueError) as not_json:
+        SettleState.from_json("garbage")
+    assert (
+        str(not_json.value)
+        == "settle state is not JSON (Expecting value: line 1 column 1 (char 0)): 'garbage'"
+    )
+    bad = {
+        '{"requested": {"a": 1}, "observed": {}}': "'requested' must map source ids to fingerprints (text)",
+        '{"requested": {}, "observed": []}': "'observed' must map source ids to fingerprints (text)",
+        '{"requested": {}, "requests": {"a": "x"}}': "'requests' must map source ids to counts (integers)",
+        '{"requested": {}, "requests": {"a": true}}': "'requests' must map source ids to counts (integers)",
+    }
+    for text, why in bad.items():
+        with pytest.raises(ValueError) as wrong:
+            SettleState.from_json(text)
+        assert str(wrong.value) == f"settle state: {why}, got {text!r}"

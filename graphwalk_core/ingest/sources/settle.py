@@ -32,16 +32,23 @@ class SettleState:
     @classmethod
     def from_json(cls, text: str | None) -> SettleState:
         """Read a state written by :meth:`to_json`, or the earlier flat ``{id: fingerprint}``."""
-        raw = json.loads(text) if text else {}
+        try:
+            raw = json.loads(text) if text else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"settle state is not JSON ({exc}): {text!r}") from exc
         if not isinstance(raw, dict):
             raise ValueError(f"settle state: expected a JSON object, got {text!r}")
         if all(isinstance(v, str) for v in raw.values()):
             return cls(requested=dict(raw))
-        return cls(
-            requested=dict(raw.get("requested", {})),
-            observed=dict(raw.get("observed", {})),
-            requests=dict(raw.get("requests", {})),
-        )
+        fields = {"requested": str, "observed": str, "requests": int}
+        for name, kind in fields.items():
+            value = raw.get(name, {})
+            if not isinstance(value, dict) or not all(
+                type(v) is kind and isinstance(k, str) for k, v in value.items()
+            ):
+                what = "fingerprints (text)" if kind is str else "counts (integers)"
+                raise ValueError(f"settle state: {name!r} must map source ids to {what}, got {text!r}")
+        return cls(**{name: dict(raw.get(name, {})) for name in fields})
 
     def to_json(self) -> str:
         state = {"requested": self.requested, "observed": self.observed, "requests": self.requests}

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.fingerprints import missing_paths_message, source_fingerprint
 from graphwalk_core.ingest.sources.settle import SettleState, settle
 from graphwalk_core.ingest.sources.specs import SourceSpec
@@ -25,6 +26,31 @@ def missing_note(spec: SourceSpec, sources_file: Path) -> str | None:
     return f"{missing}; no run requested until it exists (nothing ingested is retracted)"
 
 
+def fingerprint_or_note(spec: SourceSpec, sources_file: Path) -> tuple[str | None, str | None]:
+    """The source's fingerprint, or why it has none this tick (a missing path; a database that cannot be
+    read): one such source must not stop the sensor from checking the others."""
+    note = missing_note(spec, sources_file)
+    if note is not None:
+        return None, note
+    try:
+        return source_fingerprint(spec), None
+    except (InputError, OSError) as exc:
+        why = f"source {spec.id!r} in {sources_file}: {exc}"
+        return None, f"{why}; no run requested until it can be read (nothing ingested is retracted)"
+
+
+def _state(cursor: str | None) -> SettleState:
+    """The sensor's settle state; a corrupted cursor is an error saying how to start over."""
+    try:
+        return SettleState.from_json(cursor)
+    except ValueError as exc:
+        raise InputError(
+            f"source_change_sensor cursor: {exc}; clear the cursor (the sensor's page in the UI: Set cursor "
+            "value, empty) to start over: every source then settles and is requested again (unchanged "
+            "documents cost nothing)"
+        ) from exc
+
+
 @dg.sensor(
     target=INGEST_CHAIN,
     minimum_interval_seconds=60,
@@ -32,16 +58,17 @@ def missing_note(spec: SourceSpec, sources_file: Path) -> str | None:
     description="Every 60 s: hash every declared source's files (or rows) and register new sources as "
     "partitions. A source whose content changed (or a new one) gets an ingest run once it has settled: "
     "its hash is the same at two consecutive ticks, so a file still being written is not ingested "
-    "half-done. A source whose path is missing gets no run; the tick names its sources.yaml entry. "
+    "half-done. A source whose path is missing, or that cannot be read (a database that is down), gets "
+    "no run; the tick names its sources.yaml entry. "
     "Running by default.",
 )
 def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesResource) -> dg.SensorResult:
     """Request the partitions of sources whose settled content hash differs from the one last requested."""
     specs, sources_file = sources.specs(), sources.file()
-    notes = {spec.id: missing_note(spec, sources_file) for spec in specs}
-    hashes = {spec.id: None if notes[spec.id] else source_fingerprint(spec) for spec in specs}
-    decision = settle(SettleState.from_json(context.cursor), hashes)
-    skipped = [note for note in notes.values() if note]
+    checked = {spec.id: fingerprint_or_note(spec, sources_file) for spec in specs}
+    hashes = {sid: fingerprint for sid, (fingerprint, _) in checked.items()}
+    decision = settle(_state(context.cursor), hashes)
+    skipped = [note for _, note in checked.values() if note]
     for note in skipped:
         context.log.warning(note)
     if decision.settling:

@@ -8,13 +8,14 @@ only ever show the variable's name.
 """
 
 import os
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import Field, SecretStr, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, field_validator
 
 from graphwalk_core.backends import Backends, settings_with
 from graphwalk_core.errors import InputError
@@ -24,11 +25,30 @@ from graphwalk_core.stores.sql_engine import has_password, redact_url
 from graphwalk_core.warehouse import Warehouse
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 
+#: Pydantic repeats a refused value in its error (``input_value=...``), cut to 50 characters: a key or a URL
+#: with its password. The refusals below say what is wrong without it.
+HIDE_INPUT = ConfigDict(hide_input_in_errors=True)
+#: An environment variable name as a shell writes one; a key pasted in its place (``sk-...``) is not one.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
 
 class SecretEnv(dg.Config):
     """A secret named by the environment variable that holds it; its value is read only when used."""
 
+    model_config = HIDE_INPUT
+
     env: str = Field(description="name of the environment variable holding the secret")
+
+    @field_validator("env")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        """Refuse a value that cannot be a variable name, most likely the secret itself (never repeated)."""
+        if not ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "env must be an environment variable name (letters, digits and _, not starting with a "
+                "digit), not the secret itself: a value that is a key is now in this run's config; revoke it"
+            )
+        return value
 
 
 def _secret_field(value: Any) -> Any:
@@ -103,6 +123,8 @@ class GraphStoreResource(dg.ConfigurableResource):
     GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the warehouse. A literal URL is refused,
     so run config and the UI only ever show the variable's name, never a password."""
 
+    model_config = HIDE_INPUT
+
     url: SecretEnv | None = Field(
         default=None,
         description="the URL's environment variable: dg.EnvVar(...) / {env: NAME}; default: "
@@ -133,6 +155,8 @@ class GraphStoreResource(dg.ConfigurableResource):
 
 class DeciderResource(dg.ConfigurableResource):
     """The decision backend: ``jev`` (needs a key), ``local`` or ``trained``; default as GRAPHWALK_DECIDER."""
+
+    model_config = HIDE_INPUT
 
     backend: str | None = Field(
         default=None, description="jev | local | trained | fake; default: jev with a key"
@@ -169,6 +193,8 @@ class DeciderResource(dg.ConfigurableResource):
 
 class LLMResource(dg.ConfigurableResource):
     """The LLM: a litellm model string, or none for the offline extractor (no LLM)."""
+
+    model_config = HIDE_INPUT
 
     model: str | None = Field(default=None, description="litellm model string; none: offline")
     api_base: str | None = None
