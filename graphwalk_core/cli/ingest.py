@@ -104,6 +104,7 @@ async def _run(
     window: int | None,
     cache_path: Path | None,
     quiet: bool,
+    allow_empty: bool = False,
 ) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -156,6 +157,7 @@ async def _run(
                 window=window or DEFAULT_WINDOW,
                 progress=progress,
                 exclusive_origin=source_id is None,  # an id from the path: another folder may share it
+                allow_empty=allow_empty,
             )
         await _save_if_in_memory(store, graph)
         failed = False
@@ -203,6 +205,13 @@ def ingest(
     ] = None,
     cache: Annotated[Path | None, typer.Option(help="extraction cache file")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no output")] = False,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="a SOURCE listing nothing retracts all its documents (else an error: an unmounted share?)",
+        ),
+    ] = False,
 ) -> None:
     """Ingest SOURCE into GRAPH: unchanged documents are skipped, changed/deleted ones retracted."""
     try:
@@ -219,6 +228,7 @@ def ingest(
                 window=window,
                 cache_path=cache,
                 quiet=quiet,
+                allow_empty=allow_empty,
             )
         )
     except GraphwalkError as exc:

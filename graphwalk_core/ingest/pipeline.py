@@ -51,6 +51,7 @@ async def ingest(
     window: int = DEFAULT_WINDOW,
     progress: Progress | None = None,
     exclusive_origin: bool = False,
+    allow_empty: bool = False,
 ) -> IngestReport:
     """Bring ``store`` up to date with ``source``: only new, changed, retried and deleted documents cost
     anything; unchanged ones make no extraction or decision call. ``extractor`` defaults to the offline
@@ -68,7 +69,8 @@ async def ingest(
 
     A source that knows its origin (:class:`~graphwalk_core.ingest.sources.base.OriginAware`) has it
     recorded with the run's first write; ``exclusive_origin``: refuse, before anything is read, a source
-    id recorded from another origin.
+    id recorded from another origin. A source that lists nothing while the graph holds its documents is
+    an error that retracts nothing, unless ``allow_empty`` (see ``stages.diff_documents``).
     """
     extractor = extractor or NLPExtractor()
     map_large_blocks()
@@ -90,7 +92,12 @@ async def ingest(
 
     with DocumentSpool() as spool:  # the documents to process wait on disk for their window
         diff = await diff_documents(
-            source, store, extractor=extractor, routing=ROUTING_VERSIONS[routing], spool=spool
+            source,
+            store,
+            extractor=extractor,
+            routing=ROUTING_VERSIONS[routing],
+            spool=spool,
+            allow_empty=allow_empty,
         )
         lap("diff")
         if origin is not None:  # the run's first write

@@ -42,12 +42,13 @@ from graphwalk_core.ingest.resolution import (
     write_elements,
 )
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
-from graphwalk_core.ingest.sources.base import SkippedItem, Source, SourceDocument, SourceProfile
+from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.stores.base import GraphStore
 
 __all__ = [
     "ROUTING_VERSIONS",
+    "EmptySourceError",
     "apply_plan",
     "chunk_documents",
     "diff_documents",
@@ -95,6 +96,7 @@ async def diff_documents(
     extractor: Extractor | str | None = None,
     routing: str | None = None,
     spool: DocumentSpool | None = None,
+    allow_empty: bool = False,
 ) -> DocumentDiff:
     """Compare the source's documents with the ledger: new / changed / incomplete / unchanged / deleted.
 
@@ -102,6 +104,9 @@ async def diff_documents(
     match a complete ledger entry, and so does ``routing`` (a ``ROUTING_VERSIONS`` value) when given.
     Ledgered documents whose input was skipped are kept, not deleted. The documents to process go to
     ``spool`` when given (the diff then holds their ids only), else to ``documents``.
+
+    A source that lists no document, so that every document of the ledger would be deleted, is an
+    :class:`EmptySourceError` (an unmounted share leaves an empty folder): that takes ``allow_empty``.
     """
     version = _extractor_version(extractor)
     ledger = await read_ledger(store, source.source_id)
@@ -136,7 +141,22 @@ async def diff_documents(
     kept = kept_by_skips(diff.skipped)
     for doc_id in sorted(set(ledger) - seen):
         (diff.kept if kept(doc_id) else diff.deleted).append(doc_id)
+    if not seen and not diff.kept and diff.deleted and not allow_empty:
+        raise EmptySourceError(source, len(diff.deleted))
     return diff
+
+
+class EmptySourceError(InputError):
+    """A source lists nothing where its ledger holds documents: nothing is retracted."""
+
+    def __init__(self, source: Source, ledgered: int) -> None:
+        origin = source.origin if isinstance(source, OriginAware) else None
+        at = f" at {origin}" if origin else ""
+        super().__init__(
+            f"source {source.source_id!r} lists no documents{at}, where the graph holds {ledgered:,} of "
+            "its documents: nothing is retracted (an unmounted share or an emptied folder or table?); to "
+            "retract them all, ingest it with --allow-empty (sources.yaml: allow_empty: true)"
+        )
 
 
 def _repeated(doc: SourceDocument) -> SkippedItem:

@@ -33,3 +33,42 @@ def test_deleted_row_is_retracted(tmp_path: Path) -> None:
         "elements_have_provenance": True,
         "ledger_has_documents": True,
     }
+
+
+def test_a_source_that_becomes_empty_fails_and_retracts_nothing(tmp_path: Path) -> None:
+    """An unmounted share whose mount point remains lists nothing: its run retracted every document it
+    had given. Now it fails naming the source; ``allow_empty: true`` in its entry retracts them."""
+    from graphwalk_dagster.demo import INGEST_CHAIN, QUIET_LOGS
+
+    sources = copy_data(tmp_path / "data")
+    root = tmp_path / "warehouse"
+    resources = offline_resources(root, sources_file=sources)
+    films = tmp_path / "data" / "films"
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingest_sources(["films"], resources, instance, log=lambda _: None)
+        for path in films.iterdir():
+            path.unlink()
+        run = dg.materialize(
+            INGEST_CHAIN,
+            partition_key="films",
+            resources=resources,
+            instance=instance,
+            run_config=QUIET_LOGS,
+            raise_on_error=False,
+        )
+        (failure,) = run.get_step_failure_events()
+        error = failure.step_failure_data.error
+        assert failure.step_key == "source_documents"
+        assert error is not None and error.cause is not None
+        assert error.cause.message.strip() == (
+            f"graphwalk_core.ingest.stages.EmptySourceError: source 'films' lists no documents at {films}, "
+            "where the graph holds 11 of its documents: nothing is retracted (an unmounted share or an "
+            "emptied folder or table?); to retract them all, ingest it with --allow-empty (sources.yaml: "
+            "allow_empty: true)"
+        )
+        sources.write_text(
+            sources.read_text().replace("  extractor: nlp\n", "  extractor: nlp\n  allow_empty: true\n", 1)
+        )
+        chain, _graph = ingest_sources(["films"], resources, instance, log=lambda _: None)
+    assert metadata_values(chain, "source_documents")["deleted"] == 11
+    assert warehouse_rows(root, "select count(*) from ledger") == [(0,)]

@@ -15,6 +15,7 @@ from graphwalk_core.ingest.ledger import read_ledger
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.report import IngestReport
 from graphwalk_core.ingest.sources import FileSource, SQLSource, load_mappings
+from graphwalk_core.ingest.stages import EmptySourceError
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import ScriptedExtractor, graph_tables
@@ -335,9 +336,9 @@ async def test_an_empty_file_keeps_its_documents_in_every_format(
     specs["a.jsonl"] = specs["a.json"]
     mappings = load_mappings({name: specs[name]} if name in specs else None)  # a key matches a file
 
-    async def run() -> IngestReport:
+    async def run(*, allow_empty: bool = False) -> IngestReport:
         source = FileSource(tmp_path, source_id="docs", mappings=mappings)
-        return await ingest(source, store, extractor=extractor, routing="exact")
+        return await ingest(source, store, extractor=extractor, routing="exact", allow_empty=allow_empty)
 
     first = await run()
     assert first.new == 1 and await names(store) == ["Ann Lee"]
@@ -349,8 +350,11 @@ async def test_an_empty_file_keeps_its_documents_in_every_format(
     ]
     assert (report.deleted, report.kept, report.changed) == (0, 1, 0)
     assert await graph_tables(store, "docs") == before
-    path.unlink()
-    gone = await run()
+    path.unlink()  # the source's last file: an empty source deletes only when allowed
+    with pytest.raises(EmptySourceError, match=r"^source 'docs' lists no documents at "):
+        await run()
+    assert await graph_tables(store, "docs") == before
+    gone = await run(allow_empty=True)
     assert (gone.deleted, gone.kept) == (1, 0) and await names(store) == []
 
 

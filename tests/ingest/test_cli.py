@@ -174,3 +174,27 @@ def test_an_emptied_database_file_keeps_what_it_gave(tmp_path: Path) -> None:
         "what the source gave it before",
     )
     assert graph_triples(graph) == before
+
+
+def test_a_source_that_lists_nothing_retracts_nothing_unless_allowed(tmp_path: Path) -> None:
+    """An unmounted share leaves its mount point: an empty folder retracted every document it had given."""
+    corpus, graph = tmp_path / "share", str(tmp_path / "g.sqlite")
+    corpus.mkdir()
+    for name, text in (("a.txt", "Alice knows Bob."), ("b.txt", "Carol met Dave.")):
+        (corpus / name).write_text(text, encoding="utf-8")
+    assert invoke(str(corpus), "--graph", graph, "--routing", "exact")[0] == 0
+    before = graph_triples(Path(graph))
+    assert len(before) == 2
+    (corpus / "a.txt").unlink()
+    (corpus / "b.txt").unlink()
+    code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact")
+    assert (code, " ".join(out.split())) == (
+        2,
+        f"error: source 'share' lists no documents at {corpus}, where the graph holds 2 of its documents: "
+        "nothing is retracted (an unmounted share or an emptied folder or table?); to retract them all, "
+        "ingest it with --allow-empty (sources.yaml: allow_empty: true)",
+    )
+    assert graph_triples(Path(graph)) == before
+    code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact", "--allow-empty")
+    assert code == 0 and "new 0, changed 0, retried 0, unchanged 0, deleted 2, failed 0" in out
+    assert graph_triples(Path(graph)) == []

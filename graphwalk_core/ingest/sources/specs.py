@@ -29,6 +29,8 @@ class SourceSpec(BaseModel):
     #: ``jev``: the decider routes mentions (default); ``exact``: merge on identical names, no calls
     routing: Literal["jev", "exact"] = "jev"
     max_bytes: int = DEFAULT_MAX_BYTES
+    #: a source that lists nothing retracts every document it gave (else an error: an unmounted share?)
+    allow_empty: bool = False
     base_dir: str | None = None
 
     def resolve(self, value: str) -> Path:

@@ -73,6 +73,7 @@ def source_documents(
                 store,
                 extractor=llm.extractor(spec.extractor),
                 routing=stages.ROUTING_VERSIONS[spec.routing],  # how routing_decisions will route
+                allow_empty=spec.allow_empty,
             )
 
     result = asyncio.run(diff())
