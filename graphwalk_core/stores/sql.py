@@ -53,6 +53,7 @@ from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
+from graphwalk_core.stores.keys import check_edge, check_metadata, check_node, index_key
 from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
@@ -337,14 +338,14 @@ class SQLGraphStore:
             old = source_ids(before) if before is not None else set()
             new = source_ids(e) if e is not None else set()
             more, less = _changes(old, new)
-            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in more]
-            gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in less]
+            added += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in more]
+            gone += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in less]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
                 new = _name_keys(e) if e is not None else set()
                 more, less = _changes(old, new)
-                added_names += [{"name_key": x, "node_id": i} for x in more]
-                gone_names += [{"name_key": x, "node_id": i} for x in less]
+                added_names += [{"name_key": index_key(x), "node_id": i} for x in more]
+                gone_names += [{"name_key": index_key(x), "node_id": i} for x in less]
         self._executemany(conn, self._deletes["provenance"], gone)
         self._executemany(conn, self._deletes["node_names"], gone_names)
         self._executemany(conn, self._inserts["provenance"], added)
@@ -563,12 +564,17 @@ class SQLGraphStore:
         """Insert or replace many nodes, then edges, in one transaction; returns how many of each.
 
         Inside a transaction they are held until it needs them written (see the module docstring);
-        an edge's endpoints are checked at once either way."""
-        if self._conn is None:
-            with self._connection(write=True) as conn:
-                return self._write(conn, {n.id: n for n in nodes}, {e.id: e for e in edges})
+        an edge's endpoints, and what every store keeps (see :mod:`~graphwalk_core.stores.keys`), are
+        checked at once either way."""
         held_nodes = {n.id: n for n in nodes}
         held_edges = {e.id: e for e in edges}
+        for n in held_nodes.values():
+            check_node(n)
+        for e in held_edges.values():
+            check_edge(e)
+        if self._conn is None:
+            with self._connection(write=True) as conn:
+                return self._write(conn, held_nodes, held_edges)
         self._pending_nodes.update(held_nodes)
         self._check_endpoints(self._conn, held_edges.values())
         self._pending_edges.update(held_edges)
@@ -614,6 +620,7 @@ class SQLGraphStore:
 
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
+        check_metadata(key, value)
         with self._connection(write=True, pending=True) as conn:  # metadata is apart from the elements
             if value is None:
                 conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
@@ -705,7 +712,8 @@ class SQLGraphStore:
         """Nodes whose name or an alias equals ``name`` (case-insensitive), filtered by type, by id."""
         query = select(nodes_table.c.id, nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
         if name is not None:
-            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == name_key(name))
+            key = index_key(name_key(name))
+            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == key)
             query = query.where(nodes_table.c.id.in_(named))
         if type is not None:
             query = query.where(nodes_table.c.type == type)
@@ -748,7 +756,7 @@ class SQLGraphStore:
     async def elements_from_source(self, source_id: str) -> tuple[list[Node], list[Edge]]:
         """Nodes (by id) and edges (by source, type, target) citing ``source_id`` anywhere."""
         s = provenance_table.c
-        cited = select(s.element_id).where(s.source_id == source_id)
+        cited = select(s.element_id).where(s.source_id == index_key(source_id))
         with self._connection() as conn:
             node_rows = conn.execute(
                 select(nodes_table.c.id, nodes_table.c.data)
