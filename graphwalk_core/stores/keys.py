@@ -4,9 +4,9 @@ PostgreSQL's B-tree indexes refuse a row over 2,704 bytes and its text holds no 
 SQLite and the memory store take any string. So every store enforces the same limits on what the SQL
 store keeps in an indexed column as is (:func:`check_node`, :func:`check_edge`, :func:`check_metadata`):
 node ids, node and edge types and metadata keys have a maximum UTF-8 length, and none of those, nor a
-name, an alias or a metadata value, may hold a NUL. Names, aliases and provenance source ids are data of
-any length: the SQL store indexes them under :func:`index_key`, which bounds them (the memory store keys
-its dictionaries on the strings themselves).
+name, an alias or a metadata value, may hold a NUL or a lone surrogate (see :func:`storable`). Names,
+aliases and provenance source ids are data of any length: the SQL store indexes them under
+:func:`index_key`, which bounds them (the memory store keys its dictionaries on the strings themselves).
 """
 
 from __future__ import annotations
@@ -32,6 +32,12 @@ DIGEST_MARK = "#sha256:"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
+def storable(text: str) -> bool:
+    """Whether a database can hold ``text`` (it has no NUL and no lone surrogate): a key that is not is
+    in no SQL table (the writes refuse one or store it through :func:`index_key`)."""
+    return _UNSTORABLE.search(text) is None
+
+
 def utf8_size(text: str) -> int:
     """``text``'s length in UTF-8 bytes (a lone surrogate counts three)."""
     return len(text.encode("utf-8", "surrogatepass"))
@@ -55,9 +61,12 @@ def _shown(text: str) -> str:
 
 
 def _check(owner: str, what: str, text: str, limit: int | None) -> None:
-    if "\x00" in text:
+    bad = _UNSTORABLE.search(text)
+    if bad is not None:
+        char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
         raise InputError(
-            f"{owner}: its {what} {_shown(text)} holds a NUL character (U+0000), which no graph store keeps"
+            f"{owner}: its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph "
+            "store keeps"
         )
     if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
         raise InputError(
@@ -77,8 +86,11 @@ def check_node(node: Node) -> None:
 
 
 def check_edge(edge: Edge) -> None:
-    """Raise InputError when no store may keep ``edge`` (its endpoints are checked as nodes)."""
-    _check(f"edge {_shown(edge.source)} -> {_shown(edge.target)}", "type", edge.type, MAX_TYPE_BYTES)
+    """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
+    owner = f"edge {_shown(edge.source)} -> {_shown(edge.target)}"
+    _check(owner, "source", edge.source, MAX_ID_BYTES)
+    _check(owner, "target", edge.target, MAX_ID_BYTES)
+    _check(owner, "type", edge.type, MAX_TYPE_BYTES)
 
 
 def check_metadata(key: str, value: str | None) -> None:

@@ -505,3 +505,48 @@ async def test_nul_characters_are_refused_or_kept_the_same_everywhere(store: Gra
     await store.upsert_node(cited)
     assert await store.elements_from_source("doc\x00/1") == ([cited], [])
     assert await store.elements_from_source("doc") == ([], [])
+
+
+@pytest.mark.parametrize("bad", ["\x00", "a\ud800"])
+async def test_keys_no_store_keeps_are_absent_on_every_store(store: GraphStore, bad: str) -> None:
+    """A NUL or a lone surrogate (no database holds one) in a read's key finds nothing; it is no error."""
+    await movies(store)
+    assert await store.get_node(bad) is None
+    assert list(await store.get_nodes(["Memento", bad])) == ["Memento"]
+    assert await store.get_edge(bad) is None
+    assert await store.find_nodes(name=bad) == []
+    assert await store.find_nodes(type=bad) == []
+    assert await store.adjacent(bad) == []
+    assert await store.neighbors(bad) == []
+    assert await store.degree(bad) == 0
+    assert await store.adjacent("Memento", edge_types=[bad, "directed_by"]) == [
+        Adjacent("directed_by", "Christopher Nolan", "out")
+    ]
+    assert await store.elements_from_source(bad) == ([], [])
+    assert await store.get_metadata(bad) is None
+    assert await store.metadata_keys(bad) == []
+    await store.delete_node(bad)
+    await store.delete_edge(bad)
+    with pytest.raises(InputError, match=r"^edge 'Memento' -> '.*': its target '.*' holds a (NUL|lone)"):
+        await store.upsert_edge(edge("Memento", "r", bad))
+    with pytest.raises(InputError, match=r"^node 'x': its name '.*' holds a (NUL character|lone surrogate)"):
+        await store.upsert_node(node("x", bad))
+    assert await store.counts() == (4, 3)
+
+
+async def test_many_edge_types_in_one_read(store: GraphStore) -> None:
+    """More edge types than PostgreSQL takes bind parameters (65,535) filter the same on every store
+    (sorted: the memory store keeps insertion order, the SQL store (source, type, target))."""
+    await movies(store)
+    kinds = [f"r{i}" for i in range(70_000)] + ["starred_actors", "directed_by"]
+    assert sorted(await store.adjacent("Memento", edge_types=kinds)) == [
+        Adjacent("directed_by", "Christopher Nolan", "out"),
+        Adjacent("starred_actors", "Guy Pearce", "out"),
+    ]
+    found = await store.neighbors("Christopher Nolan", edge_types=kinds[:-1])
+    assert found == []
+    found = await store.neighbors("Christopher Nolan", direction="in", edge_types=kinds)
+    assert sorted((n.edge.source, n.node.id, n.direction) for n in found) == [
+        ("Inception", "Inception", "in"),
+        ("Memento", "Memento", "in"),
+    ]
