@@ -21,6 +21,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.model import GENERIC_TYPE, Edge, EdgeId, Node, NodeId, Provenance, bulk_edge_id
 from graphwalk_core.model.merge import grown_sources, merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor, NeighborGroups
+from graphwalk_core.stores.keys import check_edge, check_metadata, check_node
 
 if TYPE_CHECKING:
     from graphwalk_core.stores.grouped import GroupedAdjacencyIndex
@@ -345,10 +346,12 @@ class MemoryGraphStore:
 
     async def upsert_node(self, node: Node) -> None:
         """Insert or replace the node with this id."""
+        check_node(node)
         self._put_node(node.id, node)
 
     async def upsert_edge(self, edge: Edge) -> None:
         """Insert or replace the edge with this id; both endpoints must exist."""
+        check_edge(edge)
         self._check_endpoints(edge)
         self._put_edge((edge.source, edge.type, edge.target), edge)
 
@@ -390,6 +393,7 @@ class MemoryGraphStore:
 
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
+        check_metadata(key, value)
         self._put_metadata(key, value)
 
     async def clear(self) -> None:

@@ -37,6 +37,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any
 
+from pydantic_core import PydanticSerializationError
 from sqlalchemy import (
     Connection,
     Table,
@@ -55,6 +56,7 @@ from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
+from graphwalk_core.stores.keys import check_edge, check_metadata, check_node, index_key, storable
 from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
@@ -78,6 +80,9 @@ from graphwalk_core.stores.sql_tables import (
 )
 
 _CHUNK = 500
+#: Edge types a read filters on in SQL (a bind parameter each: PostgreSQL takes at most 65,535 per
+#: statement); a longer list is applied to the rows read.
+_TYPES_IN_SQL = _CHUNK
 #: Provenance records of the large nodes a store object keeps in memory across transactions (see
 #: ``node_parts``): beyond them, a large node is read back from its head and parts.
 LARGE_RECORDS_KEPT = 500_000
@@ -101,6 +106,29 @@ def _row(element_id: str, element: Node | Edge) -> dict[str, str]:
         }
     ends = {"source": element.source, "target": element.target}
     return {"id": element_id, **ends, "type": element.type, "data": element.model_dump_json(exclude={"id"})}
+
+
+def _type_filter(edge_types: Collection[str] | None) -> tuple[list[Any], frozenset[str] | None]:
+    """(the SQL conditions, the types to keep rows of) that select ``edge_types`` (None: every type); a
+    type no store keeps (see :func:`~graphwalk_core.stores.keys.storable`) matches no edge."""
+    if edge_types is None:
+        return [], None
+    kept = [t for t in dict.fromkeys(edge_types) if storable(t)]
+    if len(kept) <= _TYPES_IN_SQL:
+        return [edges_table.c.type.in_(kept)], None
+    return [], frozenset(kept)
+
+
+def _not_json(kind: str, elements: Mapping[str, Node | Edge], exc: Exception) -> str:
+    """Why the first of ``elements`` that JSON cannot hold (a lone surrogate from a ``\\ud800`` escape,
+    a value that is not JSON) cannot be stored (``exc``: what serializing the batch raised)."""
+    for i, element in elements.items():
+        try:
+            element.model_dump_json()
+        except PydanticSerializationError as failed:
+            shown = i if len(i) <= 60 else i[:60] + "…"
+            return f"{kind} {shown!r} cannot be stored as JSON: {str(failed).splitlines()[0]}"
+    return f"a {kind} cannot be stored as JSON: {str(exc).splitlines()[0]}"  # pragma: no cover
 
 
 def _name_keys(node: Node) -> set[str]:
@@ -366,14 +394,14 @@ class SQLGraphStore:
             old = source_ids(before) if before is not None else set()
             new = source_ids(e) if e is not None else set()
             more, less = _changes(old, new)
-            added += [{"source_id": x, "element_kind": kind, "element_id": i} for x in more]
-            gone += [{"source_id": x, "element_kind": kind, "element_id": i} for x in less]
+            added += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in more]
+            gone += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in less]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
                 new = _name_keys(e) if e is not None else set()
                 more, less = _changes(old, new)
-                added_names += [{"name_key": x, "node_id": i} for x in more]
-                gone_names += [{"name_key": x, "node_id": i} for x in less]
+                added_names += [{"name_key": index_key(x), "node_id": i} for x in more]
+                gone_names += [{"name_key": index_key(x), "node_id": i} for x in less]
         self._executemany(conn, self._deletes["provenance"], gone)
         self._executemany(conn, self._deletes["node_names"], gone_names)
         self._executemany(conn, self._inserts["provenance"], added)
@@ -414,10 +442,15 @@ class SQLGraphStore:
                     self._check_endpoints(conn, unique.values())
                 table = nodes_table if kind == "node" else edges_table
                 held = self._held(conn, kind, ids)
-                if kind == "node":
-                    self._replace(conn, table, ids, self._node_rows(conn, unique, held))
-                else:
-                    self._replace(conn, table, ids, [_row(i, e) for i, e in unique.items()])
+                try:
+                    rows = (
+                        self._node_rows(conn, unique, held)
+                        if kind == "node"
+                        else [_row(i, e) for i, e in unique.items()]
+                    )
+                except PydanticSerializationError as exc:
+                    raise InputError(_not_json(kind, unique, exc)) from None
+                self._replace(conn, table, ids, rows)
                 self._reindex(conn, kind, unique, held)
                 counts[kind == "edge"] += len(unique)
         return counts[0], counts[1]
@@ -537,7 +570,9 @@ class SQLGraphStore:
         """Rows of ``SELECT column FROM table WHERE id IN ids`` (``column``: one or more, comma-separated),
         in batches: the driver's own statement
         (one per batch size, kept), as statement building costs more than these lookups; on PostgreSQL
-        (psycopg) the batch is one array (``= ANY``)."""
+        (psycopg) the batch is one array (``= ANY``). An id no store keeps is no row's."""
+        if not storable("".join(ids)):
+            ids = [i for i in ids if storable(i)]
         if self._binary_arrays:
             sql = f"SELECT {column} FROM {table.name} WHERE id = ANY(%b::text[])"
             for chunk in batched(ids, _CHUNK):
@@ -570,13 +605,15 @@ class SQLGraphStore:
     ) -> list[tuple[Edge, str]]:
         """(edge, "out" | "in") incident to ``node_id``: outgoing first, each sorted."""
         check_direction(direction)
-        typed = [] if edge_types is None else [edges_table.c.type.in_(list(edge_types))]
+        if not storable(node_id):
+            return []
+        typed, kept = _type_filter(edge_types)
         found: list[tuple[Edge, str]] = []
         if direction != "in":
             found += [(e, "out") for e in self._edges_where(conn, edges_table.c.source == node_id, *typed)]
         if direction != "out":
             found += [(e, "in") for e in self._edges_where(conn, edges_table.c.target == node_id, *typed)]
-        return found
+        return found if kept is None else [(e, side) for e, side in found if e.type in kept]
 
     # ------------------------------------------------------------------ GraphStore: writes
 
@@ -592,12 +629,18 @@ class SQLGraphStore:
         """Insert or replace many nodes, then edges, in one transaction; returns how many of each.
 
         Inside a transaction they are held until it needs them written (see the module docstring);
-        an edge's endpoints are checked at once either way."""
-        if self._conn is None:
-            with self._connection(write=True) as conn:
-                return self._write(conn, {n.id: n for n in nodes}, {e.id: e for e in edges})
+        an edge's endpoints, and what every store keeps (see :mod:`~graphwalk_core.stores.keys`), are
+        checked at once either way."""
+        nodes, edges = list(nodes), list(edges)
+        for n in nodes:
+            check_node(n)
+        for e in edges:
+            check_edge(e)  # first: an edge's id is computed from its ends and type
         held_nodes = {n.id: n for n in nodes}
         held_edges = {e.id: e for e in edges}
+        if self._conn is None:
+            with self._connection(write=True) as conn:
+                return self._write(conn, held_nodes, held_edges)
         self._pending_nodes.update(held_nodes)
         self._check_endpoints(self._conn, held_edges.values())
         self._pending_edges.update(held_edges)
@@ -605,6 +648,8 @@ class SQLGraphStore:
 
     async def delete_node(self, node_id: NodeId) -> None:
         """Delete the node and its incident edges."""
+        if not storable(node_id):
+            return
         with self._connection(write=True) as conn:
             incident = (edges_table.c.source == node_id) | (edges_table.c.target == node_id)
             self._remove_edges(conn, list(conn.scalars(select(edges_table.c.id).where(incident))))
@@ -613,6 +658,8 @@ class SQLGraphStore:
             self._unindex(conn, "node", held)
 
     async def delete_edge(self, edge_id: EdgeId) -> None:
+        if not storable(edge_id):
+            return
         with self._connection(write=True) as conn:
             self._remove_edges(conn, [edge_id])
 
@@ -643,6 +690,7 @@ class SQLGraphStore:
 
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
+        check_metadata(key, value)
         with self._connection(write=True, pending=True) as conn:  # metadata is apart from the elements
             if value is None:
                 conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
@@ -693,8 +741,10 @@ class SQLGraphStore:
     ) -> list[Adjacent]:
         """(relation, neighbor, direction): outgoing then incoming, each by (source, type, target)."""
         check_direction(direction)
+        if not storable(node_id):
+            return []
         c = edges_table.c
-        typed = [] if edge_types is None else [c.type.in_(list(edge_types))]
+        typed, kept = _type_filter(edge_types)
         order = (c.source, c.type, c.target)
         found: list[Adjacent] = []
         with self._connection() as conn:
@@ -706,7 +756,7 @@ class SQLGraphStore:
                 query = select(c.type, c.source).where(c.target == node_id, *typed)
                 rows = conn.execute(query.order_by(*order))
                 found += [Adjacent(r, n, "in") for r, n in rows]
-        return found
+        return found if kept is None else [a for a in found if a.relation in kept]
 
     async def neighbors(
         self, node_id: NodeId, *, direction: Direction = "both", edge_types: Collection[str] | None = None
@@ -721,6 +771,8 @@ class SQLGraphStore:
     async def degree(self, node_id: NodeId, *, direction: Direction = "both") -> int:
         check_direction(direction)
         total = 0
+        if not storable(node_id):
+            return total
         with self._connection() as conn:
             if direction != "in":
                 total += conn.scalar(select(func.count()).where(edges_table.c.source == node_id)) or 0
@@ -734,9 +786,12 @@ class SQLGraphStore:
         """Nodes whose name or an alias equals ``name`` (case-insensitive), filtered by type, by id."""
         query = select(nodes_table.c.id, nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
         if name is not None:
-            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == name_key(name))
+            key = index_key(name_key(name))
+            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == key)
             query = query.where(nodes_table.c.id.in_(named))
         if type is not None:
+            if not storable(type):
+                return []
             query = query.where(nodes_table.c.type == type)
         with self._connection() as conn:
             return self._nodes_of(conn, conn.execute(query))
@@ -777,7 +832,7 @@ class SQLGraphStore:
     async def elements_from_source(self, source_id: str) -> tuple[list[Node], list[Edge]]:
         """Nodes (by id) and edges (by source, type, target) citing ``source_id`` anywhere."""
         s = provenance_table.c
-        cited = select(s.element_id).where(s.source_id == source_id)
+        cited = select(s.element_id).where(s.source_id == index_key(source_id))
         with self._connection() as conn:
             node_rows = conn.execute(
                 select(nodes_table.c.id, nodes_table.c.data)
@@ -806,10 +861,14 @@ class SQLGraphStore:
             return sorted(conn.scalars(select(nodes_table.c.type).distinct()))
 
     async def get_metadata(self, key: str) -> str | None:
+        if not storable(key):
+            return None
         with self._connection(pending=True) as conn:
             return conn.scalar(select(metadata_table.c.value).where(metadata_table.c.key == key))
 
     async def metadata_keys(self, prefix: str = "") -> list[str]:
+        if not storable(prefix):
+            return []
         with self._connection(pending=True) as conn:
             keys = conn.scalars(select(metadata_table.c.key).where(metadata_table.c.key >= prefix))
             return sorted(k for k in keys if k.startswith(prefix))

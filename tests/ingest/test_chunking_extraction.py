@@ -78,21 +78,26 @@ def test_cleanup() -> None:
                 name="nolan ", type="entity", description="A director.", attributes={"born": 1971}
             ),
             ExtractedEntity(name="Inception", type="filmWork"),
+            ExtractedEntity(name="Memento", type="film " * 103),  # 514 bytes in snake_case
         ],
         relations=[
             ExtractedRelation(source="Inception", type="Directed By", target="NOLAN"),
             ExtractedRelation(source="inception", type="directed_by", target="Nolan"),
             ExtractedRelation(source="Nolan", type="self", target="nolan"),
             ExtractedRelation(source="Inception", type="scored by", target="Hans Zimmer"),
+            ExtractedRelation(source="Memento", type="é" * 257, target="Nolan"),
+            ExtractedRelation(source="Memento", type="é" * 256, target="Nolan"),
         ],
     )
     clean = clean_extraction(raw)
     assert [(e.name, e.type, e.description, e.attributes) for e in clean.entities] == [
         ("Nolan", "film_director", "A director.", {"born": 1970}),
         ("Inception", "film_work", None, {}),
+        ("Memento", "entity", None, {}),
         ("Hans Zimmer", "entity", None, {}),
     ]
     assert [(r.source, r.type, r.target) for r in clean.relations] == [
         ("Inception", "directed_by", "Nolan"),
         ("Inception", "scored_by", "Hans Zimmer"),
+        ("Memento", "é" * 256, "Nolan"),
     ]

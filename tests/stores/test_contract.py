@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -433,3 +434,145 @@ async def test_clear(store: GraphStore) -> None:
     assert await store.counts() == (0, 0)
     assert await store.metadata_keys() == []
     assert await store.find_nodes(name="memento") == []
+
+
+def _text(
+    seed: str, size: int, alphabet: str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+) -> str:
+    """``size`` characters that compress badly (PostgreSQL compresses an index row before it counts)."""
+    digits = "".join(hashlib.sha256(f"{seed}{i}".encode()).hexdigest() for i in range(size // 32 + 1))
+    return "".join(alphabet[int(digits[2 * i : 2 * i + 2], 16) % len(alphabet)] for i in range(size))
+
+
+async def test_long_names_aliases_and_source_ids_are_kept_and_found(store: GraphStore) -> None:
+    """Names are data: a 3,000-character name, alias or source id is stored and found on every store."""
+    name, alias, source = _text("name", 3000), _text("alias", 1500, "éßΣжあ😀"), "files/" + _text("s", 3000)
+    long = node("long", name, aliases=(alias,), provenance=(Provenance(source_id=source),))
+    await store.upsert_node(long)
+    assert await store.get_node("long") == long
+    assert await store.find_nodes(name=name.upper()) == [long]
+    assert await store.find_nodes(name=alias.casefold()) == [long]
+    assert await store.find_nodes(name=name[:-1]) == []
+    assert await store.find_nodes(name=name[:-1] + "#") == []
+    assert await store.find_nodes(name=name[:1024]) == []
+    assert await store.elements_from_source(source) == ([long], [])
+    assert await store.elements_from_source(source[:-1]) == ([], [])
+    renamed = node("long", "short", provenance=(S1,))
+    await store.upsert_node(renamed)
+    assert await store.find_nodes(name=name) == []
+    assert await store.find_nodes(name=alias) == []
+    assert await store.elements_from_source(source) == ([], [])
+    await store.upsert_node(long)
+    await store.delete_node("long")
+    assert await store.find_nodes(name=name) == []
+    assert await store.elements_from_source(source) == ([], [])
+
+
+async def test_the_longest_ids_types_and_metadata_keys_are_kept(store: GraphStore) -> None:
+    """An id, type and metadata key at their limits: every store keeps them (an edge between two such
+    nodes with such a type is PostgreSQL's largest index row)."""
+    a, b = "a" + _text("a", 341, "あいうえおかきくけこ"), "b" + _text("b", 1023)
+    kind, relation, key = _text("t", 512), _text("r", 256, "éΣ"), "ingest/" + _text("k", 2041)
+    assert [len(x.encode()) for x in (a, b, kind, relation, key)] == [1024, 1024, 512, 512, 2048]
+    first, second = node(a, type=kind), node(b, type=kind)
+    link = edge(a, relation, b)
+    await upsert_many(store, [first, second], [link])
+    await store.set_metadata(key, "v")
+    assert await store.get_nodes([a, b]) == {a: first, b: second}
+    assert await store.node_types() == [kind]
+    assert await store.find_nodes(type=kind) == [first, second]
+    assert [e async for e in store.iter_edges()] == [link]
+    assert await store.adjacent(a, edge_types=[relation]) == [Adjacent(relation, b, "out")]
+    assert await store.metadata_keys("ingest/") == [key]
+    assert await store.get_metadata(key) == "v"
+
+
+async def test_over_long_ids_types_and_metadata_keys_are_refused_everywhere(store: GraphStore) -> None:
+    """One byte over a limit is the same clear error on every store, and nothing is written."""
+    await store.upsert_node(node("x"))
+    cases = [
+        (store.upsert_node(node("é" * 512 + "x")), r"^node: its id 'éé.*'… is 1,025 bytes in UTF-8; "),
+        (
+            store.upsert_node(node("y", type="t" * 513)),
+            r"^node 'y': its type 'tt.*'… is 513 bytes in UTF-8; ",
+        ),
+        (
+            store.upsert_edge(edge("x", "r" * 513, "x")),
+            r"^edge 'x' -> 'x': its type 'rr.*'… is 513 bytes in ",
+        ),
+        (
+            store.set_metadata("k" * 2049, "v"),
+            r"^metadata: its key 'kk.*'… is 2,049 bytes in UTF-8; .* at most 2,048$",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(InputError, match=message):
+            await call
+    assert await store.counts() == (1, 0)
+    assert await store.metadata_keys() == []
+
+
+async def test_nul_characters_are_refused_or_kept_the_same_everywhere(store: GraphStore) -> None:
+    """PostgreSQL keeps no NUL in text: where a store keeps a string as it is, every store refuses one;
+    a source id holding one is kept and found (it is only indexed)."""
+    calls = [
+        (store.upsert_node(node("n\x00")), r"^node: its id 'n\\x00' holds a NUL character \(U\+0000\)"),
+        (store.upsert_node(node("n", "a\x00b")), r"^node 'n': its name 'a\\x00b' holds a NUL character"),
+        (store.upsert_node(node("n", aliases=("\x00",))), r"^node 'n': its alias '\\x00' holds a NUL"),
+        (store.upsert_node(node("n", type="t\x00")), r"^node 'n': its type 't\\x00' holds a NUL"),
+        (store.set_metadata("k\x00", "v"), r"^metadata: its key 'k\\x00' holds a NUL"),
+        (store.set_metadata("k", "\x00"), r"^metadata 'k': its value '\\x00' holds a NUL"),
+    ]
+    for call, message in calls:
+        with pytest.raises(InputError, match=message):
+            await call
+    assert await store.counts() == (0, 0)
+    cited = node("n", provenance=(Provenance(source_id="doc\x00/1"),))
+    await store.upsert_node(cited)
+    assert await store.elements_from_source("doc\x00/1") == ([cited], [])
+    assert await store.elements_from_source("doc") == ([], [])
+
+
+@pytest.mark.parametrize("bad", ["\x00", "a\ud800"])
+async def test_keys_no_store_keeps_are_absent_on_every_store(store: GraphStore, bad: str) -> None:
+    """A NUL or a lone surrogate (no database holds one) in a read's key finds nothing; it is no error."""
+    await movies(store)
+    assert await store.get_node(bad) is None
+    assert list(await store.get_nodes(["Memento", bad])) == ["Memento"]
+    assert await store.get_edge(bad) is None
+    assert await store.find_nodes(name=bad) == []
+    assert await store.find_nodes(type=bad) == []
+    assert await store.adjacent(bad) == []
+    assert await store.neighbors(bad) == []
+    assert await store.degree(bad) == 0
+    assert await store.adjacent("Memento", edge_types=[bad, "directed_by"]) == [
+        Adjacent("directed_by", "Christopher Nolan", "out")
+    ]
+    assert await store.elements_from_source(bad) == ([], [])
+    assert await store.get_metadata(bad) is None
+    assert await store.metadata_keys(bad) == []
+    await store.delete_node(bad)
+    await store.delete_edge(bad)
+    with pytest.raises(InputError, match=r"^edge 'Memento' -> '.*': its target '.*' holds a (NUL|lone)"):
+        await store.upsert_edge(edge("Memento", "r", bad))
+    with pytest.raises(InputError, match=r"^node 'x': its name '.*' holds a (NUL character|lone surrogate)"):
+        await store.upsert_node(node("x", bad))
+    assert await store.counts() == (4, 3)
+
+
+async def test_many_edge_types_in_one_read(store: GraphStore) -> None:
+    """More edge types than PostgreSQL takes bind parameters (65,535) filter the same on every store
+    (sorted: the memory store keeps insertion order, the SQL store (source, type, target))."""
+    await movies(store)
+    kinds = [f"r{i}" for i in range(70_000)] + ["starred_actors", "directed_by"]
+    assert sorted(await store.adjacent("Memento", edge_types=kinds)) == [
+        Adjacent("directed_by", "Christopher Nolan", "out"),
+        Adjacent("starred_actors", "Guy Pearce", "out"),
+    ]
+    found = await store.neighbors("Christopher Nolan", edge_types=kinds[:-1])
+    assert found == []
+    found = await store.neighbors("Christopher Nolan", direction="in", edge_types=kinds)
+    assert sorted((n.edge.source, n.node.id, n.direction) for n in found) == [
+        ("Inception", "Inception", "in"),
+        ("Memento", "Memento", "in"),
+    ]

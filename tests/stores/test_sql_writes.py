@@ -91,3 +91,19 @@ async def test_each_batch_is_one_statement_per_table(
         assert [n.id for n in await store.find_nodes(name=f"{ODD} 699!")] == ["n0699"]
     finally:
         await store.close()
+
+
+async def test_an_element_json_cannot_hold_is_an_input_error_naming_it(sql_url: str) -> None:
+    """A lone surrogate (Python reads the JSON escape ``"\\ud800"``) in an attribute is no UTF-8: the
+    store names the node instead of failing with the serializer's error, and writes nothing."""
+    from graphwalk_core.errors import InputError
+
+    store = SQLGraphStore(sql_url)
+    bad = Node(id="n1", name="x", attributes={"k": "a\udc00"})
+    with pytest.raises(InputError, match=r"^node 'n1' cannot be stored as JSON: Error serializing to JSON: "):
+        await store.upsert_many([Node(id="n0", name="y"), bad])
+    with pytest.raises(InputError, match=r"^node 'n1' cannot be stored as JSON"):
+        async with store.transaction():
+            await store.upsert_node(bad)
+    assert await store.counts() == (0, 0)
+    await store.close()

@@ -1,0 +1,100 @@
+"""The strings a graph store keys on, bounded the same way on every store.
+
+PostgreSQL's B-tree indexes refuse a row over 2,704 bytes and its text holds no NUL character, where
+SQLite and the memory store take any string. So every store enforces the same limits on what the SQL
+store keeps in an indexed column as is (:func:`check_node`, :func:`check_edge`, :func:`check_metadata`):
+node ids, node and edge types and metadata keys have a maximum UTF-8 length, and none of those, nor a
+name, an alias or a metadata value, may hold a NUL or a lone surrogate (see :func:`storable`). Names,
+aliases and provenance source ids are data of any length: the SQL store indexes them under
+:func:`index_key`, which bounds them (the memory store keys its dictionaries on the strings themselves).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from graphwalk_core.errors import InputError
+from graphwalk_core.model import Edge, Node
+
+#: UTF-8 bytes of a node id at most (ingest's ids are about 30).
+MAX_ID_BYTES = 1024
+#: UTF-8 bytes of a node or edge type at most: an edge's (source, type, target) index row fits.
+MAX_TYPE_BYTES = 512
+#: UTF-8 bytes of a metadata key at most (a ledger key holds a document id: a path, a record key).
+MAX_METADATA_KEY_BYTES = 2048
+#: UTF-8 bytes of an index key kept as it is; a longer one is bounded (see :func:`index_key`).
+MAX_INDEX_KEY_BYTES = 1024
+#: Between a bounded key's prefix and the SHA-256 of the whole key.
+DIGEST_MARK = "#sha256:"
+
+#: Characters no database keeps in text: NUL (PostgreSQL), lone surrogates (not UTF-8).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> bool:
+    """Whether a database can hold ``text`` (it has no NUL and no lone surrogate): a key that is not is
+    in no SQL table (the writes refuse one or store it through :func:`index_key`)."""
+    return _UNSTORABLE.search(text) is None
+
+
+def utf8_size(text: str) -> int:
+    """``text``'s length in UTF-8 bytes (a lone surrogate counts three)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def index_key(key: str) -> str:
+    """The indexed form of ``key``: the key itself when it is at most :data:`MAX_INDEX_KEY_BYTES` bytes of
+    storable text (every graph written before keeps its keys), else its longest storable prefix of at most
+    that many bytes, :data:`DIGEST_MARK` and the SHA-256 of the whole key (hex). A long key's form is
+    longer than any key kept as it is, so the two never meet; a key found by it was written through it."""
+    bad = _UNSTORABLE.search(key)
+    if bad is None and (len(key) * 4 <= MAX_INDEX_KEY_BYTES or utf8_size(key) <= MAX_INDEX_KEY_BYTES):
+        return key
+    head = key if bad is None else key[: bad.start()]
+    prefix = head.encode("utf-8")[:MAX_INDEX_KEY_BYTES].decode("utf-8", "ignore")
+    return prefix + DIGEST_MARK + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _shown(text: str) -> str:
+    return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
+
+
+def _check(owner: str, what: str, text: str, limit: int | None) -> None:
+    bad = _UNSTORABLE.search(text)
+    if bad is not None:
+        char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
+        raise InputError(
+            f"{owner}: its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph "
+            "store keeps"
+        )
+    if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
+        raise InputError(
+            f"{owner}: its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most "
+            f"{limit:,}"
+        )
+
+
+def check_node(node: Node) -> None:
+    """Raise InputError when no store may keep ``node`` (see the module docstring)."""
+    owner = f"node {_shown(node.id)}"
+    _check("node", "id", node.id, MAX_ID_BYTES)
+    _check(owner, "type", node.type, MAX_TYPE_BYTES)
+    _check(owner, "name", node.name, None)
+    for alias in node.aliases:
+        _check(owner, "alias", alias, None)
+
+
+def check_edge(edge: Edge) -> None:
+    """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
+    owner = f"edge {_shown(edge.source)} -> {_shown(edge.target)}"
+    _check(owner, "source", edge.source, MAX_ID_BYTES)
+    _check(owner, "target", edge.target, MAX_ID_BYTES)
+    _check(owner, "type", edge.type, MAX_TYPE_BYTES)
+
+
+def check_metadata(key: str, value: str | None) -> None:
+    """Raise InputError when no store may keep metadata ``key`` = ``value``."""
+    _check("metadata", "key", key, MAX_METADATA_KEY_BYTES)
+    if value is not None:
+        _check(f"metadata {_shown(key)}", "value", value, None)
