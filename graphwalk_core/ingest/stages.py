@@ -21,6 +21,7 @@ from graphwalk_core.ingest.extraction.nlp import NLP_VERSION
 from graphwalk_core.ingest.ledger import (
     LedgerEntry,
     delete_entry,
+    ledger_key,
     now_iso,
     provenance_source,
     read_ledger,
@@ -45,6 +46,7 @@ from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, utf8_size
 
 __all__ = [
     "ROUTING_VERSIONS",
@@ -114,9 +116,13 @@ async def diff_documents(
     seen: set[str] = set()
     repeated: list[SkippedItem] = []
     # streamed: an unchanged document is dropped as soon as it is compared (only its id is kept)
+    id_room = MAX_METADATA_KEY_BYTES - utf8_size(ledger_key(source.source_id, ""))
     async for doc in source.documents():
         if doc.id in seen:  # never silently: a skip keeps what the ledger holds under that id
             repeated.append(_repeated(doc))
+            continue
+        if len(doc.id) * 4 > id_room and utf8_size(doc.id) > id_room:  # its ledger key no store keeps
+            repeated.append(_too_long(doc, id_room))
             continue
         seen.add(doc.id)
         entry = ledger.get(doc.id)
@@ -157,6 +163,19 @@ class EmptySourceError(InputError):
             "its documents: nothing is retracted (an unmounted share or an emptied folder or table?); to "
             "retract them all, ingest it with --allow-empty (sources.yaml: allow_empty: true)"
         )
+
+
+def _too_long(doc: SourceDocument, room: int) -> SkippedItem:
+    """The skip of a document whose id is too long for its ledger key (a path of thousands of bytes)."""
+    where = doc.metadata.get("path") or doc.metadata.get("table") or doc.id[:200] + "…"
+    line = doc.metadata.get("line")
+    reason = (
+        f"its document id is {utf8_size(doc.id):,} bytes in UTF-8; the ledger keeps ids of at most "
+        f"{room:,} for this source (shorten the path, or key the records by a shorter column)"
+    )
+    return SkippedItem(
+        path=str(where), line=line if isinstance(line, int) else None, reason=reason, document_id=doc.id
+    )
 
 
 def _repeated(doc: SourceDocument) -> SkippedItem:

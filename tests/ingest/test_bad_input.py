@@ -532,3 +532,24 @@ async def test_entries_that_cannot_be_examined_are_skips_that_keep_their_documen
     ]
     assert (report.changed, report.deleted, report.kept) == (1, 0, 2)
     assert await names(store) == ["Ann Lee", "Bob Ray", "Cal Fox", "Dee Kim"]
+
+
+async def test_a_document_whose_ledger_key_no_store_keeps_is_a_skip(tmp_path: Path) -> None:
+    """A path of thousands of bytes gives a ledger key over every store's limit: the whole run failed."""
+    deep = tmp_path.joinpath(*["d" * 250] * 9)
+    deep.mkdir(parents=True)
+    (deep / "far.txt").write_text("Ann Lee met Bo Chen.", encoding="utf-8")
+    (tmp_path / "near.txt").write_text("Ann Lee met Bo Chen.", encoding="utf-8")
+    store = MemoryGraphStore()
+    report = await ingest(
+        FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
+    )
+    far = "/".join(["d" * 250] * 9) + "/far.txt"
+    assert (report.new, [s.describe() for s in report.skipped]) == (
+        1,
+        [
+            f"{far}: its document id is 2,266 bytes in UTF-8; the ledger keeps ids of at most 2,029 for this "
+            "source (shorten the path, or key the records by a shorter column)"
+        ],
+    )
+    assert list(await read_ledger(store, "docs")) == ["near.txt"]
