@@ -31,6 +31,14 @@ def mention(doc: int, summary: str | None = None) -> Node:
     )
 
 
+async def merge_in(store: SQLGraphStore, doc: int) -> None:
+    """One transaction: the hub the store holds, merged with ``doc``'s mention."""
+    async with store.transaction():
+        held = await store.get_node("hub")
+        assert held is not None
+        await store.upsert_node(merge_node_data(held, mention(doc)))
+
+
 def grown(docs: range, start: Node | None = None) -> list[Node]:
     """The hub after each mention of ``docs``, merged in turn."""
     node = start or mention(docs[0])
@@ -167,20 +175,11 @@ async def test_a_write_by_another_store_object_is_seen_and_kept(sql_url: str) ->
     one, two = SQLGraphStore(sql_url), SQLGraphStore(sql_url)
     versions = grown(range(4))
     await one.upsert_node(versions[-1])
-    async with one.transaction():  # one keeps the hub
-        held = await one.get_node("hub")
-        assert held is not None
-        await one.upsert_node(merge_node_data(held, mention(4)))
-    async with two.transaction():
-        held = await two.get_node("hub")
-        assert held is not None
-        await two.upsert_node(merge_node_data(held, mention(5)))
+    await merge_in(one, 4)  # one keeps the hub
+    await merge_in(two, 5)
     got = await one.get_node("hub")
     assert got is not None and [p.source_id for p in got.provenance][-2:] == ["src/d004", "src/d005"]
-    async with one.transaction():
-        held = await one.get_node("hub")
-        assert held is not None
-        await one.upsert_node(merge_node_data(held, mention(6)))
+    await merge_in(one, 6)
     fresh = SQLGraphStore(sql_url)
     got = await fresh.get_node("hub")
     assert got is not None and len(got.provenance) == 7
@@ -244,23 +243,14 @@ async def test_a_failed_statement_forgets_what_was_kept(postgres_url: str) -> No
     one = SQLGraphStore(postgres_url)
     await one.upsert_node(grown(range(4))[-1])
     before = _snapshot(postgres_url)
-    async with one.transaction():  # the commit the crash loses; one keeps the hub with d004
-        held = await one.get_node("hub")
-        assert held is not None
-        await one.upsert_node(merge_node_data(held, mention(4)))
+    await merge_in(one, 4)  # the commit the crash loses; one keeps the hub with d004
     _restore(postgres_url, before)  # the server restarted without it; one's connections are gone
     with pytest.raises(OperationalError):
         async with one.transaction():
             await one.get_node("hub")
     two = SQLGraphStore(postgres_url)
-    async with two.transaction():  # the generation is one's again
-        held = await two.get_node("hub")
-        assert held is not None
-        await two.upsert_node(merge_node_data(held, mention(5)))
-    async with one.transaction():
-        held = await one.get_node("hub")
-        assert held is not None
-        await one.upsert_node(merge_node_data(held, mention(6)))
+    await merge_in(two, 5)  # the generation is one's again
+    await merge_in(one, 6)
     kept, got = await one.get_node("hub"), await SQLGraphStore(postgres_url).get_node("hub")
     assert got is not None and kept is not None
     assert [p.source_id for p in got.provenance] == [f"src/d{d:03d}" for d in (0, 1, 2, 3, 5, 6)]
