@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic
 from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, table_names
-from graphwalk_core.warehouse.views import refresh_views
+from graphwalk_core.warehouse.refresh import refresh_views
 
 #: The value DuckDB and pyarrow read as NULL (Hive's name for a NULL partition value).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"

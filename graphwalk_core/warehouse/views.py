@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.warehouse.layout import DB_NAME, table_names
+from graphwalk_core.warehouse.layout import DB_NAME
 
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
@@ -146,49 +146,6 @@ def _explained(sql: str) -> duckdb.StatementType | None:
         if len(inner) == 1:
             return inner[0].type
     return None
-
-
-def _view_sql(name: str, table_dir: Path) -> str:
-    pattern = (table_dir / "**" / "*.parquet").as_posix().replace("'", "''")
-    return (
-        f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{pattern}', "
-        "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
-    )
-
-
-def refresh_views(root: Path) -> list[str]:
-    """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones.
-
-    A table whose files reach outside ``root`` (a symlink out of it) is an ``InputError`` naming it."""
-    root = Path(root).resolve()
-    if glob := sorted(set("*?[") & set(root.as_posix())):
-        raise InputError(
-            f"warehouse folder {root} has the glob character(s) {' '.join(glob)} in its path: the DuckDB "
-            "views would read other folders' files too; move the warehouse to a path without them"
-        )
-    root.mkdir(parents=True, exist_ok=True)
-    names = table_names(root)
-    con = _connect(root / DB_NAME, read_only=False)
-    try:
-        existing = {
-            r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
-        }
-        con.execute("BEGIN")
-        for stale in sorted(existing - set(names)):
-            con.execute(f'DROP VIEW "{stale}"')
-        for name in names:
-            try:
-                con.execute(_view_sql(name, root / name))
-            except duckdb.PermissionException as exc:
-                raise InputError(
-                    f"warehouse table {name!r} reaches outside the warehouse folder {root}: "
-                    f"{str(exc).splitlines()[0]} (a symlink that points out of the folder? the views read "
-                    "only files under it)"
-                ) from None
-        con.execute("COMMIT")
-    finally:
-        con.close()
-    return names
 
 
 def _unreadable_parquet(root: Path) -> str | None:
