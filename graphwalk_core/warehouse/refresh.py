@@ -9,17 +9,13 @@ left alone; only views over a table folder of the warehouse (graphwalk's) are dr
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import duckdb
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.warehouse.layout import DB_NAME, table_names
+from graphwalk_core.warehouse.layout import DB_NAME, VIEW_READER, table_names
 from graphwalk_core.warehouse.views import _connect, _unreadable_parquet
-
-#: The start of the reader graphwalk's view of table ``name`` runs: ``read_parquet('<dir>/<name>/**``.
-_OURS = re.compile(r"read_parquet\('(?:[^']|'')*/(?P<name>[A-Za-z_][A-Za-z0-9_]*)/\*\*/\*\.parquet'")
 
 
 def _pattern(table_dir: Path) -> str:
@@ -35,7 +31,7 @@ def _select(table_dir: Path) -> str:
 
 def _ours(name: str, sql: str) -> bool:
     """Whether the view ``name`` defined by ``sql`` is graphwalk's view of a table folder."""
-    found = _OURS.search(sql or "")
+    found = VIEW_READER.search(sql or "")
     return found is not None and found["name"] == name
 
 

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.warehouse.layout import DB_NAME
+from graphwalk_core.warehouse.layout import DB_NAME, VIEW_READER, table_names
 
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
@@ -182,12 +182,33 @@ class Rows:
             yield batch
 
 
+def _moved_from(con: duckdb.DuckDBPyConnection, root: Path) -> str | None:
+    """The folder graphwalk's views read when it is not ``root`` (the warehouse was moved, renamed or
+    mounted elsewhere since they were made), else None."""
+    for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
+        found = VIEW_READER.search(sql or "")
+        if found and found["name"] == name and found["root"].replace("''", "'") != root.resolve().as_posix():
+            return found["root"].replace("''", "'")
+    return None
+
+
+def _repoint(root: Path) -> str:
+    """The command that makes the views of the warehouse at ``root`` again."""
+    return f"python -c \"from graphwalk_core.warehouse import refresh_views; refresh_views('{root}')\""
+
+
 @contextmanager
-def _query_errors(root: Path) -> Iterator[None]:
+def _query_errors(root: Path, moved_from: str | None = None) -> Iterator[None]:
     """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong."""
     try:
         yield
     except duckdb.PermissionException as exc:
+        if moved_from is not None:
+            raise InputError(
+                f"query failed: the views of {root / DB_NAME} read the tables under {moved_from}, where the "
+                f"warehouse was when they were made (moved, renamed or mounted elsewhere since?); any write "
+                f"re-points them, or: {_repoint(root)}"
+            ) from None
         raise InputError(
             f"query refused: it reaches outside the warehouse folder {root} "
             f"(the console reads only the warehouse's own files): {exc}"
@@ -204,11 +225,16 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
     rows are read while the context is open."""
     db = Path(root) / DB_NAME
     if not db.exists():
+        if tables := table_names(db.parent):
+            raise InputError(
+                f"no warehouse database at {db}, though the folder holds the tables {', '.join(tables)}: "
+                f"make their views with any write, or: {_repoint(db.parent.resolve())}"
+            )
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
     _check_read_only(sql)
     con = _connect(db, read_only=True)
     try:
-        with _query_errors(db.parent):
+        with _query_errors(db.parent, _moved_from(con, db.parent)):
             cursor = con.execute(sql)
         yield Rows(cursor, db.parent)
     finally:

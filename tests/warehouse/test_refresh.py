@@ -84,3 +84,34 @@ def test_a_table_that_does_not_read_is_named_and_the_others_get_views(tmp_path: 
     )
     assert query(tmp_path, VIEWS).rows == [("edges",), ("nodes",)]  # nodes keeps its view
     assert query(tmp_path, "select source from edges").rows == [("a",)]
+
+
+def test_a_query_over_a_moved_warehouse_says_so(tmp_path: Path) -> None:
+    """The views hold absolute paths: after a move, a query said it "reaches outside the warehouse
+    folder", as if it had asked for another folder's files."""
+    Warehouse(tmp_path / "old").write("t", [{"a": 1}])
+    (tmp_path / "old").rename(tmp_path / "new")
+    new = tmp_path / "new"
+    with pytest.raises(InputError) as error:
+        query(new, "select a from t")
+    assert str(error.value) == (
+        f"query failed: the views of {new / 'warehouse.duckdb'} read the tables under {tmp_path / 'old'}, "
+        "where the warehouse was when they were made (moved, renamed or mounted elsewhere since?); any "
+        'write re-points them, or: python -c "from graphwalk_core.warehouse import refresh_views; '
+        f"refresh_views('{new}')\""
+    )
+    assert query(new, "select 1").rows == [(1,)]  # a query reading no view runs
+
+
+def test_a_missing_database_beside_tables_says_how_to_make_it(tmp_path: Path) -> None:
+    wh = Warehouse(tmp_path)
+    wh.write("nodes", [{"id": "a"}])
+    wh.write("edges", [{"source": "a"}])
+    wh.db_path.unlink()
+    with pytest.raises(InputError) as error:
+        query(tmp_path, "select * from nodes")
+    assert str(error.value) == (
+        f"no warehouse database at {wh.db_path}, though the folder holds the tables edges, nodes: make "
+        'their views with any write, or: python -c "from graphwalk_core.warehouse import refresh_views; '
+        f"refresh_views('{tmp_path}')\""
+    )
