@@ -6,6 +6,7 @@ the published graph read back as triples.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -34,6 +35,8 @@ DOCUMENTS_SCHEMA = pa.schema([("document_id", pa.string()), ("status", pa.string
 TRIPLES_FILE = "knowledge_graph_triples.txt"
 #: The lock file in the warehouse folder that serializes publishes (no table: views read folders only).
 PUBLISH_LOCK = ".publish.lock"
+#: The prefix of the folder a publish exports into: hidden, so no view is ever made over it.
+EXPORT_PREFIX = ".publish-"
 
 _TRIPLES_SQL = """
 SELECT s.name, e.type, t.name
@@ -61,10 +64,14 @@ async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, in
 
     One publish into a warehouse at a time (a file lock, :data:`PUBLISH_LOCK`), each from one committed
     state of the store, read once the lock is held: two runs publishing at once could otherwise leave
-    one's nodes beside the other's edges, or an older graph over a newer one."""
+    one's nodes beside the other's edges, or an older graph over a newer one. The store is exported
+    into a hidden folder of the warehouse (a ``tmp…`` one became a table for any view refresh meanwhile,
+    and for good when the run was killed); one a killed run left is removed by the next publish."""
     warehouse.root.mkdir(parents=True, exist_ok=True)
     with FileLock(warehouse.root / PUBLISH_LOCK):
-        with tempfile.TemporaryDirectory(dir=warehouse.root) as tmp:
+        for stale in sorted(warehouse.root.glob(f"{EXPORT_PREFIX}*")):  # a killed publish's (lock held)
+            shutil.rmtree(stale, ignore_errors=True)
+        with tempfile.TemporaryDirectory(prefix=EXPORT_PREFIX, dir=warehouse.root) as tmp:
             await export_parquet(store, tmp)
             tables = {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in TABLES}
         tables["ledger"] = ledger_table(tables["metadata"])

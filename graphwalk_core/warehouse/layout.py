@@ -8,6 +8,10 @@ from pathlib import Path
 PART_FILE = "part-0.parquet"
 DB_NAME = "warehouse.duckdb"
 TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: The reader in graphwalk's view of a table: ``read_parquet('<root>/<name>/**/*.parquet'``.
+VIEW_READER = re.compile(
+    r"read_parquet\('(?P<root>(?:[^']|'')*)/(?P<name>[A-Za-z_][A-Za-z0-9_]*)/\*\*/\*\.parquet'"
+)
 
 
 def table_names(root: Path) -> list[str]:

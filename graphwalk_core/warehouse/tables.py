@@ -1,12 +1,17 @@
-"""Hive-partitioned Parquet tables: ``<root>/<table>/<key>=<value>/.../part-0.parquet``."""
+"""Hive-partitioned Parquet tables: ``<root>/<table>/<key>=<value>/.../part-0.parquet``.
+
+A partition value is any non-empty string: its folder name percent-encodes every character but ASCII
+letters, digits and ``_.-~`` (``source=my%20docs``), which DuckDB's and pyarrow's hive partitioning
+decode, so the views and ``pandas.read_parquet`` give the value back exactly.
+"""
 
 from __future__ import annotations
 
-import re
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,9 +19,12 @@ import pyarrow.parquet as pq
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic
 from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, table_names
-from graphwalk_core.warehouse.views import refresh_views
+from graphwalk_core.warehouse.refresh import refresh_views
 
-_VALUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+#: The value DuckDB and pyarrow read as NULL (Hive's name for a NULL partition value).
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+#: The longest file name (bytes) common file systems take.
+NAME_MAX = 255
 
 Rows = pa.Table | Sequence[Mapping[str, Any]]
 
@@ -27,12 +35,17 @@ def _check_name(kind: str, name: str) -> str:
     return name
 
 
-def _check_value(key: str, value: str) -> str:
-    if not _VALUE.match(value):
+def _folder(key: str, value: str) -> str:
+    """The folder name of the partition ``key=value``, the value percent-encoded."""
+    if not value or value == HIVE_NULL:
+        raise InputError(f"warehouse partition value {key}={value!r} is invalid: it would read as NULL")
+    name = f"{key}={quote(value, safe='')}"
+    if len(name.encode()) > NAME_MAX:
         raise InputError(
-            f"warehouse partition value {key}={value!r} is invalid: use letters, digits, '.', '_', '-'"
+            f"warehouse partition value {key}={value[:40]!r}... is too long: its folder name {name[:40]}... "
+            f"is {len(name.encode())} bytes (percent-encoded), and a file system takes {NAME_MAX}"
         )
-    return value
+    return name
 
 
 class Warehouse:
@@ -53,7 +66,7 @@ class Warehouse:
         """The folder of one partition (``<root>/<table>/k=v/...``), keys in the given order."""
         path = self.root / _check_name("table", table)
         for key, value in (partition or {}).items():
-            path = path / f"{_check_name('partition key', key)}={_check_value(key, str(value))}"
+            path = path / _folder(_check_name("partition key", key), str(value))
         return path
 
     def write(

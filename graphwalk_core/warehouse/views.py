@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.warehouse.layout import DB_NAME, table_names
+from graphwalk_core.warehouse.layout import DB_NAME, VIEW_READER, table_names
 
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
@@ -148,49 +148,6 @@ def _explained(sql: str) -> duckdb.StatementType | None:
     return None
 
 
-def _view_sql(name: str, table_dir: Path) -> str:
-    pattern = (table_dir / "**" / "*.parquet").as_posix().replace("'", "''")
-    return (
-        f"CREATE OR REPLACE VIEW \"{name}\" AS SELECT * FROM read_parquet('{pattern}', "
-        "hive_partitioning = true, hive_types_autocast = false, union_by_name = true)"
-    )
-
-
-def refresh_views(root: Path) -> list[str]:
-    """(Re)create one view per table under ``root`` in ``root/warehouse.duckdb``; drop stale ones.
-
-    A table whose files reach outside ``root`` (a symlink out of it) is an ``InputError`` naming it."""
-    root = Path(root).resolve()
-    if glob := sorted(set("*?[") & set(root.as_posix())):
-        raise InputError(
-            f"warehouse folder {root} has the glob character(s) {' '.join(glob)} in its path: the DuckDB "
-            "views would read other folders' files too; move the warehouse to a path without them"
-        )
-    root.mkdir(parents=True, exist_ok=True)
-    names = table_names(root)
-    con = _connect(root / DB_NAME, read_only=False)
-    try:
-        existing = {
-            r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
-        }
-        con.execute("BEGIN")
-        for stale in sorted(existing - set(names)):
-            con.execute(f'DROP VIEW "{stale}"')
-        for name in names:
-            try:
-                con.execute(_view_sql(name, root / name))
-            except duckdb.PermissionException as exc:
-                raise InputError(
-                    f"warehouse table {name!r} reaches outside the warehouse folder {root}: "
-                    f"{str(exc).splitlines()[0]} (a symlink that points out of the folder? the views read "
-                    "only files under it)"
-                ) from None
-        con.execute("COMMIT")
-    finally:
-        con.close()
-    return names
-
-
 def _unreadable_parquet(root: Path) -> str | None:
     """The first warehouse Parquet file that does not read, with the reason (DuckDB's decoding errors
     name no file); None when all read."""
@@ -225,12 +182,33 @@ class Rows:
             yield batch
 
 
+def _moved_from(con: duckdb.DuckDBPyConnection, root: Path) -> str | None:
+    """The folder graphwalk's views read when it is not ``root`` (the warehouse was moved, renamed or
+    mounted elsewhere since they were made), else None."""
+    for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
+        found = VIEW_READER.search(sql or "")
+        if found and found["name"] == name and found["root"].replace("''", "'") != root.resolve().as_posix():
+            return found["root"].replace("''", "'")
+    return None
+
+
+def _repoint(root: Path) -> str:
+    """The command that makes the views of the warehouse at ``root`` again."""
+    return f"python -c \"from graphwalk_core.warehouse import refresh_views; refresh_views('{root}')\""
+
+
 @contextmanager
-def _query_errors(root: Path) -> Iterator[None]:
+def _query_errors(root: Path, moved_from: str | None = None) -> Iterator[None]:
     """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong."""
     try:
         yield
     except duckdb.PermissionException as exc:
+        if moved_from is not None:
+            raise InputError(
+                f"query failed: the views of {root / DB_NAME} read the tables under {moved_from}, where the "
+                f"warehouse was when they were made (moved, renamed or mounted elsewhere since?); any write "
+                f"re-points them, or: {_repoint(root)}"
+            ) from None
         raise InputError(
             f"query refused: it reaches outside the warehouse folder {root} "
             f"(the console reads only the warehouse's own files): {exc}"
@@ -247,11 +225,16 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
     rows are read while the context is open."""
     db = Path(root) / DB_NAME
     if not db.exists():
+        if tables := table_names(db.parent):
+            raise InputError(
+                f"no warehouse database at {db}, though the folder holds the tables {', '.join(tables)}: "
+                f"make their views with any write, or: {_repoint(db.parent.resolve())}"
+            )
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
     _check_read_only(sql)
     con = _connect(db, read_only=True)
     try:
-        with _query_errors(db.parent):
+        with _query_errors(db.parent, _moved_from(con, db.parent)):
             cursor = con.execute(sql)
         yield Rows(cursor, db.parent)
     finally:

@@ -26,7 +26,8 @@ from graphwalk_core.stores import open as stores_open
 from graphwalk_core.stores import sql_engine
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.warehouse.views import DB_NAME, refresh_views
+from graphwalk_core.warehouse.refresh import refresh_views
+from graphwalk_core.warehouse.views import DB_NAME
 
 #: Linux capabilities that let root write through file modes (linux/capability.h), and prctl's
 #: PR_CAPBSET_DROP: a root command without them meets read-only files as any user does.

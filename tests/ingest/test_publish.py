@@ -13,7 +13,7 @@ from graphwalk_core.ingest import publish
 from graphwalk_core.model import Edge, Node, Provenance
 from graphwalk_core.stores import MemoryGraphStore
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse import Warehouse, query, refresh_views
 
 P = Provenance(source_id="doc/1")
 
@@ -54,3 +54,26 @@ def test_a_second_publish_waits_for_the_first(tmp_path: Path, monkeypatch: pytes
     ).rows
     assert rows == [(["x", "y", "z"], 2)]  # the second publish, whole
     assert (tmp_path / publish.PUBLISH_LOCK).is_file() and "publish" not in Warehouse(tmp_path).tables()
+
+
+def test_the_export_folder_is_never_a_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store was exported into a ``tmp…`` folder of the warehouse: a view refresh meanwhile (another
+    run's write) made it a table, and a publish killed meanwhile left it a table for good. Now the folder
+    is hidden, and the next publish removes one a killed run left."""
+    warehouse = Warehouse(tmp_path)
+    killed = tmp_path / f"{publish.EXPORT_PREFIX}killed"
+    killed.mkdir()
+    (killed / "nodes.parquet").write_bytes(b"half")
+    exporting = publish.export_parquet
+    seen: list[list[str]] = []
+
+    async def export_then_refresh(store: GraphStore, directory: str | Path) -> Path:
+        path = await exporting(store, directory)
+        seen.append(refresh_views(tmp_path))  # another run's write refreshes the views meanwhile
+        return path
+
+    monkeypatch.setattr(publish, "export_parquet", export_then_refresh)
+    asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
+    assert seen == [[]]
+    assert warehouse.tables() == ["conflicts", "edges", "ledger", "metadata", "nodes", "provenance"]
+    assert not killed.exists()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
@@ -62,7 +63,9 @@ def test_failed_write_keeps_previous_partition(tmp_path: Path, monkeypatch: pyte
     ("table", "partition", "message"),
     [
         ("bad-name", None, "table 'bad-name' is invalid"),
-        ("t", {"dataset": "a/b"}, "dataset='a/b' is invalid"),
+        ("t", {"dataset": ""}, "dataset='' is invalid: it would read as NULL"),
+        ("t", {"dataset": "__HIVE_DEFAULT_PARTITION__"}, "it would read as NULL"),
+        ("t", {"dataset": "é" * 120}, r"is too long: its folder name dataset=%C3%A9.* is 728 bytes"),
         ("t", {"1x": "a"}, "partition key '1x' is invalid"),
     ],
 )
@@ -71,6 +74,45 @@ def test_bad_names_are_refused(
 ) -> None:
     with pytest.raises(InputError, match=message):
         Warehouse(tmp_path).write(table, [{"a": 1}], partition)
+
+
+ODD_VALUES = [
+    "my docs",
+    "a/b",
+    "k=v",
+    "50%",
+    "%41",
+    "a+b",
+    "é",
+    "日本",
+    "..",
+    "q'\"",
+    "a#b?c",
+    " x",
+    "t\tn\n",
+]
+
+
+def test_any_partition_value_reads_back_exactly(tmp_path: Path) -> None:
+    """Only letters, digits and '._-' were taken, so a source id sources.yaml takes ('my docs', 'é')
+    failed its ingest run at the documents table; folder names now percent-encode the value, which
+    DuckDB's views and pyarrow's hive partitioning decode."""
+    wh = Warehouse(tmp_path)
+    for i, value in enumerate(ODD_VALUES):
+        wh.write("documents", [{"document_id": f"d{i}"}], {"source": value})
+    assert wh.partition_dir("documents", {"source": "my docs"}).name == "source=my%20docs"
+    assert wh.partition_dir("documents", {"source": "a/b"}).name == "source=a%2Fb"
+    rows = query(tmp_path, "select document_id, source from documents").rows
+    assert sorted(rows) == sorted((f"d{i}", v) for i, v in enumerate(ODD_VALUES))
+    schema = pa.schema([("source", pa.string())])
+    table = pq.read_table(tmp_path / "documents", partitioning=ds.partitioning(schema, flavor="hive"))
+    assert sorted(zip(table["document_id"].to_pylist(), table["source"].to_pylist(), strict=True)) == sorted(
+        (f"d{i}", v) for i, v in enumerate(ODD_VALUES)
+    )
+    assert [wh.read("documents", {"source": v}).to_pylist() for v in ODD_VALUES[:2]] == [
+        [{"document_id": "d0"}],
+        [{"document_id": "d1"}],
+    ]
 
 
 def test_partition_column_must_match(tmp_path: Path) -> None:
