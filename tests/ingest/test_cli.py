@@ -198,3 +198,24 @@ def test_a_source_that_lists_nothing_retracts_nothing_unless_allowed(tmp_path: P
     code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact", "--allow-empty")
     assert code == 0 and "new 0, changed 0, retried 0, unchanged 0, deleted 2, failed 0" in out
     assert graph_triples(Path(graph)) == []
+
+
+def test_a_database_whose_tables_were_emptied_retracts_nothing_unless_allowed(tmp_path: Path) -> None:
+    import sqlite3
+
+    source, graph = tmp_path / "sample.sqlite", str(tmp_path / "g.sqlite")
+    source.write_bytes((REPO / "data" / "sample.sqlite").read_bytes())
+    assert invoke(str(source), "--graph", graph, "--routing", "exact")[0] == 0
+    before = graph_triples(Path(graph))
+    with sqlite3.connect(source) as db:
+        db.execute("PRAGMA foreign_keys = OFF")
+        for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            db.execute(f'DELETE FROM "{table}"')
+    code, out = invoke(str(source), "--graph", graph, "--routing", "exact")
+    assert (code, " ".join(out.split())) == (
+        2,
+        f"error: source 'sample' lists no documents at sqlite:///{source}, where the graph holds 26 of its "
+        "documents: nothing is retracted (an unmounted share or an emptied folder or table?); to retract "
+        "them all, ingest it with --allow-empty (sources.yaml: allow_empty: true)",
+    )
+    assert graph_triples(Path(graph)) == before
