@@ -48,10 +48,39 @@ class SkippedItem(BaseModel):
     kind: Literal["input", "mapping"] = "input"
 
     def describe(self) -> str:
+        """One line: a control character or line break in a path (or a reason) is written escaped."""
         if self.kind == "mapping":
-            return f"mapping key {self.path!r}: {self.reason}"
+            return escaped(f"mapping key {self.path!r}: {self.reason}")
         where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.reason}"
+        return escaped(f"{where}: {self.reason}")
+
+
+#: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
+#: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
+MAX_KEY_BYTES = 1024
+#: Not in a document id: PostgreSQL stores no NUL in text, and an id with a line break breaks every
+#: listing and ledger key (C0 and C1 control characters; U+2028 and U+2029 end a line for
+#: ``str.splitlines`` too), nor a lone surrogate (a JSON escape's, which has no UTF-8 form).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def control_character(text: str) -> str | None:
+    """The first character of ``text`` no document id may hold (:data:`_CONTROL`), described
+    (``"a control character (U+000A)"``, ``"a line break (U+2028)"``, ``"a lone surrogate (U+DC00)"``);
+    None when there is none."""
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    char = found.group()
+    what = "a line break" if char in "\u2028\u2029" else "a control character"
+    what = "a lone surrogate" if "\ud800" <= char <= "\udfff" else what
+    return f"{what} (U+{ord(char):04X})"
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character of :data:`_CONTROL` as its Python escape (``\\n``, ``\\x01``,
+    ``\\u2028``), so it shows on one line."""
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 #: What no graph store keeps in text: a NUL (PostgreSQL has none) and a lone surrogate (U+D800 to

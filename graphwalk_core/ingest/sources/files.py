@@ -21,16 +21,24 @@ from typing import Any
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import json_error
 from graphwalk_core.ingest.sources.base import (
+    MAX_KEY_BYTES,
     ColumnProfile,
     SkippedItem,
     SourceBase,
     SourceDocument,
     SourceProfile,
     TableProfile,
+    control_character,
     unstorable_field,
     unstorable_reason,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, RecordMapping, mapping_for, unmatched_keys
+from graphwalk_core.ingest.sources.mapping import (
+    Mappings,
+    RecordMapping,
+    field_of,
+    mapping_for,
+    unmatched_keys,
+)
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import JSONValue, content_hash, text_hash
 
@@ -55,19 +63,23 @@ DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
 #: A path that is not UTF-8 (Linux allows any bytes in a name): its document id could not be stored.
 NOT_UTF8_NAME = "its path is not UTF-8, so it cannot be a document id: rename it"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: A path holding a control character or line break (a newline is allowed in a Linux name): as a document
+#: id it would break every listing and ledger key, as it would a mapping ``key``'s.
+CONTROL_NAME = "its path holds {what}, so it cannot be a document id: rename it"
+#: Byte-order marks of text in another Unicode encoding than UTF-8, and its codec (UTF-32 first: its LE
+#: mark starts as UTF-16's): such text holds NUL bytes, so it would read as binary.
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
 #: A mapping key that names no record file: its records would silently go through the text extractor.
 UNMATCHED_KEY = "matches no file of the source (keys are paths relative to the source folder, or globs)"
-#: A key's limit in UTF-8 bytes: document ids go into indexed store keys (PostgreSQL's b-tree takes
-#: about 2700 bytes for the whole ``ingest/ledger/<source>/<path>#<key>``).
-MAX_KEY_BYTES = 1024
-#: Not in a key: PostgreSQL stores no NUL in text, and an id with a line break breaks every listing
-#: (C0 and C1 control characters; U+2028 and U+2029 end a line for ``str.splitlines`` too), nor a lone
-#: surrogate (a JSON escape's, which has no UTF-8 form).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
-#: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
-#: "-0" and other digits ("1٠٧") stay text.
 #: A JSON escape of a NUL or of a surrogate (a pair is text, but only the parsed record tells).
 _UNSTORABLE_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+#: Numbers as CSV cells write them, in ASCII digits; digits with a leading zero ("007", a code or an id),
+#: "-0" and other digits ("1٠٧") stay text.
 _INT = re.compile(r"0|-?[1-9][0-9]{0,17}")
 _FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)\.[0-9]+")
 
@@ -125,6 +137,10 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
             if _undecoded(path.relative_to(root).as_posix()):
                 out.append((rel(path), path, NOT_UTF8_NAME))
                 continue
+            control = control_character(rel(path))
+            if control is not None:  # the path as it is: its skip keeps what earlier runs read from it
+                out.append((rel(path), path, CONTROL_NAME.format(what=control)))
+                continue
             try:
                 dead = path.is_symlink() and not path.exists()
                 regular = path.is_file()
@@ -134,6 +150,19 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
             if dead or regular:  # not a FIFO or socket: reading it could block
                 out.append((rel(path), path, DEAD_LINK if dead else None))
     return sorted(out)
+
+
+def _other_unicode(data: bytes) -> str | None:
+    """``"UTF-16"`` or ``"UTF-32"`` when ``data`` starts with that encoding's byte-order mark and reads in
+    it, else None."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            try:
+                data[len(bom) :].decode(codec)
+            except UnicodeDecodeError:
+                return None
+            return codec[:6].upper()
+    return None
 
 
 def _undecoded(name: str) -> bool:
@@ -237,6 +266,10 @@ class FileSource(SourceBase):
             data = path.read_bytes()
         except OSError as exc:
             scan.skipped.append(SkippedItem(path=rel, reason=f"cannot read: {exc.strerror}"))
+            return None
+        other = _other_unicode(data)
+        if other is not None:
+            scan.skipped.append(SkippedItem(path=rel, reason=f"{other} text: save it as UTF-8"))
             return None
         nul = data.find(b"\x00")  # anywhere: a NUL is in no text, and no SQL graph stores one
         if nul >= 0:  # its line too: the file may be text up to a NUL far down
@@ -347,7 +380,7 @@ def _keyed(
 ) -> list[tuple[str, int, int, dict[str, JSONValue]]]:
     """``(document id, index, line, record)`` of records identified by their ``key`` column. A record
     whose key is missing, blank, neither text nor an integer, over :data:`MAX_KEY_BYTES` or holds a
-    control character or line break (:data:`_CONTROL`) is a skip naming its line, and so is one whose
+    control character or line break (:func:`control_character`) is a skip naming its line, and so is one whose
     key repeats an earlier record's (that one is read); a key column that no record has (a misspelled
     ``key``, a CSV header without it) is one skip for the file. Since the key of a record that did not
     parse (or had no key) cannot be known, its skip keeps every document of the file: this file deletes
@@ -355,7 +388,7 @@ def _keyed(
     for at in range(first_skip, len(skipped)):
         if skipped[at].document_id is not None:  # a position: no keyed document's id
             skipped[at] = skipped[at].model_copy(update={"document_id": None})
-    if rows and not any(key in record for _, _, record in rows):
+    if rows and not any(field_of(record, key) is not None for _, _, record in rows):
         columns = ", ".join(dict.fromkeys(c for _, _, record in rows for c in record))
         reason = f"no record has the key column {key!r} (columns: {columns}): none of it is read"
         skipped.append(SkippedItem(path=rel, line=rows[0][1], reason=reason))
@@ -363,9 +396,10 @@ def _keyed(
     first_line: dict[str, int] = {}
     out: list[tuple[str, int, int, dict[str, JSONValue]]] = []
     for index, line, record in rows:
-        value = record.get(key)
+        field = field_of(record, key) or key  # the key column in the record's Unicode form
+        value = record.get(field)
         name = str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-        problem = _key_problem(record, key, name)
+        problem = _key_problem(record, field, name)
         if problem is not None:
             skipped.append(SkippedItem(path=rel, line=line, reason=f"the key column {key!r} is {problem}"))
             continue
@@ -388,11 +422,9 @@ def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | Non
         return "blank"
     if not name:
         return f"neither text nor an integer: {json.dumps(value)}"
-    control = _CONTROL.search(name)
+    control = control_character(name)
     if control is not None:
-        what = "a line break" if control.group() in "\u2028\u2029" else "a control character"
-        what = "a lone surrogate" if "\ud800" <= control.group() <= "\udfff" else what
-        return f"{json.dumps(name)}, with {what} (U+{ord(control.group()):04X})"
+        return f"{json.dumps(name)}, with {control}"
     size = len(name.encode("utf-8"))
     if size > MAX_KEY_BYTES:
         return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
@@ -562,6 +594,7 @@ def _csv_records(
         skipped.append(SkippedItem(path=rel, line=line, reason=f"{error} (in the header)"))
         return []
     header = [h.strip() for h in header]
+    key = field_of(dict.fromkeys(header), key) if key is not None else None
     if len(set(header)) != len(header) or not all(header):
         skipped.append(
             SkippedItem(path=rel, line=line, reason=f"CSV header has blank or repeated names: {header}")

@@ -14,11 +14,12 @@ Example (YAML)::
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
@@ -30,18 +31,37 @@ from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
 LIST_ATTRIBUTES = "rename one, or list the attributes to keep in the mapping"
 
 
+def nfc(text: str) -> str:
+    """``text`` in NFC: ``"Anne\\u0301e"`` (decomposed, as some editors and macOS file names save it) is
+    ``"Année"``."""
+    return unicodedata.normalize("NFC", text)
+
+
+def field_of(record: Mapping[str, Any], column: str) -> str | None:
+    """The field of ``record`` that is the column ``column``: itself, else the first field with its NFC
+    form (a header saved decomposed matches a mapping saved composed, and the other way round); None."""
+    if column in record:
+        return column
+    column = nfc(column)
+    return next((field for field in record if nfc(field) == column), None)
+
+
 def attribute_names(columns: Iterable[str], *, where: str, hint: str = "rename one") -> dict[str, str]:
-    """Each column's attribute name (its snake_case); two columns of one name (``Year`` and ``year``) are an
-    InputError naming ``where`` and both, since one value would overwrite the other without a word."""
+    """Each column's attribute name (the snake_case of its NFC form); two columns of one name (``Year`` and
+    ``year``, or one name in two Unicode forms) are an InputError naming ``where`` and both, since one
+    value would overwrite the other without a word."""
     names: dict[str, str] = {}
     first: dict[str, str] = {}
     for column in columns:
-        name = names[column] = snake_case(column)
+        name = names[column] = snake_case(nfc(column))
         other = first.setdefault(name, column)
         if other != column:
+            forms = ""
+            if nfc(other) == nfc(column):
+                forms = f" (one name in two Unicode forms: {other!a} and {column!a})"
             raise InputError(
-                f"{where}: columns {other!r} and {column!r} are both the attribute {name!r} (one would "
-                f"overwrite the other); {hint}"
+                f"{where}: columns {other!r} and {column!r}{forms} are both the attribute {name!r} (one "
+                f"would overwrite the other); {hint}"
             )
     return names
 
@@ -55,6 +75,12 @@ class RelationColumn(BaseModel):
     type: str
     target_type: str = GENERIC_TYPE
     split: str | None = None
+
+    @field_validator("column")
+    @classmethod
+    def _nfc(cls, column: str) -> str:
+        """In NFC, as a mapping's columns (:meth:`RecordMapping._nfc`)."""
+        return nfc(column)
 
 
 class RecordMapping(BaseModel):
@@ -75,6 +101,14 @@ class RecordMapping(BaseModel):
     attributes: list[str] | None = None
     relations: list[RelationColumn] = Field(default_factory=list)
 
+    @field_validator("name", "key", "description", "attributes")
+    @classmethod
+    def _nfc(cls, value: str | list[str] | None) -> str | list[str] | None:
+        """Column names in NFC: they match a record's fields in any Unicode form (:func:`field_of`)."""
+        if isinstance(value, list):
+            return [nfc(column) for column in value]
+        return nfc(value) if value is not None else None
+
     @property
     def extraction_spec(self) -> dict[str, Any]:
         """What decides a record's extraction: every field but ``key`` (which names the document only, so
@@ -88,26 +122,32 @@ class RecordMapping(BaseModel):
 
     def to_extraction(self, record: dict[str, JSONValue], *, where: str) -> Extraction:
         """The entity (and relations) of one record; ``where`` names the record in errors."""
-        name = _text(record.get(self.name))
+
+        def value(column: str) -> JSONValue:
+            field = field_of(record, column)
+            return record.get(field) if field is not None else None
+
+        name = _text(value(self.name))
         if not name:
             raise InputError(f"{where}: the name column {self.name!r} is missing or empty")
-        relation_columns = {r.column for r in self.relations}
         keys = self.attributes
         if keys is None:
-            keys = [k for k in record if k not in relation_columns and k not in (self.name, self.description)]
+            named = (self.name, self.description, *(r.column for r in self.relations))
+            used = {field_of(record, column) for column in named if column is not None}
+            keys = [k for k in record if k not in used]
         names = attribute_names(keys, where=where, hint=LIST_ATTRIBUTES)
-        attributes = {names[k]: v for k in keys if (v := _literal(record.get(k))) is not None}
+        attributes = {names[k]: v for k in keys if (v := _literal(value(k))) is not None}
         entities = [
             ExtractedEntity(
                 name=name,
                 type=self.type,
-                description=_text(record.get(self.description)) if self.description else None,
+                description=_text(value(self.description)) if self.description else None,
                 attributes=attributes,
             )
         ]
         relations: list[ExtractedRelation] = []
         for rel in self.relations:
-            raw = _text(record.get(rel.column))
+            raw = _text(value(rel.column))
             if not raw:
                 continue
             targets = [t.strip() for t in raw.split(rel.split)] if rel.split else [raw]

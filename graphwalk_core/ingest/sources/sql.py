@@ -30,6 +30,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.sources.base import (
+    MAX_KEY_BYTES,
     ColumnProfile,
     ForeignKeyProfile,
     SkippedItem,
@@ -37,10 +38,17 @@ from graphwalk_core.ingest.sources.base import (
     SourceDocument,
     SourceProfile,
     TableProfile,
+    control_character,
     unstorable_field,
     unstorable_reason,
 )
-from graphwalk_core.ingest.sources.mapping import Mappings, attribute_names, mapping_for, unmatched_keys
+from graphwalk_core.ingest.sources.mapping import (
+    Mappings,
+    attribute_names,
+    field_of,
+    mapping_for,
+    unmatched_keys,
+)
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
 from graphwalk_core.stores.sql_engine import error_reason, no_dialect, parse_url, redact_url
@@ -54,6 +62,8 @@ _LOOKUP_PARAMS = 500
 _NAME_COLUMNS = ("name", "title", "label")
 #: A mapping's ``key`` names record files' documents; a row is identified by its table's primary key.
 IGNORED_KEY = "its key column is ignored: a SQL row is identified by its table's primary key"
+#: How much of a primary key over the byte limit a skip shows.
+_SHOWN_KEY = 40
 
 
 class _Table:
@@ -198,6 +208,11 @@ class SQLSource(SourceBase):
             metadata = sa.MetaData()
             metadata.reflect(conn, only=list(by_name))
             for table in tables:
+                control = control_character(table.name)
+                if control is not None:  # in every row's id: the skip keeps what earlier runs read
+                    reason = f"its name holds {control}, so its rows cannot have document ids: rename it"
+                    self._skipped.append(SkippedItem(path=table.name, reason=reason))
+                    continue
                 last: str | None = None
                 try:
                     for doc in self._table_documents(table, by_name, metadata, conn, lookup):
@@ -306,8 +321,9 @@ class SQLSource(SourceBase):
 
     def _label(self, table: _Table, row: Mapping[str, Any], index: int) -> str:
         mapping = mapping_for(self.mappings, table.name)
-        if mapping is not None and row.get(mapping.name) not in (None, ""):
-            return " ".join(str(row[mapping.name]).split())
+        field = field_of(row, mapping.name) if mapping is not None else None
+        if field is not None and row[field] not in (None, ""):
+            return " ".join(str(row[field]).split())
         for name in (*_NAME_COLUMNS, *(c["name"] for c in table.columns)):
             value = row.get(name)
             if (
@@ -343,6 +359,12 @@ class SQLSource(SourceBase):
     ) -> SourceDocument | None:
         key = ",".join(str(row[c]) for c in table.pk) if table.pk else str(index)
         doc_id = f"{table.name}#{key}"
+        problem = _key_problem(key)
+        if problem is not None:  # the skip's id keeps what earlier runs read from the row
+            shown = key if len(key) <= _SHOWN_KEY else key[:_SHOWN_KEY] + "…"
+            reason = f"row {shown}: its primary key {problem}"
+            self._skipped.append(SkippedItem(path=table.name, reason=reason, document_id=doc_id))
+            return None
         record = {k: _json(v) for k, v in row.items()}
         nul = unstorable_field(record)
         if nul is not None:
@@ -388,7 +410,7 @@ class SQLSource(SourceBase):
         else:
             name = self._label(table, row, index)
             mapping = mapping_for(self.mappings, table.name)
-            skip = set(table.pk) | table.fk_columns | {mapping.name if mapping else None}
+            skip = set(table.pk) | table.fk_columns | {field_of(record, mapping.name) if mapping else None}
             names = self._attribute_names(table, key, doc_id, [k for k in record if k not in skip])
             if names is None:
                 return None
@@ -429,6 +451,18 @@ class SQLSource(SourceBase):
             + ":"
             + content_hash({k: m.extraction_spec for k, m in self.mappings.items()})[:12],
         )
+
+
+def _key_problem(key: str) -> str | None:
+    """Why a row's primary key (as its document id shows it) cannot be in an id, or None: the rule of a
+    record file's ``key`` (a control character or line break, over :data:`MAX_KEY_BYTES`)."""
+    control = control_character(key)
+    if control is not None:
+        return f"holds {control}, so it cannot be a document id"
+    size = len(key.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        return f"is {size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
+    return None
 
 
 def _tables(inspector: Any) -> list[_Table]:
