@@ -176,6 +176,17 @@ def test_an_emptied_database_file_keeps_what_it_gave(tmp_path: Path) -> None:
     assert graph_triples(graph) == before
 
 
+def assert_refused_as_empty(source: str, graph: str, said: str, held: int) -> None:
+    """An ingest of ``source`` ends with the empty-source error: ``said``, and the ``held`` documents."""
+    code, out = invoke(source, "--graph", graph, "--routing", "exact")
+    assert (code, " ".join(out.split())) == (
+        2,
+        f"error: {said}, where the graph holds {held} of its documents: nothing is retracted (an unmounted "
+        "share or an emptied folder or table?); to retract them all, ingest it with --allow-empty "
+        "(sources.yaml: allow_empty: true)",
+    )
+
+
 def test_a_source_that_lists_nothing_retracts_nothing_unless_allowed(tmp_path: Path) -> None:
     """An unmounted share leaves its mount point: an empty folder retracted every document it had given."""
     corpus, graph = tmp_path / "share", str(tmp_path / "g.sqlite")
@@ -187,13 +198,7 @@ def test_a_source_that_lists_nothing_retracts_nothing_unless_allowed(tmp_path: P
     assert len(before) == 2
     (corpus / "a.txt").unlink()
     (corpus / "b.txt").unlink()
-    code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact")
-    assert (code, " ".join(out.split())) == (
-        2,
-        f"error: source 'share' lists no documents at {corpus}, where the graph holds 2 of its documents: "
-        "nothing is retracted (an unmounted share or an emptied folder or table?); to retract them all, "
-        "ingest it with --allow-empty (sources.yaml: allow_empty: true)",
-    )
+    assert_refused_as_empty(str(corpus), graph, f"source 'share' lists no documents at {corpus}", 2)
     assert graph_triples(Path(graph)) == before
     code, out = invoke(str(corpus), "--graph", graph, "--routing", "exact", "--allow-empty")
     assert code == 0 and "new 0, changed 0, retried 0, unchanged 0, deleted 2, failed 0" in out
@@ -211,11 +216,7 @@ def test_a_database_whose_tables_were_emptied_retracts_nothing_unless_allowed(tm
         db.execute("PRAGMA foreign_keys = OFF")
         for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
             db.execute(f'DELETE FROM "{table}"')
-    code, out = invoke(str(source), "--graph", graph, "--routing", "exact")
-    assert (code, " ".join(out.split())) == (
-        2,
-        f"error: source 'sample' lists no documents at sqlite:///{source}, where the graph holds 26 of its "
-        "documents: nothing is retracted (an unmounted share or an emptied folder or table?); to retract "
-        "them all, ingest it with --allow-empty (sources.yaml: allow_empty: true)",
+    assert_refused_as_empty(
+        str(source), graph, f"source 'sample' lists no documents at sqlite:///{source}", 26
     )
     assert graph_triples(Path(graph)) == before

@@ -179,7 +179,7 @@ async def test_a_sql_primary_key_follows_the_rule_of_a_mapping_key(
     store = MemoryGraphStore()
     with monkeypatch.context() as patched:  # as before the rule: such ids were ingested
         patched.setattr(sql_module, "control_character", lambda text: None)
-        patched.setattr(sql_module, "MAX_KEY_BYTES", 10_000)
+        patched.setattr(sql_module, "oversize", lambda key: None)
         first = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
     assert first.new == 6
     report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")

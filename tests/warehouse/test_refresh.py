@@ -3,8 +3,6 @@ whose files do not read named without holding back the other tables' views."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import duckdb
@@ -12,6 +10,8 @@ import pytest
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse import Warehouse, query, views
+
+from .sessions import duckdb_session
 
 VIEWS = "select view_name from duckdb_views() where not internal order by 1"
 
@@ -38,24 +38,11 @@ def test_a_write_does_not_wait_for_a_read_only_session(
     and opens the database read-only."""
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}], {"k": "x"})
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, time; c = duckdb.connect({str(wh.db_path)!r}, read_only=True); "
-            "print(1, flush=True); time.sleep(60)",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+    with duckdb_session(wh.db_path, read_only=True):
         monkeypatch.setattr(views, "_LOCK_RETRIES", 2)
         wh.write("t", [{"a": 2}], {"k": "x"})
         wh.write("t", [{"a": 3, "b": "new column"}], {"k": "y"})
         rows = query(tmp_path, "select k, a, b from t order by k").rows
-    finally:
-        holder.kill()
-        holder.wait()
     assert rows == [("x", 2, None), ("y", 3, "new column")]
 
 

@@ -13,6 +13,8 @@ import pytest
 from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse import Warehouse, query
 
+from .sessions import duckdb_session
+
 
 def _eval_rows(dataset: str, f1s: list[float]) -> list[dict[str, object]]:
     return [{"qid": f"q{i}", "f1": f1, "dataset": dataset} for i, f1 in enumerate(f1s)]
@@ -139,30 +141,14 @@ def test_query_errors_are_input_errors(tmp_path: Path) -> None:
 
 
 def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import subprocess
-    import sys
-
     from graphwalk_core.errors import BackendError
     from graphwalk_core.warehouse import views
 
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}])
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, time; c = duckdb.connect({str(wh.db_path)!r}); print(1, flush=True); "
-            "time.sleep(60)",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+    with duckdb_session(wh.db_path, read_only=False):
         monkeypatch.setattr(views, "_LOCK_RETRIES", 2)
         with pytest.raises(BackendError, match="stayed locked by another process"):
             wh.write("t", [{"a": 2}])
-    finally:
-        holder.kill()
-        holder.wait()
     # the Parquet file was replaced before the view refresh failed; the next refresh picks it up
     assert query(tmp_path, "select a from t").rows == [(2,)]

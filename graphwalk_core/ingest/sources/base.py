@@ -77,6 +77,14 @@ def control_character(text: str) -> str | None:
     return f"{what} (U+{ord(char):04X})"
 
 
+def oversize(key: str) -> str | None:
+    """Why ``key`` is too long for a document id (over :data:`MAX_KEY_BYTES` in UTF-8), or None."""
+    size = len(key.encode("utf-8"))
+    if size <= MAX_KEY_BYTES:
+        return None
+    return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
+
+
 def escaped(text: str) -> str:
     """``text`` with each character of :data:`_CONTROL` as its Python escape (``\\n``, ``\\x01``,
     ``\\u2028``), so it shows on one line."""

@@ -21,7 +21,6 @@ from typing import Any
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import json_error
 from graphwalk_core.ingest.sources.base import (
-    MAX_KEY_BYTES,
     ColumnProfile,
     SkippedItem,
     SourceBase,
@@ -29,6 +28,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
     control_character,
+    oversize,
     unstorable_field,
     unstorable_reason,
 )
@@ -423,12 +423,7 @@ def _key_problem(record: dict[str, JSONValue], key: str, name: str) -> str | Non
     if not name:
         return f"neither text nor an integer: {json.dumps(value)}"
     control = control_character(name)
-    if control is not None:
-        return f"{json.dumps(name)}, with {control}"
-    size = len(name.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        return f"{size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
-    return None
+    return f"{json.dumps(name)}, with {control}" if control is not None else oversize(name)
 
 
 def _record_document(

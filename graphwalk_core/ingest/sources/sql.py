@@ -30,7 +30,6 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.sources.base import (
-    MAX_KEY_BYTES,
     ColumnProfile,
     ForeignKeyProfile,
     SkippedItem,
@@ -39,6 +38,7 @@ from graphwalk_core.ingest.sources.base import (
     SourceProfile,
     TableProfile,
     control_character,
+    oversize,
     unstorable_field,
     unstorable_reason,
 )
@@ -459,10 +459,8 @@ def _key_problem(key: str) -> str | None:
     control = control_character(key)
     if control is not None:
         return f"holds {control}, so it cannot be a document id"
-    size = len(key.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        return f"is {size} bytes long, over the limit of {MAX_KEY_BYTES} (a key is an id, not a text)"
-    return None
+    too_long = oversize(key)
+    return f"is {too_long}" if too_long is not None else None
 
 
 def _tables(inspector: Any) -> list[_Table]:

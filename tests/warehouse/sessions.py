@@ -1,0 +1,29 @@
+"""Another process holding a DuckDB session on a warehouse database, as the DuckDB CLI would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def duckdb_session(db: Path, *, read_only: bool) -> Iterator[None]:
+    """A process with ``db`` open (read-only or read-write) while the block runs."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(db)!r}, read_only={read_only}); "
+            "print(1, flush=True); time.sleep(60)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
