@@ -224,3 +224,23 @@ async def test_a_row_holding_a_nul_character_is_named_and_skipped(tmp_path: Path
     assert [s.describe() for s in source.skipped] == [
         "films: row 2: column 'title' holds a NUL character (U+0000), which no graph store keeps"
     ]
+
+
+async def test_a_float_json_has_no_number_for_is_kept_as_postgresql_writes_it(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """NaN and the infinities (PostgreSQL's float and numeric columns hold them) were kept as floats by
+    the memory store and as null by the SQL store: one graph on one store, another on the other."""
+    import psycopg
+
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("CREATE TABLE films (id int PRIMARY KEY, title text, score float8, n numeric)")
+        conn.execute("INSERT INTO films VALUES (1, 'Heat', 'NaN', 'NaN'), (2, 'Up', '-Infinity', 2.5)")
+    found = []
+    for store in (MemoryGraphStore(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")):
+        await ingest(SQLSource(postgres_url, source_id="db"), store, routing="exact")
+        found.append(sorted([(n.name, n.attributes) async for n in store.iter_nodes() if n.type == "film"]))
+    expected = [("Heat", {"n": "NaN", "score": "NaN"}), ("Up", {"n": 2.5, "score": "-Infinity"})]
+    assert found == [expected, expected]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -486,10 +487,15 @@ def _matching(columns: list[sa.Column[Any]], keys: list[tuple[Any, ...]]) -> sa.
 
 
 def _json(value: Any) -> JSONValue:
+    """A cell as JSON: dates as ISO text, decimals as floats, bytes as null; a float JSON has no number
+    for (NaN, an infinity: PostgreSQL's ``real``, ``double precision`` and ``numeric`` hold them) as
+    PostgreSQL writes it, ``"NaN"``, ``"Infinity"`` or ``"-Infinity"`` (a store would keep null)."""
     if isinstance(value, dt.date | dt.datetime | dt.time):
         return value.isoformat()
     if isinstance(value, decimal.Decimal):
-        return float(value)
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
     if isinstance(value, bytes | bytearray | memoryview):
         return None
     return value
