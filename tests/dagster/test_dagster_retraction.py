@@ -99,5 +99,6 @@ def test_a_cli_ingest_of_a_namesake_folder_keeps_a_dagster_source(tmp_path: Path
         "or --source-id films to replace them",
     )
     with sqlite3.connect(graph) as db:
-        ledgered = db.execute("select count(*) from metadata where key like 'ingest/ledger/films/%'").fetchone()
+        query = "select count(*) from metadata where key like 'ingest/ledger/films/%'"
+        ledgered = db.execute(query).fetchone()
     assert ledgered == (11,)
