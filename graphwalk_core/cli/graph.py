@@ -50,17 +50,17 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
         if is_parquet_graph(Path(text)) and not replace:
-            held = await MemoryGraphStore.load(text).counts()
-            raise _held(text, held)
+            there = MemoryGraphStore.load(text)
+            raise _held(text, await there.counts(), len(await there.metadata_keys()))
         store.save(text)
         return await store.counts()
     target = open_store(text, create=True)
     assert isinstance(target, SQLGraphStore)
     try:
         async with target.transaction():
-            held = await target.counts()
-            if not replace and (held != (0, 0) or await target.metadata_keys()):
-                raise _held(_shown(text), held)
+            held, keys = await target.counts(), len(await target.metadata_keys())
+            if not replace and (held != (0, 0) or keys):
+                raise _held(_shown(text), held, keys)
             await target.clear()
             await target.upsert_many(
                 [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
@@ -79,10 +79,12 @@ def _shown(graph: str) -> str:
     return redact_url(graph) if "://" in graph else graph
 
 
-def _held(graph: str, counts: tuple[int, int]) -> InputError:
+def _held(graph: str, counts: tuple[int, int], metadata: int) -> InputError:
+    """The refusal to import over what ``graph`` holds: nodes, edges and metadata entries (the ingest
+    ledger among them; a graph whose documents gave no element holds only those)."""
     return InputError(
-        f"{graph} already holds a graph ({counts[0]:,} nodes, {counts[1]:,} edges): pass --replace to "
-        "replace it with the import"
+        f"{graph} already holds a graph ({counts[0]:,} nodes, {counts[1]:,} edges, {metadata:,} metadata "
+        "entries): pass --replace to replace it with the import"
     )
 
 

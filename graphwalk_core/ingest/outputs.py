@@ -57,6 +57,8 @@ class DocumentDiff(BaseModel):
 
     source_id: str
     extractor: str
+    #: where the documents were read from (``OriginAware.origin``), recorded when the diff is applied
+    origin: str | None = None
     new: list[str] = Field(default_factory=list)
     changed: list[str] = Field(default_factory=list)
     incomplete: list[str] = Field(default_factory=list)

@@ -20,11 +20,13 @@ from graphwalk_core.ingest.extraction.cache import ExtractionCache
 from graphwalk_core.ingest.extraction.nlp import NLP_VERSION
 from graphwalk_core.ingest.ledger import (
     LedgerEntry,
+    check_origin,
     delete_entry,
     ledger_key,
     now_iso,
     provenance_source,
     read_ledger,
+    record_origin,
     write_entry,
 )
 from graphwalk_core.ingest.outputs import (
@@ -112,7 +114,8 @@ async def diff_documents(
     """
     version = _extractor_version(extractor)
     ledger = await read_ledger(store, source.source_id)
-    diff = DocumentDiff(source_id=source.source_id, extractor=version, ledger=ledger)
+    origin = source.origin if isinstance(source, OriginAware) else None
+    diff = DocumentDiff(source_id=source.source_id, extractor=version, origin=origin, ledger=ledger)
     seen: set[str] = set()
     repeated: list[SkippedItem] = []
     # streamed: an unchanged document is dropped as soon as it is compared (only its id is kept)
@@ -316,7 +319,9 @@ async def apply_plan(
     The retractions, the plan's documents and their ledger entries commit as ONE transaction: the unit
     of atomicity is the unit of routing (a plan is routed against one graph state, and a plan routed
     before the retractions learns the node ids they re-key as they run), so a crash leaves the graph as
-    it was before the plan and a rerun routes the same documents against the same graph again.
+    it was before the plan and a rerun routes the same documents against the same graph again. The
+    diff's origin is recorded there too (Dagster's runs; the pipeline has recorded it already), so an ingest
+    of another folder under the same path-derived id is refused instead of replacing these documents.
     ``report`` accumulates counts over several plans (the pipeline's windows); ``written`` collects the ids
     of the nodes written, re-keyed (old and new id) or kept by a retraction (for ``Router.refresh``)."""
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
@@ -324,6 +329,8 @@ async def apply_plan(
     retracting = diff.retracting
     with collector_paused():
         async with store.transaction():
+            if diff.origin is not None and await check_origin(store, source_id, diff.origin, exclusive=False):
+                await record_origin(store, source_id, diff.origin)  # as `graphwalk ingest` records it
             # in the plan's transaction: a crash must not keep the retraction without the plan, or the
             # retried step would not learn the ids it re-keys (the plan, routed before it, names the old ones)
             renames = await retract_deleted(store, diff, report)

@@ -72,3 +72,33 @@ def test_a_source_that_becomes_empty_fails_and_retracts_nothing(tmp_path: Path) 
         chain, _graph = ingest_sources(["films"], resources, instance, log=lambda _: None)
     assert metadata_values(chain, "source_documents")["deleted"] == 11
     assert warehouse_rows(root, "select count(*) from ledger") == [(0,)]
+
+
+def test_a_cli_ingest_of_a_namesake_folder_keeps_a_dagster_source(tmp_path: Path) -> None:
+    """Dagster's runs record where a source's documents come from, as ``graphwalk ingest`` does: an
+    ingest of another folder named like the source (same path-derived id) is refused; it retracted all
+    eleven documents of the Dagster source before."""
+    from typer.testing import CliRunner
+
+    from graphwalk_core.cli import app
+
+    sources = copy_data(tmp_path / "data")
+    root = tmp_path / "warehouse"
+    resources = offline_resources(root, sources_file=sources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingest_sources(["films"], resources, instance, log=lambda _: None)
+    other = tmp_path / "other" / "films"
+    other.mkdir(parents=True)
+    (other / "b.txt").write_text("Greta Gerwig directed Barbie.\n", encoding="utf-8")
+    graph = root / "graph.sqlite"
+    result = CliRunner().invoke(app, ["ingest", str(other), "--graph", str(graph)], env={"COLUMNS": "500"})
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        2,
+        f"error: source 'films' holds documents read from {tmp_path / 'data' / 'films'}; {other} would "
+        "replace them (what it lacks would be retracted). Give it a source id of its own (--source-id NAME), "
+        "or --source-id films to replace them",
+    )
+    with sqlite3.connect(graph) as db:
+        query = "select count(*) from metadata where key like 'ingest/ledger/films/%'"
+        ledgered = db.execute(query).fetchone()
+    assert ledgered == (11,)

@@ -158,12 +158,27 @@ def test_import_refuses_to_replace_a_graph_unless_asked(tmp_path: Path) -> None:
         refused = runner.invoke(app, ["graph", "import", str(other), "-o", str(target)])
         assert (refused.exit_code, refused.output) == (
             1,
-            f"error: {target} already holds a graph (6 nodes, 5 edges): pass --replace to replace it with "
-            "the import\n",
+            f"error: {target} already holds a graph (6 nodes, 5 edges, 0 metadata entries): pass --replace "
+            "to replace it with the import\n",
         )
         assert asyncio.run(open_store(target).counts()) == (6, 5)
         replaced = runner.invoke(app, ["graph", "import", str(other), "-o", str(target), "--replace"])
         assert (replaced.exit_code, replaced.output) == (0, f"wrote 2 nodes and 1 edges to {target}\n")
+
+
+def test_import_names_the_ledger_of_a_graph_without_elements(tmp_path: Path) -> None:
+    """A graph whose documents gave no element holds only its ledger: the refusal said "0 nodes, 0 edges"."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("the and of.\n", encoding="utf-8")
+    graph = tmp_path / "g.sqlite"
+    assert runner.invoke(app, ["ingest", str(notes), "--graph", str(graph)]).exit_code == 0
+    refused = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(graph)])
+    assert (refused.exit_code, refused.output) == (
+        1,
+        f"error: {graph} already holds a graph (0 nodes, 0 edges, 2 metadata entries): pass --replace to "
+        "replace it with the import\n",
+    )
 
 
 def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, postgres_url: str) -> None:
@@ -183,8 +198,8 @@ def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, post
     again = runner.invoke(app, ["graph", "import", str(tmp_path / "out"), "-f", "parquet", "-o", url])
     assert (again.exit_code, again.output) == (
         1,
-        f"error: {shown} already holds a graph (28 nodes, 38 edges): pass --replace to replace it with the "
-        "import\n",
+        f"error: {shown} already holds a graph (28 nodes, 38 edges, 12 metadata entries): pass --replace to "
+        "replace it with the import\n",
     )
     rerun = runner.invoke(app, [*source, "--graph", url])
     assert rerun.exit_code == 0, rerun.output
