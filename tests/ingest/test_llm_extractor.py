@@ -129,3 +129,28 @@ async def test_never_validating_reply_fails_the_chunk_then_retries(
         "Hans Zimmer",
         "Inception",
     ]
+
+
+async def test_an_attribute_json_has_no_number_for_is_dropped(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    """Python's JSON reads NaN and Infinity: the memory store kept a NaN attribute, the SQL store null."""
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    entities = [
+        {
+            "name": "Christopher Nolan",
+            "type": "person",
+            "attributes": {"born": 1970, "height": float("nan"), "oscars": float("inf")},
+        }
+    ]
+    reply = json.dumps({"entities": entities, "relations": []})
+    assert "NaN" in reply and "Infinity" in reply
+    found = []
+    for store in (MemoryGraphStore(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.db'}")):
+        openai_server.enqueue(Reply(reply))
+        await ingest(
+            FileSource(corpus(tmp_path / "docs")), store, extractor=extractor(openai_server), routing="exact"
+        )
+        found.append([(n.name, n.attributes) async for n in store.iter_nodes()])
+    assert found == [[("Christopher Nolan", {"born": 1970})]] * 2

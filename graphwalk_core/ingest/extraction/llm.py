@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, Field
 
 from graphwalk_core.ingest.extraction.base import (
@@ -23,6 +25,12 @@ Return a JSON object {"entities": [...], "relations": [...]}.
   "attributes": {key: literal value} for facts that are plain values (numbers, dates, short strings)}.
 - relations: {"source": entity name, "type": short snake_case verb phrase, "target": entity name}.
 Use only facts stated in the passage. Name every entity the same way each time."""
+
+
+def _a_value(value: str | int | float | bool | None) -> bool:
+    """Whether an attribute the model gave is a value to keep: not null, and not a float JSON has no number
+    for (Python's JSON reads ``NaN`` and ``Infinity``; a SQL store would keep null, the memory store NaN)."""
+    return value is not None and not (isinstance(value, float) and not math.isfinite(value))
 
 
 class LLMEntity(BaseModel):
@@ -51,7 +59,7 @@ class LLMExtraction(BaseModel):
                     name=e.name,
                     type=e.type or "entity",
                     description=e.description,
-                    attributes={k: v for k, v in e.attributes.items() if v is not None},
+                    attributes={k: v for k, v in e.attributes.items() if _a_value(v)},
                 )
                 for e in self.entities
                 if e.name.strip()
