@@ -167,6 +167,17 @@ async def test_csv_cells_of_other_digits_or_minus_zero_stay_text(tmp_path: Path)
     assert source.skipped == []
 
 
+async def test_a_csv_decimal_too_large_for_a_float_stays_text(tmp_path: Path) -> None:
+    """A decimal of 400 digits read as a float is infinity, which no store keeps as a number."""
+    huge = "1" + "0" * 400 + ".5"
+    records, source = await keyed_films(tmp_path, f"id,title,year\n1,Alpha Film,{huge}\n2,Beta Film,2.5\n")
+    assert records == [
+        ("films.csv#1", [{"id": 1, "title": "Alpha Film", "year": huge}]),
+        ("films.csv#2", [{"id": 2, "title": "Beta Film", "year": 2.5}]),
+    ]
+    assert source.skipped == []
+
+
 async def test_a_blank_csv_key_cell_is_named_blank_not_missing(tmp_path: Path) -> None:
     """The column is there, its cell is empty: "missing" would send the user looking for the column."""
     store = MemoryGraphStore()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import sys
@@ -467,14 +468,15 @@ def _record_document(
 
 def _cell(value: str) -> JSONValue:
     """CSV cells: integers and decimals in ASCII digits become numbers (not digits with a leading zero:
-    "007" stays text, as 7 would lose it; nor "-0"), blanks become None, the rest stays text."""
+    "007" stays text, as 7 would lose it; nor "-0"; nor a decimal too large for a float), blanks become
+    None, the rest stays text."""
     value = value.strip()
     if not value:
         return None
     if _INT.fullmatch(value):
         return int(value)
-    if _FLOAT.fullmatch(value):
-        return float(value)
+    if _FLOAT.fullmatch(value) and math.isfinite(number := float(value)):  # 400 digits: inf, kept as text
+        return number
     return value
 
 
