@@ -485,6 +485,16 @@ async def test_nan_and_infinity_are_invalid_json_not_values(tmp_path: Path) -> N
     ]
 
 
+async def test_a_json_number_too_large_for_a_float_stays_text(tmp_path: Path) -> None:
+    """``1e400`` is a JSON number that Python reads as infinity (kept as a float in memory, null in a SQL
+    graph): it stays the text written, as a CSV cell does; numbers a float holds are numbers."""
+    (tmp_path / "a.jsonl").write_text(
+        '{"name": "Ann", "big": 1e400, "small": -2.5e-3, "n": 7}\n', encoding="utf-8"
+    )
+    records = [d.records async for d in FileSource(tmp_path, source_id="nums").documents()]
+    assert records == [[{"name": "Ann", "big": "1e400", "small": -0.0025, "n": 7}]]
+
+
 async def test_a_nul_byte_past_the_first_8_kib_is_a_binary_file(tmp_path: Path) -> None:
     """Only the first 8 KiB were searched for a NUL byte: a NUL further on went into a node's name (a
     PostgreSQL graph cannot store it, which failed the run)."""

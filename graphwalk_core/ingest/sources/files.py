@@ -635,13 +635,21 @@ def _no_constant(name: str) -> Any:
 _CONSTANT = re.compile(r'"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)')
 
 
+def _float(literal: str) -> float | str:
+    """A JSON number with a fraction or exponent: its float, or the literal as written when a float cannot
+    hold it (``1e400`` reads as infinity, which no store keeps as a number), as a CSV cell does."""
+    number = float(literal)
+    return number if math.isfinite(number) else literal
+
+
 def _loads(text: str) -> Any:
     """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
     an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
     digits, or arrays and objects nested past its recursion limit, at the first bracket. So is what only
-    Python reads: ``NaN`` and ``±Infinity``, at the first one."""
+    Python reads: ``NaN`` and ``±Infinity``, at the first one. A number too large for a float stays text
+    (:func:`_float`)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_float)
     except json.JSONDecodeError:
         raise
     except _NotJSON as exc:
