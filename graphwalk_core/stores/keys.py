@@ -56,6 +56,13 @@ def index_key(key: str) -> str:
     return prefix + DIGEST_MARK + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def index_forms(key: str) -> list[str]:
+    """The index keys rows of ``key`` may be under: :func:`index_key`'s, and the storable key itself when
+    that is longer (a graph written before keys were bounded kept it whole). Reads and deletes use both."""
+    bounded = index_key(key)
+    return [bounded] if bounded == key or not storable(key) else [bounded, key]
+
+
 def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
 
