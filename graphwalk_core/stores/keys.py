@@ -67,41 +67,45 @@ def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
 
 
-def _check(owner: str, what: str, text: str, limit: int | None) -> None:
+def _problem(what: str, text: str, limit: int | None) -> str | None:
+    """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most), or None."""
     bad = _UNSTORABLE.search(text)
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
-        raise InputError(
-            f"{owner}: its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph "
-            "store keeps"
+        return (
+            f"its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
         )
     if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
-        raise InputError(
-            f"{owner}: its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most "
-            f"{limit:,}"
-        )
+        return f"its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
+    return None
 
 
 def check_node(node: Node) -> None:
-    """Raise InputError when no store may keep ``node`` (see the module docstring)."""
-    owner = f"node {_shown(node.id)}"
-    _check("node", "id", node.id, MAX_ID_BYTES)
-    _check(owner, "type", node.type, MAX_TYPE_BYTES)
-    _check(owner, "name", node.name, None)
+    """Raise InputError when no store may keep ``node`` (see the module docstring); it runs on every node
+    written, so the node is named only on failure."""
+    if (problem := _problem("id", node.id, MAX_ID_BYTES)) is not None:
+        raise InputError(f"node: {problem}")
+    problem = _problem("type", node.type, MAX_TYPE_BYTES) or _problem("name", node.name, None)
     for alias in node.aliases:
-        _check(owner, "alias", alias, None)
+        problem = problem or _problem("alias", alias, None)
+    if problem is not None:
+        raise InputError(f"node {_shown(node.id)}: {problem}")
 
 
 def check_edge(edge: Edge) -> None:
     """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
-    owner = f"edge {_shown(edge.source)} -> {_shown(edge.target)}"
-    _check(owner, "source", edge.source, MAX_ID_BYTES)
-    _check(owner, "target", edge.target, MAX_ID_BYTES)
-    _check(owner, "type", edge.type, MAX_TYPE_BYTES)
+    problem = (
+        _problem("source", edge.source, MAX_ID_BYTES)
+        or _problem("target", edge.target, MAX_ID_BYTES)
+        or _problem("type", edge.type, MAX_TYPE_BYTES)
+    )
+    if problem is not None:
+        raise InputError(f"edge {_shown(edge.source)} -> {_shown(edge.target)}: {problem}")
 
 
 def check_metadata(key: str, value: str | None) -> None:
     """Raise InputError when no store may keep metadata ``key`` = ``value``."""
-    _check("metadata", "key", key, MAX_METADATA_KEY_BYTES)
-    if value is not None:
-        _check(f"metadata {_shown(key)}", "value", value, None)
+    if (problem := _problem("key", key, MAX_METADATA_KEY_BYTES)) is not None:
+        raise InputError(f"metadata: {problem}")
+    if value is not None and (problem := _problem("value", value, None)) is not None:
+        raise InputError(f"metadata {_shown(key)}: {problem}")
