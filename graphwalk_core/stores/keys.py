@@ -29,13 +29,13 @@ MAX_INDEX_KEY_BYTES = 1024
 DIGEST_MARK = "#sha256:"
 
 #: Characters no database keeps in text: NUL (PostgreSQL), lone surrogates (not UTF-8).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def storable(text: str) -> bool:
     """Whether a database can hold ``text`` (it has no NUL and no lone surrogate): a key that is not is
     in no SQL table (the writes refuse one or store it through :func:`index_key`)."""
-    return _UNSTORABLE.search(text) is None
+    return UNSTORABLE.search(text) is None
 
 
 def utf8_size(text: str) -> int:
@@ -48,7 +48,7 @@ def index_key(key: str) -> str:
     storable text (every graph written before keeps its keys), else its longest storable prefix of at most
     that many bytes, :data:`DIGEST_MARK` and the SHA-256 of the whole key (hex). A long key's form is
     longer than any key kept as it is, so the two never meet; a key found by it was written through it."""
-    bad = _UNSTORABLE.search(key)
+    bad = UNSTORABLE.search(key)
     if bad is None and (len(key) * 4 <= MAX_INDEX_KEY_BYTES or utf8_size(key) <= MAX_INDEX_KEY_BYTES):
         return key
     head = key if bad is None else key[: bad.start()]
@@ -69,7 +69,7 @@ def _shown(text: str) -> str:
 
 def _problem(what: str, text: str, limit: int | None) -> str | None:
     """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most), or None."""
-    bad = _UNSTORABLE.search(text)
+    bad = UNSTORABLE.search(text)
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
         return (
