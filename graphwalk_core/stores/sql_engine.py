@@ -41,12 +41,15 @@ _BAD_URL = (ArgumentError, ValueError)
 def parse_url(url: str | URL, what: str) -> URL:
     """``url`` parsed; else an InputError naming ``what`` and the URL, its password hidden."""
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except _BAD_URL:  # the message may repeat the password
         raise InputError(
             f"invalid {what} URL {redact_url(url)}: not a SQLAlchemy URL "
             "(dialect+driver://user:password@host:port/database, the port a number)"
         ) from None
+    if "@" in (parsed.host or ""):  # the host would be the password's tail, in the driver's errors too
+        raise InputError(f"invalid {what} URL {redact_url(url)}: its password holds an '@': write it as %40")
+    return parsed
 
 
 #: ``scheme://user:password@host...``, the password up to the last ``@`` before a host that holds none.

@@ -285,3 +285,13 @@ def test_a_password_holding_an_at_sign_is_hidden_whole(url: str, shown: str) -> 
     assert redact_url(url) == shown
     if "port" not in url:  # the URL as SQLAlchemy read it (a SQL source keeps that)
         assert redact_url(make_url(url)) == shown
+
+
+def test_a_password_holding_an_at_sign_is_refused_saying_how_to_write_it() -> None:
+    """The driver would connect to the password's tail as the host, and name it in its errors."""
+    with pytest.raises(InputError) as caught:
+        SQLGraphStore("postgresql+psycopg://bob:p@ss@h:5432/x")
+    assert str(caught.value) == (
+        "invalid graph store URL postgresql+psycopg://bob:***@h:5432/x: its password holds an '@': "
+        "write it as %40"
+    )
