@@ -26,7 +26,10 @@ def normalize_name(name: str) -> str:
     joiners, soft hyphen, word joiner, a stray BOM, direction marks) are dropped, not read as a word break.
     """
     text = unicodedata.normalize("NFKD", name)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf")
+    if not text.isascii():  # ASCII has no combining or format character: most names skip the scan
+        text = "".join(
+            ch for ch in text if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf"
+        )
     return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
 
 

@@ -29,13 +29,13 @@ MAX_INDEX_KEY_BYTES = 1024
 DIGEST_MARK = "#sha256:"
 
 #: Characters no database keeps in text: NUL (PostgreSQL), lone surrogates (not UTF-8).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def storable(text: str) -> bool:
     """Whether a database can hold ``text`` (it has no NUL and no lone surrogate): a key that is not is
     in no SQL table (the writes refuse one or store it through :func:`index_key`)."""
-    return _UNSTORABLE.search(text) is None
+    return UNSTORABLE.search(text) is None
 
 
 def utf8_size(text: str) -> int:
@@ -48,7 +48,7 @@ def index_key(key: str) -> str:
     storable text (every graph written before keeps its keys), else its longest storable prefix of at most
     that many bytes, :data:`DIGEST_MARK` and the SHA-256 of the whole key (hex). A long key's form is
     longer than any key kept as it is, so the two never meet; a key found by it was written through it."""
-    bad = _UNSTORABLE.search(key)
+    bad = UNSTORABLE.search(key)
     if bad is None and (len(key) * 4 <= MAX_INDEX_KEY_BYTES or utf8_size(key) <= MAX_INDEX_KEY_BYTES):
         return key
     head = key if bad is None else key[: bad.start()]
@@ -56,45 +56,56 @@ def index_key(key: str) -> str:
     return prefix + DIGEST_MARK + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def index_forms(key: str) -> list[str]:
+    """The index keys rows of ``key`` may be under: :func:`index_key`'s, and the storable key itself when
+    that is longer (a graph written before keys were bounded kept it whole). Reads and deletes use both."""
+    bounded = index_key(key)
+    return [bounded] if bounded == key or not storable(key) else [bounded, key]
+
+
 def _shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
 
 
-def _check(owner: str, what: str, text: str, limit: int | None) -> None:
-    bad = _UNSTORABLE.search(text)
+def _problem(what: str, text: str, limit: int | None) -> str | None:
+    """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most), or None."""
+    bad = UNSTORABLE.search(text)
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
-        raise InputError(
-            f"{owner}: its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph "
-            "store keeps"
+        return (
+            f"its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
         )
     if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
-        raise InputError(
-            f"{owner}: its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most "
-            f"{limit:,}"
-        )
+        return f"its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
+    return None
 
 
 def check_node(node: Node) -> None:
-    """Raise InputError when no store may keep ``node`` (see the module docstring)."""
-    owner = f"node {_shown(node.id)}"
-    _check("node", "id", node.id, MAX_ID_BYTES)
-    _check(owner, "type", node.type, MAX_TYPE_BYTES)
-    _check(owner, "name", node.name, None)
+    """Raise InputError when no store may keep ``node`` (see the module docstring); it runs on every node
+    written, so the node is named only on failure."""
+    if (problem := _problem("id", node.id, MAX_ID_BYTES)) is not None:
+        raise InputError(f"node: {problem}")
+    problem = _problem("type", node.type, MAX_TYPE_BYTES) or _problem("name", node.name, None)
     for alias in node.aliases:
-        _check(owner, "alias", alias, None)
+        problem = problem or _problem("alias", alias, None)
+    if problem is not None:
+        raise InputError(f"node {_shown(node.id)}: {problem}")
 
 
 def check_edge(edge: Edge) -> None:
     """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
-    owner = f"edge {_shown(edge.source)} -> {_shown(edge.target)}"
-    _check(owner, "source", edge.source, MAX_ID_BYTES)
-    _check(owner, "target", edge.target, MAX_ID_BYTES)
-    _check(owner, "type", edge.type, MAX_TYPE_BYTES)
+    problem = (
+        _problem("source", edge.source, MAX_ID_BYTES)
+        or _problem("target", edge.target, MAX_ID_BYTES)
+        or _problem("type", edge.type, MAX_TYPE_BYTES)
+    )
+    if problem is not None:
+        raise InputError(f"edge {_shown(edge.source)} -> {_shown(edge.target)}: {problem}")
 
 
 def check_metadata(key: str, value: str | None) -> None:
     """Raise InputError when no store may keep metadata ``key`` = ``value``."""
-    _check("metadata", "key", key, MAX_METADATA_KEY_BYTES)
-    if value is not None:
-        _check(f"metadata {_shown(key)}", "value", value, None)
+    if (problem := _problem("key", key, MAX_METADATA_KEY_BYTES)) is not None:
+        raise InputError(f"metadata: {problem}")
+    if value is not None and (problem := _problem("value", value, None)) is not None:
+        raise InputError(f"metadata {_shown(key)}: {problem}")

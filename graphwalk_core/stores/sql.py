@@ -56,7 +56,14 @@ from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
 from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
-from graphwalk_core.stores.keys import check_edge, check_metadata, check_node, index_key, storable
+from graphwalk_core.stores.keys import (
+    check_edge,
+    check_metadata,
+    check_node,
+    index_forms,
+    index_key,
+    storable,
+)
 from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
@@ -395,13 +402,15 @@ class SQLGraphStore:
             new = source_ids(e) if e is not None else set()
             more, less = _changes(old, new)
             added += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in more]
-            gone += [{"source_id": index_key(x), "element_kind": kind, "element_id": i} for x in less]
+            gone += [
+                {"source_id": k, "element_kind": kind, "element_id": i} for x in less for k in index_forms(x)
+            ]
             if kind == "node":
                 old = _name_keys(before) if before is not None else set()
                 new = _name_keys(e) if e is not None else set()
                 more, less = _changes(old, new)
                 added_names += [{"name_key": index_key(x), "node_id": i} for x in more]
-                gone_names += [{"name_key": index_key(x), "node_id": i} for x in less]
+                gone_names += [{"name_key": k, "node_id": i} for x in less for k in index_forms(x)]
         self._executemany(conn, self._deletes["provenance"], gone)
         self._executemany(conn, self._deletes["node_names"], gone_names)
         self._executemany(conn, self._inserts["provenance"], added)
@@ -786,8 +795,8 @@ class SQLGraphStore:
         """Nodes whose name or an alias equals ``name`` (case-insensitive), filtered by type, by id."""
         query = select(nodes_table.c.id, nodes_table.c.data).order_by(nodes_table.c.id).limit(limit)
         if name is not None:
-            key = index_key(name_key(name))
-            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key == key)
+            keys = index_forms(name_key(name))
+            named = select(node_names_table.c.node_id).where(node_names_table.c.name_key.in_(keys))
             query = query.where(nodes_table.c.id.in_(named))
         if type is not None:
             if not storable(type):
@@ -832,7 +841,7 @@ class SQLGraphStore:
     async def elements_from_source(self, source_id: str) -> tuple[list[Node], list[Edge]]:
         """Nodes (by id) and edges (by source, type, target) citing ``source_id`` anywhere."""
         s = provenance_table.c
-        cited = select(s.element_id).where(s.source_id == index_key(source_id))
+        cited = select(s.element_id).where(s.source_id.in_(index_forms(source_id)))
         with self._connection() as conn:
             node_rows = conn.execute(
                 select(nodes_table.c.id, nodes_table.c.data)

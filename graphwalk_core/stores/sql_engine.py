@@ -41,20 +41,37 @@ _BAD_URL = (ArgumentError, ValueError)
 def parse_url(url: str | URL, what: str) -> URL:
     """``url`` parsed; else an InputError naming ``what`` and the URL, its password hidden."""
     try:
-        return make_url(url)
+        parsed = make_url(url)
     except _BAD_URL:  # the message may repeat the password
         raise InputError(
             f"invalid {what} URL {redact_url(url)}: not a SQLAlchemy URL "
             "(dialect+driver://user:password@host:port/database, the port a number)"
         ) from None
+    if "@" in (parsed.host or ""):  # the host would be the password's tail, in the driver's errors too
+        raise InputError(f"invalid {what} URL {redact_url(url)}: its password holds an '@': write it as %40")
+    return parsed
+
+
+#: ``scheme://user:password@host...``, the password up to the last ``@`` before a host that holds none.
+_USER_PASSWORD = re.compile(r"^(?P<head>[^:/]+://[^:/@]*:).*@(?P<host>[^@/?]*(?:[/?].*)?)$", re.DOTALL)
 
 
 def redact_url(url: str | URL) -> str:
-    """``url`` with any password replaced by ``***`` (for messages; an unparsable one too)."""
+    """``url`` with any password replaced by ``***`` (for messages; an unparsable one too). SQLAlchemy
+    ends a password at its first ``@``, so one holding a raw ``@`` gives a host holding the password's
+    tail: that URL hides everything up to the host's last ``@``."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed: URL | None = make_url(url)
     except _BAD_URL:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", str(url))
+        parsed = None
+    if parsed is not None and "@" not in (parsed.host or ""):
+        return parsed.render_as_string(hide_password=True)
+    # a URL object's str() hides what it read as the password: the rest, up to the host, is hidden here
+    text = str(parsed if parsed is not None else url)
+    found = _USER_PASSWORD.match(text)
+    if found is not None:
+        return f"{found['head']}***@{found['host']}"
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", text)
 
 
 def error_reason(exc: BaseException) -> str:

@@ -31,3 +31,32 @@ def test_a_key_no_database_stores_is_its_storable_prefix_and_digest() -> None:
     assert index_key("doc\x00/1") == "doc#sha256:" + _sha("doc\x00/1")
     assert index_key("a\ud800b") == "a#sha256:" + _sha("a\ud800b")
     assert index_key("\x00") == "#sha256:" + _sha("\x00")
+
+
+async def test_keys_a_graph_kept_whole_before_are_still_found_and_deleted(sql_url: str) -> None:
+    """A graph written before keys were bounded holds names and provenance source ids of over 1,024 bytes
+    whole: they were no longer found (a changed or deleted document's elements, cited by a long
+    ``<source>/<path>``, were never retracted) and deleting the element left their index rows."""
+    from sqlalchemy import func, select, update
+
+    from graphwalk_core.model import Node, Provenance
+    from graphwalk_core.stores import SQLGraphStore
+    from graphwalk_core.stores.sql_tables import node_names_table, provenance_table
+
+    source, name = "docs/" + "d" * 1500, "N" * 1500
+    store = SQLGraphStore(sql_url)
+    try:
+        await store.upsert_node(Node(id="n1", name=name, provenance=(Provenance(source_id=source),)))
+        with store._engine.begin() as conn:  # what the release before wrote: the keys whole
+            conn.execute(update(provenance_table).values(source_id=source))
+            conn.execute(update(node_names_table).values(name_key=name.lower()))
+        assert [n.id for n in await store.find_nodes(name=name)] == ["n1"]
+        assert [n.id for n in (await store.elements_from_source(source))[0]] == ["n1"]
+        await store.delete_node("n1")
+        with store._engine.connect() as conn:
+            rows = [
+                conn.scalar(select(func.count()).select_from(t)) for t in (provenance_table, node_names_table)
+            ]
+        assert rows == [0, 0]
+    finally:
+        await store.close()

@@ -259,3 +259,39 @@ def test_opening_a_graph_to_read_never_waits_for_a_writer(
         thread.join()
     assert read == [(1, 0)]
     assert waited < 1.5
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql+psycopg://bob:p@ss@h:5432/x", "postgresql+psycopg://bob:***@h:5432/x"),
+        ("postgresql+psycopg://bob:p@ss@h:port/x", "postgresql+psycopg://bob:***@h:port/x"),
+        (
+            "postgresql+psycopg://bob:a/b@c@h/x?sslmode=require",
+            "postgresql+psycopg://bob:***@h/x?sslmode=require",
+        ),
+        ("postgresql+psycopg://bob:p%40ss@h:5432/x", "postgresql+psycopg://bob:***@h:5432/x"),
+        ("postgresql+psycopg://bob:pw@h/x?opt=a@b", "postgresql+psycopg://bob:***@h/x?opt=a%40b"),
+        ("sqlite:///g.db", "sqlite:///g.db"),
+    ],
+)
+def test_a_password_holding_an_at_sign_is_hidden_whole(url: str, shown: str) -> None:
+    """A password pasted with a raw '@' (not %40): SQLAlchemy reads the text up to the first '@' as the
+    password and the rest as the host, so messages showed the password's tail ('bob:***@ss@h')."""
+    from sqlalchemy.engine import make_url
+
+    from graphwalk_core.stores.sql_engine import redact_url
+
+    assert redact_url(url) == shown
+    if "port" not in url:  # the URL as SQLAlchemy read it (a SQL source keeps that)
+        assert redact_url(make_url(url)) == shown
+
+
+def test_a_password_holding_an_at_sign_is_refused_saying_how_to_write_it() -> None:
+    """The driver would connect to the password's tail as the host, and name it in its errors."""
+    with pytest.raises(InputError) as caught:
+        SQLGraphStore("postgresql+psycopg://bob:p@ss@h:5432/x")
+    assert str(caught.value) == (
+        "invalid graph store URL postgresql+psycopg://bob:***@h:5432/x: its password holds an '@': "
+        "write it as %40"
+    )

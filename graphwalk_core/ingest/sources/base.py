@@ -12,6 +12,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.ingest.sources.mapping import Mappings
 from graphwalk_core.model import JSONValue
+from graphwalk_core.stores.keys import UNSTORABLE
 
 DocumentKind = Literal["text", "record", "row"]
 
@@ -91,20 +92,15 @@ def escaped(text: str) -> str:
     return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
-#: What no graph store keeps in text: a NUL (PostgreSQL has none) and a lone surrogate (U+D800 to
-#: U+DFFF: a JSON escape such as ``"\ud800"`` gives one, and it has no UTF-8 form, so no hash, SQLite,
-#: PostgreSQL or Parquet write takes it).
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
 def unstorable_field(record: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(field, character)``: the first field of ``record`` whose name or value (in any nested list or
-    object) holds a character no graph store keeps (:data:`_UNSTORABLE`), and the first such character;
+    object) holds a character no graph store keeps (:data:`~graphwalk_core.stores.keys.UNSTORABLE`: a
+    NUL, or a lone surrogate from a JSON escape such as ``"\\ud800"``), and the first such character;
     None when there is none."""
 
     def found(value: Any) -> str | None:
         if isinstance(value, str):
-            match = _UNSTORABLE.search(value)
+            match = UNSTORABLE.search(value)
             return match.group() if match is not None else None
         if isinstance(value, dict):
             return next((c for k, v in value.items() if (c := found(k) or found(v))), None)
