@@ -115,3 +115,17 @@ def test_missing_paths_name_each_missing_path_as_written(tmp_path: Path) -> None
     assert missing_paths(docs) == [("maps/docs.yaml", tmp_path / "maps" / "docs.yaml")]
     assert missing_paths(db) == [("sqlite:///nowhere/x.db", Path("nowhere/x.db"))]
     assert missing_paths(remote) == []
+
+
+def test_allow_empty_changes_the_fingerprint_only_when_set(tmp_path: Path) -> None:
+    """A source without ``allow_empty`` hashes as before the field existed (the value below, from the code
+    before it), so an upgrade requests no run of every source; setting it is a change (its run retracts)."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("Inception is a film.", encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+    assert source_fingerprint(spec) == "36710bfb07e40a868f567a9768e81e4fe6dc3f5e6d50b784962fa6baf6c33bcf"
+    allowed = spec.model_copy(update={"allow_empty": True})
+    assert source_fingerprint(allowed) != source_fingerprint(spec)

@@ -81,7 +81,10 @@ async def _document_hashes(spec: SourceSpec) -> list[tuple[str, str]]:
 
 def source_fingerprint(spec: SourceSpec) -> str:
     """A hash of the spec and every byte the source reads (a remote database: its documents' hashes)."""
-    parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir"})]
+    # allow_empty only when set: a spec without it hashes as before the field was added (no re-run of
+    # every source after an upgrade), and setting it is a change that starts the run it allows
+    unset = set() if spec.allow_empty else {"allow_empty"}
+    parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir", *unset})]
     paths = _local_paths(spec)
     if paths is None:
         parts.append(asyncio.run(_document_hashes(spec)))
