@@ -16,6 +16,7 @@ from __future__ import annotations
 import fnmatch
 import unicodedata
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,17 @@ def field_of(record: Mapping[str, Any], column: str) -> str | None:
     form (a header saved decomposed matches a mapping saved composed, and the other way round); None."""
     if column in record:
         return column
-    column = nfc(column)
-    return next((field for field in record if nfc(field) == column), None)
+    return _by_nfc(tuple(record)).get(nfc(column))
+
+
+@lru_cache(maxsize=256)
+def _by_nfc(fields: tuple[str, ...]) -> dict[str, str]:
+    """NFC form -> the first field of ``fields`` with it (records of one file share their fields, so an
+    optional column a record lacks costs a lookup, not a normalization of every field)."""
+    index: dict[str, str] = {}
+    for field in fields:
+        index.setdefault(nfc(field), field)
+    return index
 
 
 def attribute_names(columns: Iterable[str], *, where: str, hint: str = "rename one") -> dict[str, str]:
