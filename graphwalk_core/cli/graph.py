@@ -43,15 +43,16 @@ def _fail(exc: Exception) -> typer.Exit:
 async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: bool) -> tuple[int, int]:
     """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
     there is an InputError unless ``replace``."""
-    from graphwalk_core.stores.memory import MemoryGraphStore
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
         if is_parquet_graph(Path(text)) and not replace:
-            there = MemoryGraphStore.load(text)
-            raise _held(text, await there.counts(), len(await there.metadata_keys()))
+            nodes, edges, metadata = (
+                _rows(Path(text) / f"{t}.parquet") for t in ("nodes", "edges", "metadata")
+            )
+            raise _held(text, (nodes, edges), metadata)
         store.save(text)
         return await store.counts()
     target = open_store(text, create=True)
@@ -70,6 +71,13 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         return await target.counts()
     finally:
         await target.close()
+
+
+def _rows(table: Path) -> int:
+    """A Parquet table's rows, from its footer (0 when the file is not there)."""
+    import pyarrow.parquet as pq
+
+    return pq.ParquetFile(table).metadata.num_rows if table.is_file() else 0
 
 
 def _shown(graph: str) -> str:
