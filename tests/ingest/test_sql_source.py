@@ -244,3 +244,20 @@ async def test_a_float_json_has_no_number_for_is_kept_as_postgresql_writes_it(
         found.append(sorted([(n.name, n.attributes) async for n in store.iter_nodes() if n.type == "film"]))
     expected = [("Heat", {"n": "NaN", "score": "NaN"}), ("Up", {"n": 2.5, "score": "-Infinity"})]
     assert found == [expected, expected]
+
+
+async def test_a_graph_kept_in_its_source_database_is_not_read_as_data(tmp_path: Path) -> None:
+    """One database for the data and the graph: the source read the graph's own tables back as documents
+    (148 new ones at the second ingest, more at each), so the graph fed on itself."""
+    from graphwalk_core.ingest.ledger import read_ledger
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    db = tmp_path / "both.sqlite"
+    db.write_bytes((REPO / "data" / "sample.sqlite").read_bytes())
+    store = SQLGraphStore(f"sqlite:///{db}")
+    first = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    again = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert (first.new, again.new, again.changed, again.unchanged) == (26, 0, 0, 26)
+    tables = sorted({doc_id.split("#")[0] for doc_id in await read_ledger(store, "db")})
+    assert tables == ["film_cast", "films", "people", "studios"]  # the sample's own
+    await store.close()

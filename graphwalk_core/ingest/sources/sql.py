@@ -53,6 +53,7 @@ from graphwalk_core.ingest.sources.mapping import (
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
 from graphwalk_core.stores.sql_engine import error_reason, no_dialect, parse_url, redact_url
+from graphwalk_core.stores.sql_tables import schema as graph_schema
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
@@ -464,8 +465,17 @@ def _key_problem(key: str) -> str | None:
     return f"is {too_long}" if too_long is not None else None
 
 
+#: The tables every graphwalk graph has (later ones added ``node_parts`` and ``generation``).
+_GRAPH_CORE = frozenset({"nodes", "node_names", "edges", "provenance", "metadata"})
+
+
 def _tables(inspector: Any) -> list[_Table]:
-    return [_Table(name, inspector) for name in sorted(inspector.get_table_names())]
+    """The source's tables, by name; in a database that holds a graphwalk graph too, not the graph's own
+    (a graph stored beside its source data read them back as documents at every ingest, and grew)."""
+    names = sorted(inspector.get_table_names())
+    if set(names) >= _GRAPH_CORE:
+        names = [name for name in names if name not in graph_schema.tables]
+    return [_Table(name, inspector) for name in names]
 
 
 def _order(t: sa.Table, table: _Table) -> list[sa.ColumnElement[Any]]:
