@@ -129,3 +129,58 @@ def test_allow_empty_changes_the_fingerprint_only_when_set(tmp_path: Path) -> No
     assert source_fingerprint(spec) == "36710bfb07e40a868f567a9768e81e4fe6dc3f5e6d50b784962fa6baf6c33bcf"
     allowed = spec.model_copy(update={"allow_empty": True})
     assert source_fingerprint(allowed) != source_fingerprint(spec)
+
+
+def test_a_sqlite_source_holding_its_graph_is_fingerprinted_by_its_documents(tmp_path: Path) -> None:
+    """One SQLite file for the data and the graph: every ingest rewrote the file, so a fingerprint of its
+    bytes changed after each run and the sensor requested the source again and again."""
+    import asyncio
+    import shutil
+    import sqlite3
+
+    from graphwalk_core.ingest.pipeline import ingest
+    from graphwalk_core.ingest.sources.specs import open_source
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "data" / "sample.sqlite", tmp_path / "both.sqlite")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: db\n  kind: sql\n  path_or_url: both.sqlite\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+
+    async def run() -> None:
+        store = SQLGraphStore(f"sqlite:///{tmp_path / 'both.sqlite'}")
+        await ingest(open_source(spec), store, routing="exact")
+        await store.close()
+
+    asyncio.run(run())
+    after_first = source_fingerprint(spec)
+    asyncio.run(run())  # nothing changed in the data; the graph's tables were written again
+    assert source_fingerprint(spec) == after_first
+    with sqlite3.connect(tmp_path / "both.sqlite") as db:
+        db.execute("UPDATE films SET title = title || ' (restored)' WHERE rowid = 1")
+    assert source_fingerprint(spec) != after_first
+
+
+def test_a_sqlite_source_in_wal_mode_is_fingerprinted_with_its_log(tmp_path: Path) -> None:
+    """In WAL mode a commit lands in ``<file>-wal`` until a checkpoint: a fingerprint of the main file's
+    bytes missed it, so the sensor saw no change while an application kept the database open."""
+    import shutil
+    import sqlite3
+
+    shutil.copy(Path(__file__).resolve().parents[2] / "data" / "sample.sqlite", tmp_path / "app.sqlite")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: db\n  kind: sql\n  path_or_url: app.sqlite\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+    app = sqlite3.connect(tmp_path / "app.sqlite")
+    try:
+        app.execute("PRAGMA journal_mode = WAL")
+        app.execute("PRAGMA wal_autocheckpoint = 0")
+        before = source_fingerprint(spec)
+        with app:
+            app.execute("UPDATE films SET title = title || ' (restored)' WHERE rowid = 1")
+        assert (tmp_path / "app.sqlite-wal").stat().st_size > 0
+        assert source_fingerprint(spec) != before
+    finally:
+        app.close()

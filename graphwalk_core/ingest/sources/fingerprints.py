@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.files import source_files
 from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
+from graphwalk_core.ingest.sources.sql import holds_graph
 from graphwalk_core.model import content_hash, text_hash
 
 #: (path, size, mtime_ns) -> sha256 of the bytes: a touched but unchanged file hashes the same.
@@ -79,15 +82,30 @@ async def _document_hashes(spec: SourceSpec) -> list[tuple[str, str]]:
     return sorted([(d.id, d.content_hash) async for d in open_source(spec).documents()])
 
 
+def _holds_graph(path: Path) -> bool:
+    """Whether the SQLite file ``path`` holds a graphwalk graph too (every ingest then rewrites it)."""
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    except sqlite3.Error:
+        return False  # not a database: the run will say so
+    return holds_graph(tables)
+
+
 def source_fingerprint(spec: SourceSpec) -> str:
-    """A hash of the spec and every byte the source reads (a remote database: its documents' hashes)."""
+    """A hash of the spec and every byte the source reads (a remote database, or a SQLite file that also
+    holds the graph, whose bytes every ingest changes: its documents' hashes)."""
     # allow_empty only when set: a spec without it hashes as before the field was added (no re-run of
     # every source after an upgrade), and setting it is a change that starts the run it allows
     unset = set() if spec.allow_empty else {"allow_empty"}
     parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir", *unset})]
     paths = _local_paths(spec)
-    if paths is None:
+    if paths is not None and spec.kind == "sql" and paths[0][1].is_file() and _holds_graph(paths[0][1]):
         parts.append(asyncio.run(_document_hashes(spec)))
-    else:
-        parts += [_files(p) for _, p in paths]
+        paths = paths[1:]  # the mapping file's bytes
+    elif paths is None:
+        parts.append(asyncio.run(_document_hashes(spec)))
+    elif spec.kind == "sql" and (wal := paths[0][1].with_name(paths[0][1].name + "-wal")).is_file():
+        parts.append(_files(wal))  # in WAL mode, the latest commits are there until a checkpoint
+    parts += [_files(p) for _, p in paths or []]
     return content_hash(parts)

@@ -469,11 +469,16 @@ def _key_problem(key: str) -> str | None:
 _GRAPH_CORE = frozenset({"nodes", "node_names", "edges", "provenance", "metadata"})
 
 
+def holds_graph(tables: Iterable[str]) -> bool:
+    """Whether a database with these tables holds a graphwalk graph too."""
+    return set(tables) >= _GRAPH_CORE
+
+
 def _tables(inspector: Any) -> list[_Table]:
     """The source's tables, by name; in a database that holds a graphwalk graph too, not the graph's own
     (a graph stored beside its source data read them back as documents at every ingest, and grew)."""
     names = sorted(inspector.get_table_names())
-    if set(names) >= _GRAPH_CORE:
+    if holds_graph(names):
         names = [name for name in names if name not in graph_schema.tables]
     return [_Table(name, inspector) for name in names]
 
