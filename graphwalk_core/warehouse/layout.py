@@ -14,6 +14,15 @@ VIEW_READER = re.compile(
 )
 
 
+def view_root(name: str, sql: str | None) -> str | None:
+    """The folder whose tables the view ``name`` (defined by ``sql``) reads, when it is graphwalk's view of
+    the table ``name``; None for any other view."""
+    found = VIEW_READER.search(sql or "")
+    if found is None or found["name"] != name:
+        return None
+    return found["root"].replace("''", "'")
+
+
 def table_names(root: Path) -> list[str]:
     """Table folders directly under ``root`` that hold at least one Parquet file."""
     if not root.is_dir():

@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.warehouse.layout import DB_NAME, VIEW_READER, table_names
-from graphwalk_core.warehouse.views import _connect, _unreadable_parquet
+from graphwalk_core.warehouse.layout import DB_NAME, table_names, view_root
+from graphwalk_core.warehouse.views import connect, unreadable_parquet
 
 
 def _pattern(table_dir: Path) -> str:
@@ -31,15 +31,14 @@ def _select(table_dir: Path) -> str:
 
 def _ours(name: str, sql: str) -> bool:
     """Whether the view ``name`` defined by ``sql`` is graphwalk's view of a table folder."""
-    found = VIEW_READER.search(sql or "")
-    return found is not None and found["name"] == name
+    return view_root(name, sql) is not None
 
 
 def _current(db: Path, root: Path, names: list[str]) -> bool:
     """Whether ``db`` already holds exactly graphwalk's views of ``names`` over ``root``."""
     if not db.exists():
         return False
-    con = _connect(db, read_only=True)
+    con = connect(db, read_only=True)
     try:
         views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
     finally:
@@ -60,7 +59,7 @@ def _problem(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str | Non
             "only files under it)"
         )
     except duckdb.Error as exc:
-        bad = _unreadable_parquet(root / name)
+        bad = unreadable_parquet(root / name)
         where = f" (unreadable Parquet file {bad})" if bad else ""
         return f"warehouse table {name!r} has no view: {str(exc).splitlines()[0]}{where}"
     return None
@@ -82,7 +81,7 @@ def refresh_views(root: Path) -> list[str]:
     db = root / DB_NAME
     if _current(db, root, names):
         return names
-    con = _connect(db, read_only=False)
+    con = connect(db, read_only=False)
     try:
         problems = {name: _problem(con, root, name) for name in names}
         views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())

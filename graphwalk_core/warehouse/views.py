@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.warehouse.layout import DB_NAME, VIEW_READER, table_names
+from graphwalk_core.warehouse.layout import DB_NAME, table_names, view_root
 
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
@@ -61,7 +61,7 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
     return con
 
 
-def _connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+def connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open the database sandboxed to its folder, waiting while another process holds its write lock."""
     for attempt in range(_LOCK_RETRIES):
         try:
@@ -148,7 +148,7 @@ def _explained(sql: str) -> duckdb.StatementType | None:
     return None
 
 
-def _unreadable_parquet(root: Path) -> str | None:
+def unreadable_parquet(root: Path) -> str | None:
     """The first warehouse Parquet file that does not read, with the reason (DuckDB's decoding errors
     name no file); None when all read."""
     import pyarrow as pa
@@ -186,9 +186,9 @@ def _moved_from(con: duckdb.DuckDBPyConnection, root: Path) -> str | None:
     """The folder graphwalk's views read when it is not ``root`` (the warehouse was moved, renamed or
     mounted elsewhere since they were made), else None."""
     for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
-        found = VIEW_READER.search(sql or "")
-        if found and found["name"] == name and found["root"].replace("''", "'") != root.resolve().as_posix():
-            return found["root"].replace("''", "'")
+        read = view_root(name, sql)
+        if read is not None and read != root.resolve().as_posix():
+            return read
     return None
 
 
@@ -214,7 +214,7 @@ def _query_errors(root: Path, moved_from: str | None = None) -> Iterator[None]:
             f"(the console reads only the warehouse's own files): {exc}"
         ) from exc
     except duckdb.Error as exc:
-        bad = _unreadable_parquet(root)
+        bad = unreadable_parquet(root)
         where = f" (unreadable Parquet file {bad})" if bad else ""
         raise InputError(f"query failed: {str(exc).strip()}{where}") from None
 
@@ -232,7 +232,7 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
             )
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
     _check_read_only(sql)
-    con = _connect(db, read_only=True)
+    con = connect(db, read_only=True)
     try:
         with _query_errors(db.parent, _moved_from(con, db.parent)):
             cursor = con.execute(sql)

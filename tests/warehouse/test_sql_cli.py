@@ -114,7 +114,7 @@ def test_sandbox_cannot_be_lifted(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="query refused: SET statements are not allowed"):
             query(tmp_path, statement)
     # the connection itself refuses, even for statements the console would not send
-    con = views._connect(tmp_path / views.DB_NAME, read_only=True)
+    con = views.connect(tmp_path / views.DB_NAME, read_only=True)
     try:
         with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
             con.execute("SET enable_external_access = true")
@@ -176,7 +176,7 @@ def test_query_shares_a_sandboxed_database_with_an_open_connection(tmp_path: Pat
     """A second connection of one process reuses the first one's sandbox (DuckDB also allows its temp
     folder, warehouse.duckdb.tmp, so the allowed list is not the folder alone)."""
     Warehouse(tmp_path).write("t", [{"a": 1}])
-    con = views._connect(tmp_path / views.DB_NAME, read_only=True)
+    con = views.connect(tmp_path / views.DB_NAME, read_only=True)
     try:
         assert query(tmp_path, "SELECT a FROM t").rows == [(1,)]
     finally:
