@@ -52,6 +52,8 @@ def parse_url(url: str | URL, what: str) -> URL:
     return parsed
 
 
+#: ``://user:password@`` in a URL SQLAlchemy cannot parse (the password up to its first ``@``).
+_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 #: ``scheme://user:password@host...``, the password up to the last ``@`` before a host that holds none.
 _USER_PASSWORD = re.compile(r"^(?P<head>[^:/]+://[^:/@]*:).*@(?P<host>[^@/?]*(?:[/?].*)?)$", re.DOTALL)
 
@@ -71,7 +73,7 @@ def redact_url(url: str | URL) -> str:
     found = _USER_PASSWORD.match(text)
     if found is not None:
         return f"{found['head']}***@{found['host']}"
-    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", text)
+    return _PASSWORD.sub(r"\1***@", text)
 
 
 def error_reason(exc: BaseException) -> str:
@@ -96,7 +98,7 @@ def has_password(url: str) -> bool:
     try:
         return make_url(url).password is not None
     except _BAD_URL:
-        return re.search(r"://[^:/@]*:[^@]*@", url) is not None
+        return _PASSWORD.search(url) is not None
 
 
 def _sqlite_transactions(engine: Engine) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sqlalchemy import (
     Column,
     Connection,
@@ -84,6 +86,15 @@ generation_table = Table(
     Column("id", Integer, primary_key=True, autoincrement=False),
     Column("value", Integer, nullable=False),
 )
+
+
+#: The tables every graph has had (later versions added ``node_parts`` and ``generation``).
+_GRAPH_CORE = frozenset({"nodes", "node_names", "edges", "provenance", "metadata"})
+
+
+def holds_graph(tables: Iterable[str]) -> bool:
+    """Whether a database with these tables holds a graph (beside other tables, perhaps)."""
+    return set(tables) >= _GRAPH_CORE
 
 
 def schema_complete(conn: Connection) -> bool:

@@ -42,6 +42,7 @@ from graphwalk_core.ingest.sources.mapping import (
 )
 from graphwalk_core.ingest.text import snake_case
 from graphwalk_core.model import JSONValue, content_hash, text_hash
+from graphwalk_core.stores.keys import storable
 
 TEXT_SUFFIXES = frozenset({".txt", ".md"})
 RECORD_SUFFIXES = frozenset({".csv", ".json", ".jsonl"})
@@ -63,7 +64,6 @@ LINKED_FOLDER = "a symbolic link to a folder, not followed (ingest its target as
 DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
 #: A path that is not UTF-8 (Linux allows any bytes in a name): its document id could not be stored.
 NOT_UTF8_NAME = "its path is not UTF-8, so it cannot be a document id: rename it"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 #: A path holding a control character or line break (a newline is allowed in a Linux name): as a document
 #: id it would break every listing and ledger key, as it would a mapping ``key``'s.
 CONTROL_NAME = "its path holds {what}, so it cannot be a document id: rename it"
@@ -135,21 +135,23 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
         folders[:] = walked
         for name in (n for n in names if not n.startswith(".")):
             path = base / name
-            if _undecoded(path.relative_to(root).as_posix()):
-                out.append((rel(path), path, NOT_UTF8_NAME))
+            listed = path.relative_to(root).as_posix()
+            shown = _shown(listed)
+            if not storable(listed):  # bytes that are not UTF-8 come as lone surrogates
+                out.append((shown, path, NOT_UTF8_NAME))
                 continue
-            control = control_character(rel(path))
+            control = control_character(shown)
             if control is not None:  # the path as it is: its skip keeps what earlier runs read from it
-                out.append((rel(path), path, CONTROL_NAME.format(what=control)))
+                out.append((shown, path, CONTROL_NAME.format(what=control)))
                 continue
             try:
                 dead = path.is_symlink() and not path.exists()
                 regular = path.is_file()
             except OSError as exc:
-                out.append((rel(path), path, f"cannot read: {exc.strerror or exc}"))
+                out.append((shown, path, f"cannot read: {exc.strerror or exc}"))
                 continue
             if dead or regular:  # not a FIFO or socket: reading it could block
-                out.append((rel(path), path, DEAD_LINK if dead else None))
+                out.append((shown, path, DEAD_LINK if dead else None))
     return sorted(out)
 
 
@@ -164,11 +166,6 @@ def _other_unicode(data: bytes) -> str | None:
                 return None
             return codec[:6].upper()
     return None
-
-
-def _undecoded(name: str) -> bool:
-    """Whether a path as Python listed it holds bytes that are not UTF-8 (each one a lone surrogate)."""
-    return _SURROGATE.search(name) is not None
 
 
 def _shown(name: str) -> str:

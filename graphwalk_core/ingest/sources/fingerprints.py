@@ -10,8 +10,8 @@ from pathlib import Path
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.sources.files import source_files
 from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
-from graphwalk_core.ingest.sources.sql import holds_graph
 from graphwalk_core.model import content_hash, text_hash
+from graphwalk_core.stores.sql_tables import holds_graph
 
 #: (path, size, mtime_ns) -> sha256 of the bytes: a touched but unchanged file hashes the same.
 _FILE_HASHES: dict[tuple[str, int, int], str] = {}

@@ -53,7 +53,7 @@ from graphwalk_core.ingest.sources.mapping import (
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
 from graphwalk_core.stores.sql_engine import error_reason, no_dialect, parse_url, redact_url
-from graphwalk_core.stores.sql_tables import schema as graph_schema
+from graphwalk_core.stores.sql_tables import holds_graph, schema
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
 SQL_EXTRACTOR = "sql:1"
@@ -465,21 +465,12 @@ def _key_problem(key: str) -> str | None:
     return f"is {too_long}" if too_long is not None else None
 
 
-#: The tables every graphwalk graph has (later ones added ``node_parts`` and ``generation``).
-_GRAPH_CORE = frozenset({"nodes", "node_names", "edges", "provenance", "metadata"})
-
-
-def holds_graph(tables: Iterable[str]) -> bool:
-    """Whether a database with these tables holds a graphwalk graph too."""
-    return set(tables) >= _GRAPH_CORE
-
-
 def _tables(inspector: Any) -> list[_Table]:
     """The source's tables, by name; in a database that holds a graphwalk graph too, not the graph's own
     (a graph stored beside its source data read them back as documents at every ingest, and grew)."""
     names = sorted(inspector.get_table_names())
     if holds_graph(names):
-        names = [name for name in names if name not in graph_schema.tables]
+        names = [name for name in names if name not in schema.tables]
     return [_Table(name, inspector) for name in names]
 
 
