@@ -21,6 +21,7 @@ import decimal
 import math
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -346,11 +347,14 @@ class SQLSource(SourceBase):
         self, table: _Table, key: str, doc_id: str, columns: list[str]
     ) -> dict[str, str] | None:
         """Each column's attribute name; None (the row skipped, naming the columns) when two share one."""
+        names = _column_names(tuple(columns))  # a table's rows share their columns: worked out once
+        if names is not None:
+            return names
         try:
-            return attribute_names(columns, where=f"row {key}")
+            attribute_names(columns, where=f"row {key}")
         except InputError as exc:
             self._skipped.append(SkippedItem(path=table.name, reason=str(exc), document_id=doc_id))
-            return None
+        return None
 
     def _row_document(
         self,
@@ -453,6 +457,15 @@ class SQLSource(SourceBase):
             + ":"
             + content_hash({k: m.extraction_spec for k, m in self.mappings.items()})[:12],
         )
+
+
+@lru_cache(maxsize=256)
+def _column_names(columns: tuple[str, ...]) -> dict[str, str] | None:
+    """:func:`attribute_names` of ``columns`` (read only), or None when two share one name."""
+    try:
+        return attribute_names(columns, where="")
+    except InputError:
+        return None
 
 
 def _key_problem(key: str) -> str | None:
