@@ -170,23 +170,26 @@ class EmptySourceError(InputError):
 
 def _too_long(doc: SourceDocument, room: int) -> SkippedItem:
     """The skip of a document whose id is too long for its ledger key (a path of thousands of bytes)."""
-    where = doc.metadata.get("path") or doc.metadata.get("table") or doc.id[:200] + "…"
     line = doc.metadata.get("line")
     reason = (
         f"its document id is {utf8_size(doc.id):,} bytes in UTF-8; the ledger keeps ids of at most "
         f"{room:,} for this source (shorten the path, or key the records by a shorter column)"
     )
     return SkippedItem(
-        path=str(where), line=line if isinstance(line, int) else None, reason=reason, document_id=doc.id
+        path=_where(doc), line=line if isinstance(line, int) else None, reason=reason, document_id=doc.id
     )
 
 
 def _repeated(doc: SourceDocument) -> SkippedItem:
     """The skip of a document whose id an earlier document of the source has (two composite primary keys
     that join to one text, ``("a,b", "c")`` and ``("a", "b,c")``): the first one is read."""
-    where = doc.metadata.get("path") or doc.metadata.get("table") or doc.id
     reason = f"a second document with the id {doc.id!r} (the first one is read)"
-    return SkippedItem(path=str(where), reason=reason, document_id=doc.id)
+    return SkippedItem(path=_where(doc), reason=reason, document_id=doc.id)
+
+
+def _where(doc: SourceDocument) -> str:
+    """What a skip of ``doc`` names: its file or table (its id, cut, when it has neither)."""
+    return str(doc.metadata.get("path") or doc.metadata.get("table") or doc.id[:200])
 
 
 def chunk_documents(diff: DocumentDiff, *, max_chars: int = DEFAULT_CHUNK_CHARS) -> ChunkSet:
