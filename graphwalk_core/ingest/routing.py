@@ -46,7 +46,7 @@ from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
 from graphwalk_core.model.merge import source_ids
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, first_adjacent
 
 log = logging.getLogger(__name__)
 
@@ -227,7 +227,7 @@ class Router:
         entry = self.index.entries[node_id]
         relations = list(entry.relations[: self.card_relations])
         if entry.stored and len(relations) < self.card_relations:
-            adjacent = (await self.store.adjacent(node_id))[: self.card_relations - len(relations)]
+            adjacent = await first_adjacent(self.store, node_id, self.card_relations - len(relations))
             names = await self.store.get_nodes([a.neighbor for a in adjacent])
             for a in adjacent:
                 other = names[a.neighbor].name if a.neighbor in names else a.neighbor

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import cache
@@ -231,6 +232,20 @@ async def edge_between(store: GraphStore, source: NodeId, type: str, target: Nod
     if offers(store, EdgeLookup):
         return store.edge_between(source, type, target)
     return await store.get_edge(edge_id(source, type, target))
+
+
+def _key_order(entry: Adjacent) -> tuple[bool, str, str]:
+    relation, neighbor, side = entry
+    return (False, relation, neighbor) if side == "out" else (True, neighbor, relation)
+
+
+async def first_adjacent(store: GraphStore, node_id: NodeId, limit: int) -> list[Adjacent]:
+    """Up to ``limit`` of ``node_id``'s adjacency entries, the same ones from every store: outgoing by
+    (relation, neighbor), then incoming by (neighbor, relation), the order of the SQL store's keys (the
+    memory store gives insertion order). For what a caller shows of a node, e.g. a decider's card."""
+    if limit <= 0:
+        return []
+    return heapq.nsmallest(limit, await store.adjacent(node_id), key=_key_order)
 
 
 def group_adjacent(entries: Iterable[Adjacent]) -> NeighborGroups:

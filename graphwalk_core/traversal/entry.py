@@ -29,7 +29,7 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import NodeId
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, first_adjacent
 
 _WORD = re.compile(r"\w+")
 _BRACKET = re.compile(r"\[([^\]]+)\]")
@@ -253,7 +253,7 @@ class ChoiceEntryResolver:
     async def _card(self, node_id: NodeId) -> dict[str, object]:
         node = await self.store.get_node(node_id)
         assert node is not None
-        adjacent = (await self.store.adjacent(node_id))[: self.relations_shown]
+        adjacent = await first_adjacent(self.store, node_id, self.relations_shown)
         others = await self.store.get_nodes([a.neighbor for a in adjacent])
         relations = [
             f"{a.relation} ({a.direction}) {others[a.neighbor].name if a.neighbor in others else a.neighbor}"

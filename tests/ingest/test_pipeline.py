@@ -23,6 +23,7 @@ from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.llm.fake import FakeLLM
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
 
 from .conftest import ScriptedExtractor, graph_tables, same_name_script
 
@@ -418,3 +419,28 @@ async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_cha
         FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
     )
     assert (exact.changed, exact.unchanged) == (2, 1)  # a.txt and c.txt were routed by the decider
+
+
+async def test_routing_cards_and_graph_do_not_depend_on_the_store(tmp_path: Path) -> None:
+    """A decider that reads a candidate's relations sees the same cards from a memory store (edges in
+    insertion order) and a SQL store (edges by key), so both route alike and build the same graph."""
+    first = {
+        "a.txt": "E Christopher Nolan|person\nE Zoe Films|company\nE Alpha Pictures|company\n"
+        "R Christopher Nolan|works_with|Zoe Films\nR Christopher Nolan|founded|Alpha Pictures",
+    }
+    seen: list[list[Any]] = []
+    graphs = []
+    for store in (MemoryGraphStore(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")):
+        corpus = tmp_path / f"corpus-{len(graphs)}"
+        write(corpus, first)
+        decider = FakeDecisionBackend(seed=3)
+        await run(corpus, store, ScriptedExtractor(), decider)
+        write(corpus, {"b.txt": "E Nolan|person\nE Inception|film"})
+        await run(corpus, store, ScriptedExtractor(), decider)
+        seen.append([q.options for q in decider.questions])
+        graphs.append(await graph_tables(store, "docs"))
+        await store.close()
+    cards = [card for options in seen[0] for card in options.values() if isinstance(card, dict)]
+    assert ["founded -> Alpha Pictures", "works_with -> Zoe Films"] in [c.get("relations") for c in cards]
+    assert seen[0] == seen[1]
+    assert graphs[0] == graphs[1]

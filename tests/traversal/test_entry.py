@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import InputError
+from graphwalk_core.stores.base import upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver
 
 from .conftest import graph
@@ -70,7 +74,7 @@ async def test_embedding_fallback(movies: MemoryGraphStore) -> None:
     assert await resolver.resolve("who made Inceptoin") == ["Inception"]
 
 
-async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore) -> None:
+async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore, tmp_path: Path) -> None:
     names = await NameEntryResolver.from_store(movies)
     decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "c2" else 0.0 for k in q.options})
     resolver = ChoiceEntryResolver(movies, decider, names)
@@ -79,10 +83,16 @@ async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore) -> None
     assert list(question.options) == ["c1", "c2"]
     assert question.options["c2"] == {
         "name": "Avatar", "type": "film",
-        "relations": [
-            "directed_by (out) James Cameron", "release_year (out) 2009", "has_genre (out) Science Fiction",
+        "relations": [  # by relation (the file lists release_year before has_genre)
+            "directed_by (out) James Cameron", "has_genre (out) Science Fiction", "release_year (out) 2009",
         ],
     }  # fmt: skip
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'movies.sqlite'}")  # the same cards from a SQL store
+    await upsert_many(sql, [n async for n in movies.iter_nodes()], [e async for e in movies.iter_edges()])
+    on_sql = FakeDecisionBackend(script=decider.script)
+    assert await ChoiceEntryResolver(sql, on_sql, names).resolve("is Titanic or Avatar older") == ["Avatar"]
+    assert on_sql.requests[0].questions[0].options == question.options
+    await sql.close()
     # one candidate: no call
     assert await resolver.resolve("who directed Memento") == ["Memento"]
     assert decider.calls == 1
