@@ -57,6 +57,7 @@ class FakeLLM:
             raise InputError("complete() needs at least one message")
         start = time.perf_counter()
         usage = Usage()
+        first = len(self.calls)
 
         async def send(chat: list[dict[str, str]]) -> str:
             request = [Message.model_validate(m) for m in chat]
@@ -78,5 +79,5 @@ class FakeLLM:
             usage=usage,
             model=self._model,
             latency_s=time.perf_counter() - start,
-            attempts=len(self.calls),
+            attempts=len(self.calls) - first,
         )
