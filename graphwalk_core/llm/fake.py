@@ -69,10 +69,14 @@ class FakeLLM:
 
         chat = [m.model_dump() for m in messages]
         parsed: T | None = None
-        if schema is None:
-            text = await send(chat)
-        else:
-            text, parsed = await ask_for_json(send, chat, schema, self._model)
+        try:
+            if schema is None:
+                text = await send(chat)
+            else:
+                text, parsed = await ask_for_json(send, chat, schema, self._model)
+        except LLMError as err:  # what the failed completion cost goes with it, as with LiteLLMBackend
+            err.usage, err.attempts = usage, len(self.calls) - first
+            raise
         return LLMResult(
             text=text,
             parsed=parsed,

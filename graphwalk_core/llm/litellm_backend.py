@@ -200,16 +200,20 @@ class LiteLLMBackend:
         extra: dict[str, Any] = {"temperature": temperature}
         totals = _Totals()
         parsed: T | None = None
-        if schema is None:
-            text = await self._call(litellm, chat, extra, totals)
-        else:
-            extra["response_format"] = {"type": "json_object"}
-            extra["drop_params"] = True  # providers without JSON mode still get the instruction
+        try:
+            if schema is None:
+                text = await self._call(litellm, chat, extra, totals)
+            else:
+                extra["response_format"] = {"type": "json_object"}
+                extra["drop_params"] = True  # providers without JSON mode still get the instruction
 
-            async def send(msgs: list[dict[str, str]]) -> str:
-                return await self._call(litellm, msgs, extra, totals)
+                async def send(msgs: list[dict[str, str]]) -> str:
+                    return await self._call(litellm, msgs, extra, totals)
 
-            text, parsed = await ask_for_json(send, chat, schema, self.model)
+                text, parsed = await ask_for_json(send, chat, schema, self.model)
+        except LLMError as err:  # what the failed completion cost goes with it
+            err.usage, err.attempts = totals.usage(), totals.attempts
+            raise
         return LLMResult(
             text=text,
             parsed=parsed,
