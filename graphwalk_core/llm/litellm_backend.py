@@ -136,7 +136,8 @@ class LiteLLMBackend:
             raise InputError(f"timeout_s must be > 0, got {timeout_s}")
         self.model = model
         self.api_base = api_base
-        self._api_key = api_key
+        # A key read with its trailing newline (a secret file) would be refused as a header value.
+        self._api_key = SecretStr(api_key.get_secret_value().strip()) if api_key is not None else None
         self.max_retries = max_retries
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s

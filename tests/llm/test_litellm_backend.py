@@ -201,3 +201,12 @@ async def test_failed_completion_still_reports_what_it_cost(openai_server: OpenA
         await backend(openai_server, max_retries=1).complete(MESSAGES, schema=Capital)
     assert err.value.usage == Usage(input_tokens=10, output_tokens=3, cost_usd=None)
     assert err.value.attempts == 3
+
+
+async def test_key_with_surrounding_whitespace_is_sent_stripped(openai_server: OpenAIServer) -> None:
+    """A key read with its trailing newline (a secret file) is sent as the key, as the Jev backend does
+    (the OpenAI client refused the header as a control character, and that failure was retried)."""
+    openai_server.enqueue(Reply("Paris."))
+    llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr(f" {KEY}\n"), max_retries=0)
+    assert (await llm.complete(MESSAGES)).text == "Paris."
+    assert openai_server.chat_requests[0].headers["authorization"] == f"Bearer {KEY}"
