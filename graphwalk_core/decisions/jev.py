@@ -313,7 +313,8 @@ class JevBackend:
             data = reply.json()["data"]
             found, endpoints = data["id"], data["endpoints"]
         except (ValueError, KeyError, TypeError):
-            raise DecisionError(f"Jev model check at {url}: malformed body {reply.text[:200]!r}") from None
+            body = self._redact(reply.text)[:200]  # redacted first: a cut must not leave part of the key
+            raise DecisionError(f"Jev model check at {url}: malformed body {body!r}") from None
         if found != self.model or not endpoints:
             raise ConfigError(
                 f"OpenRouter lists model {found!r} with {len(endpoints)} endpoint(s); "

@@ -367,3 +367,14 @@ async def test_key_with_surrounding_whitespace_is_sent_stripped_and_redacted(fla
         assert "bad credentials: Bearer ***" in str(info.value)
         assert await jev.verify_model() == jev.model
         assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_openrouter_model_check_masks_a_key_echoed_in_a_malformed_body(
+    openrouter: JevServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = Reply(200, lambda rec: f"<html>signed in as {rec.headers['authorization']}</html>".encode())
+    monkeypatch.setattr(openrouter, "_route", lambda method, path, body: page)
+    with pytest.raises(DecisionError) as info:
+        await backend(openrouter).verify_model()
+    assert openrouter.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert str(info.value).endswith("malformed body '<html>signed in as Bearer ***</html>'")
