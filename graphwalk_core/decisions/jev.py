@@ -110,6 +110,8 @@ class JevBackend:
             raise ConfigError(f"unknown Jev provider {provider!r}: expected one of {expected}")
         if not isinstance(api_key, SecretStr) or not api_key.get_secret_value().strip():
             raise ConfigError("a Jev API key is required (GRAPHWALK_JEV_API_KEY)")
+        # The SDK strips the key before sending it: keep (and redact) exactly what goes on the wire.
+        api_key = SecretStr(api_key.get_secret_value().strip())
         if max_retries < 0:
             raise ConfigError(f"jev_max_retries must be >= 0, got {max_retries}")
         if timeout_s <= 0:
@@ -311,7 +313,8 @@ class JevBackend:
             data = reply.json()["data"]
             found, endpoints = data["id"], data["endpoints"]
         except (ValueError, KeyError, TypeError):
-            raise DecisionError(f"Jev model check at {url}: malformed body {reply.text[:200]!r}") from None
+            body = self._redact(reply.text)[:200]  # redacted first: a cut must not leave part of the key
+            raise DecisionError(f"Jev model check at {url}: malformed body {body!r}") from None
         if found != self.model or not endpoints:
             raise ConfigError(
                 f"OpenRouter lists model {found!r} with {len(endpoints)} endpoint(s); "

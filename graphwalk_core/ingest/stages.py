@@ -47,6 +47,7 @@ from graphwalk_core.ingest.resolution import (
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
+from graphwalk_core.llm.base import LLMError
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, utf8_size
 
@@ -241,6 +242,8 @@ async def extract_chunks(
             try:
                 result = await extractor.extract(chunk.text)
             except BackendError as exc:
+                if isinstance(exc, LLMError):  # its replies were billed all the same
+                    out.cost.add(exc.usage, calls=exc.attempts)
                 return ChunkExtraction(chunk=chunk, extractor=version, error=str(exc))
         out.cost.add(result.usage, calls=result.calls)
         if use_cache:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -28,7 +28,19 @@ class LLMResult(BaseModel, Generic[T]):
 
 
 class LLMError(BackendError):
-    """The LLM failed after retries, or its reply never validated against the schema."""
+    """The LLM failed after retries, or its reply never validated against the schema.
+
+    ``usage`` and ``attempts``: what the failed completion still cost, over every HTTP request it made
+    (replies that never validated were billed all the same).
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage()
+        self.attempts = attempts
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.usage, self.attempts)
 
 
 @runtime_checkable

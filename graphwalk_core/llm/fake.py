@@ -57,6 +57,7 @@ class FakeLLM:
             raise InputError("complete() needs at least one message")
         start = time.perf_counter()
         usage = Usage()
+        first = len(self.calls)
 
         async def send(chat: list[dict[str, str]]) -> str:
             request = [Message.model_validate(m) for m in chat]
@@ -68,15 +69,19 @@ class FakeLLM:
 
         chat = [m.model_dump() for m in messages]
         parsed: T | None = None
-        if schema is None:
-            text = await send(chat)
-        else:
-            text, parsed = await ask_for_json(send, chat, schema, self._model)
+        try:
+            if schema is None:
+                text = await send(chat)
+            else:
+                text, parsed = await ask_for_json(send, chat, schema, self._model)
+        except LLMError as err:  # what the failed completion cost goes with it, as with LiteLLMBackend
+            err.usage, err.attempts = usage, len(self.calls) - first
+            raise
         return LLMResult(
             text=text,
             parsed=parsed,
             usage=usage,
             model=self._model,
             latency_s=time.perf_counter() - start,
-            attempts=len(self.calls),
+            attempts=len(self.calls) - first,
         )

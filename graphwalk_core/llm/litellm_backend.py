@@ -136,7 +136,8 @@ class LiteLLMBackend:
             raise InputError(f"timeout_s must be > 0, got {timeout_s}")
         self.model = model
         self.api_base = api_base
-        self._api_key = api_key
+        # A key read with its trailing newline (a secret file) would be refused as a header value.
+        self._api_key = SecretStr(api_key.get_secret_value().strip()) if api_key is not None else None
         self.max_retries = max_retries
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
@@ -200,16 +201,20 @@ class LiteLLMBackend:
         extra: dict[str, Any] = {"temperature": temperature}
         totals = _Totals()
         parsed: T | None = None
-        if schema is None:
-            text = await self._call(litellm, chat, extra, totals)
-        else:
-            extra["response_format"] = {"type": "json_object"}
-            extra["drop_params"] = True  # providers without JSON mode still get the instruction
+        try:
+            if schema is None:
+                text = await self._call(litellm, chat, extra, totals)
+            else:
+                extra["response_format"] = {"type": "json_object"}
+                extra["drop_params"] = True  # providers without JSON mode still get the instruction
 
-            async def send(msgs: list[dict[str, str]]) -> str:
-                return await self._call(litellm, msgs, extra, totals)
+                async def send(msgs: list[dict[str, str]]) -> str:
+                    return await self._call(litellm, msgs, extra, totals)
 
-            text, parsed = await ask_for_json(send, chat, schema, self.model)
+                text, parsed = await ask_for_json(send, chat, schema, self.model)
+        except LLMError as err:  # what the failed completion cost goes with it
+            err.usage, err.attempts = totals.usage(), totals.attempts
+            raise
         return LLMResult(
             text=text,
             parsed=parsed,

@@ -350,3 +350,31 @@ async def test_too_many_options_fail_before_sending(server: JevServer) -> None:
     with pytest.raises(DecisionError, match="'big': 256 options exceed Jev's limit of 255"):
         await backend(server).decide(request)
     assert server.requests == []
+
+
+@pytest.mark.parametrize("flavor", ["typesafe", "openrouter"])
+async def test_key_with_surrounding_whitespace_is_sent_stripped_and_redacted(flavor: str) -> None:
+    """A key read with its trailing newline (a secret file, ``kubectl create secret --from-file``): the
+    SDK strips it before sending, so the server's echo of it must still be masked, and the model check
+    must send the same key."""
+    with JevServer(flavor=flavor) as server:
+        server.enqueue(Reply(401, echo_auth))
+        jev = JevBackend(SecretStr(f" {KEY}\n"), base_url=server.base_url, provider=flavor, max_retries=0)  # type: ignore[arg-type]
+        with pytest.raises(DecisionError) as info:
+            await jev.decide(REQUEST)
+        assert server.calls()[0].headers["authorization"] == f"Bearer {KEY}"
+        assert KEY not in str(info.value)
+        assert "bad credentials: Bearer ***" in str(info.value)
+        assert await jev.verify_model() == jev.model
+        assert server.requests[-1].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_openrouter_model_check_masks_a_key_echoed_in_a_malformed_body(
+    openrouter: JevServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page = Reply(200, lambda rec: f"<html>signed in as {rec.headers['authorization']}</html>".encode())
+    monkeypatch.setattr(openrouter, "_route", lambda method, path, body: page)
+    with pytest.raises(DecisionError) as info:
+        await backend(openrouter).verify_model()
+    assert openrouter.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert str(info.value).endswith("malformed body '<html>signed in as Bearer ***</html>'")

@@ -108,6 +108,21 @@ def test_iter_rag_forces_an_answer_when_a_lookup_adds_nothing(
     )
 
 
+def test_iter_rag_counts_the_cost_of_a_step_that_never_validated(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.enqueue(
+        Reply("no json", completion_tokens=2, cost=0.001),
+        Reply("still none", completion_tokens=2, cost=0.002),
+        Reply("42 metres", completion_tokens=2, cost=0.004),
+    )
+    system = _rag("iter-rag", openai_server, k=1)
+    (result,) = run_eval(_dataset(), system, out_dir=tmp_path).results
+    assert (result.predicted, result.llm_calls, result.output_tokens) == (["42 metres"], 2, 6)
+    assert result.cost_usd == pytest.approx(0.007)
+    assert result.input_tokens == sum(_words(r.body["messages"]) for r in openai_server.chat_requests)
+
+
 def test_systems_without_an_llm_are_skipped_with_the_reason() -> None:
     for name in ("vector-rag", "iter-rag", "graph-reader"):
         system = build_system(name, _dataset(), decider=None, embedder=HashingEmbedder(), llm=None)

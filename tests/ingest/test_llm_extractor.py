@@ -154,3 +154,18 @@ async def test_an_attribute_json_has_no_number_for_is_dropped(
         )
         found.append([(n.name, n.attributes) async for n in store.iter_nodes()])
     assert found == [[("Christopher Nolan", {"born": 1970})]] * 2
+
+
+async def test_failed_chunk_still_counts_its_calls_and_tokens(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.enqueue(
+        Reply(NEVER_VALID, prompt_tokens=50, completion_tokens=5),
+        Reply(NEVER_VALID, prompt_tokens=70, completion_tokens=5),
+    )
+    report = await ingest(
+        FileSource(corpus(tmp_path)), MemoryGraphStore(), extractor=extractor(openai_server), routing="exact"
+    )
+    assert report.failed == ["a.txt"]
+    cost = report.extraction_cost
+    assert (cost.calls, cost.input_tokens, cost.output_tokens) == (2, 120, 10)

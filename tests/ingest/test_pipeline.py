@@ -239,6 +239,15 @@ async def test_low_confidence_escalates_to_the_llm(tmp_path: Path) -> None:
     assert sorted(p.confidence for p in node.provenance) == [0.45, 1.0]
 
 
+async def test_a_failed_escalation_still_counts_its_calls(tmp_path: Path) -> None:
+    write(tmp_path, {"a.txt": "E Chris Nolan|person", "b.txt": "E Nolan|person"})
+    llm = FakeLLM('{"choice": 3}')  # never validates: two billed replies
+    decider = FakeDecisionBackend(script=lambda q, s: {"c1": 0.45, "NEW": 0.55})
+    report = await run(tmp_path, MemoryGraphStore(), ScriptedExtractor(), decider, llm=llm)
+    assert (len(llm.calls), decider.calls, report.routing_cost.calls) == (2, 1, 3)
+    assert report.routing_cost.output_tokens == 10 + 2 + 2  # the decision's, then 2 words per LLM reply
+
+
 async def test_new_for_a_taken_id_is_disambiguated_deterministically(tmp_path: Path) -> None:
     write(tmp_path, {"a.txt": "E Paris|city", "b.txt": "E Paris|person"})
     store = MemoryGraphStore()

@@ -52,3 +52,8 @@ async def test_bad_input() -> None:
         await FakeLLM("x").complete([])
     with pytest.raises(InputError, match="FakeLLM script must be"):
         FakeLLM(42)  # type: ignore[arg-type]
+
+
+async def test_attempts_count_one_completion_not_every_call_so_far() -> None:
+    llm = FakeLLM("Paris")
+    assert [(await llm.complete(USER)).attempts for _ in range(3)] == [1, 1, 1]

@@ -183,3 +183,30 @@ def test_retry_after_header_forms() -> None:
     assert _retry_after_s(Exception("no headers")) is None
     in_ten = _retry_after_s(_HeaderError({"retry-after": formatdate(time.time() + 10, usegmt=True)}))
     assert in_ten is not None and 8.0 <= in_ten <= 10.0
+
+
+async def test_failed_completion_still_reports_what_it_cost(openai_server: OpenAIServer) -> None:
+    """Two billed replies that never validated, then a failed transport: the LLMError carries their usage."""
+    openai_server.enqueue(
+        Reply("no json", prompt_tokens=10, completion_tokens=3, cost=0.001),
+        Reply("still none", prompt_tokens=12, completion_tokens=4, cost=0.002),
+    )
+    with pytest.raises(LLMError) as err:
+        await backend(openai_server).complete(MESSAGES, schema=Capital)
+    assert err.value.usage == Usage(input_tokens=22, output_tokens=7, cost_usd=0.003)
+    assert err.value.attempts == 2
+
+    openai_server.enqueue(Reply("no json", prompt_tokens=10, completion_tokens=3), Fail(503), Fail(503))
+    with pytest.raises(LLMError) as err:
+        await backend(openai_server, max_retries=1).complete(MESSAGES, schema=Capital)
+    assert err.value.usage == Usage(input_tokens=10, output_tokens=3, cost_usd=None)
+    assert err.value.attempts == 3
+
+
+async def test_key_with_surrounding_whitespace_is_sent_stripped(openai_server: OpenAIServer) -> None:
+    """A key read with its trailing newline (a secret file) is sent as the key, as the Jev backend does
+    (the OpenAI client refused the header as a control character, and that failure was retried)."""
+    openai_server.enqueue(Reply("Paris."))
+    llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr(f" {KEY}\n"), max_retries=0)
+    assert (await llm.complete(MESSAGES)).text == "Paris."
+    assert openai_server.chat_requests[0].headers["authorization"] == f"Bearer {KEY}"

@@ -88,7 +88,7 @@ class IterRAGSystem:
             try:
                 result = await self.llm.complete(messages, schema=IterStep)
             except LLMError as exc:  # the step reply never validated: fall back to a plain answer
-                tally.llm_calls += 1
+                tally.add(exc.usage, llm=True)
                 steps.append({"invalid_step": str(exc)[:200]})
                 break
             tally.add(result.usage, llm=True)
