@@ -15,6 +15,9 @@ Definitions (also in docs/eval-tables.md):
   against any gold answer, recall the mean over gold answers of the best token F1 against any
   prediction. With one predicted and one gold answer, F1 is the SQuAD token F1. EM and hits@1 still
   need exact normalized equality.
+- ``aliases`` (SQuAD-style references: gold texts that are alternatives for one answer, not a set to
+  predict in full): each measure is its best against any single reference (SQuAD's
+  ``metric_max_over_ground_truths``).
 """
 
 from __future__ import annotations
@@ -117,11 +120,18 @@ def hits_at_1(predicted: Sequence[str], gold: Sequence[str]) -> float:
 
 
 def answer_scores(
-    predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact"
+    predicted: Sequence[str], gold: Sequence[str], *, match: MatchMode = "exact", aliases: bool = False
 ) -> tuple[float, float, float]:
-    """(EM, F1, hits@1), normalizing each answer once."""
+    """(EM, F1, hits@1), normalizing each answer once; ``aliases``: the best against any one gold text."""
     pred, gold_set = answer_set(predicted), answer_set(gold)
-    return _em(pred, gold_set), _f1(pred, gold_set, match), _hits(pred, gold_set)
+    if aliases and gold_set:
+        per = [_scores(pred, [g], match) for g in gold_set]
+        return max(s[0] for s in per), max(s[1] for s in per), max(s[2] for s in per)
+    return _scores(pred, gold_set, match)
+
+
+def _scores(pred: list[str], gold: list[str], match: MatchMode) -> tuple[float, float, float]:
+    return _em(pred, gold), _f1(pred, gold, match), _hits(pred, gold)
 
 
 #: The retrieval budgets every text eval scores (recall@k of the gold supporting passages).

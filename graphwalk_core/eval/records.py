@@ -75,7 +75,12 @@ def score_answer(
         answer.status in ("ok", "aborted") and answer.answers_question and not question.extra.get("no_gold")
     )
     gold, pred = question.gold, answer.answers
-    em, f1, hits = metrics.answer_scores(pred, gold, match=dataset.match) if scored else (None, None, None)
+    aliases = bool(question.extra.get("aliases"))
+    em, f1, hits = (
+        metrics.answer_scores(pred, gold, match=dataset.match, aliases=aliases)
+        if scored
+        else (None, None, None)
+    )
     supporting = question.extra.get("supporting")
     retrieval = (
         metrics.retrieval_scores(answer.passages, supporting)

@@ -157,7 +157,7 @@ def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:
         ("question,answers\n,B\n", r"q\.csv:2: 'question' is missing"),
         ("question\nwho\n", r"q\.csv:2: 'answers' is missing"),
         ("question,answers,hops\nwho,B,two\n", r"q\.csv:2: 'hops' must be an integer"),
-        ("id,question,answers\n1,a,b\n1,c,d\n", "duplicate question id '1'"),
+        ("id,question,answers\n1,a,b\n1,c,d\n", r"q\.csv:3: question id '1' repeats the one at line 2$"),
         ("question,answers\nwho,B\nwhat, | \n", r"q\.csv:3: 'answers' is empty"),
         ("", r"^no questions in .*q\.csv$"),
         ("\n\n", r"^no questions in .*q\.csv$"),
@@ -262,3 +262,34 @@ def test_a_benchmark_file_that_is_not_utf8_names_file_and_line(tmp_path: Path) -
     with pytest.raises(InputError) as error:
         load_dataset("metaqa-1hop", data_dir=tmp_path)
     assert str(error.value) == f"{qa}:2: not UTF-8 text (byte 0xe9); save the file as UTF-8"
+
+
+def _ircot(qid: str, answer: str) -> str:
+    ctx = [{"title": answer, "paragraph_text": f"{answer} text", "is_supporting": True}]
+    record = {"question_id": qid, "question_text": f"q {answer}", "answers_objects": [{"spans": [answer]}]}
+    return json.dumps({**record, "contexts": ctx}) + "\n"
+
+
+def _official(qid: str, answer: str) -> dict:
+    return {"_id": qid, "question": f"q {answer}", "answer": answer, "context": [[answer, ["s."]]],
+            "supporting_facts": [[answer, 0]], "evidences": [[answer, "r", "o"]]}  # fmt: skip
+
+
+def test_a_repeated_question_id_is_an_error_naming_file_and_record(tmp_path: Path) -> None:
+    """Not one question silently kept (a seeded subset chooses by id) or two with one's passages."""
+    jl = tmp_path / "h.jsonl"
+    jl.write_text(_ircot("a", "A") + _ircot("b", "B") + _ircot("a", "C"))
+    for n in (None, 3):
+        with pytest.raises(InputError) as error:
+            load_dataset("hotpotqa", path=jl, n=n)
+        assert str(error.value) == f"{jl}:3: question id 'a' repeats the one at line 1"
+    orig = tmp_path / "h.json"
+    orig.write_text(json.dumps([_official("a", "A"), _official("a", "C")]))
+    with pytest.raises(InputError) as error:
+        load_dataset("hotpotqa", path=orig)
+    assert str(error.value) == f"{orig}: record 1: question id 'a' repeats the one at record 0"
+    wiki = tmp_path / "w.json"
+    wiki.write_text(json.dumps([_official("x", "A"), _official("y", "B"), _official("x", "C")]))
+    with pytest.raises(InputError) as error:
+        load_dataset("2wiki", path=wiki, n=2)
+    assert str(error.value) == f"{wiki}: record 2: question id 'x' repeats the one at record 0"

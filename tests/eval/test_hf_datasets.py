@@ -115,6 +115,12 @@ async def test_column_mapping_for_another_layout(hub: HubServer, tmp_path: Path)
     )
     (q,) = ds.questions
     assert (q.id, q.text, q.gold, q.extra["supporting"]) == ("a", "Who wrote X?", ["Ann", "Ann B."], ["X"])
+    assert q.extra["aliases"] is True  # SQuAD's texts are alternative references, not an answer set
+    from graphwalk_core.eval.records import score_answer
+    from graphwalk_core.eval.systems.base import SystemAnswer
+
+    scored = score_answer(ds, q, SystemAnswer(answers=["Ann"]), run_id="r", system="s", ids={})
+    assert (scored.em, scored.f1, scored.hits_at_1) == (1.0, 1.0, 1.0)
     assert [p.text for p in ds.knowledge.passages] == ["X was written by Ann.", "Y."]
     no_support = ColumnMap.parse([*mapping, "supporting="])
     assert no_support.supporting is None

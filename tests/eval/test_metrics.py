@@ -88,3 +88,17 @@ def test_bootstrap_ci_is_seeded_and_exact_on_degenerate_samples() -> None:
     assert 0.35 < low < 0.5 < high < 0.65
     # two values: resample means are 0, 0.5 or 1 and all three occur in 1000 draws
     assert m.bootstrap_ci([0.0, 1.0], seed=0) == (0.0, 1.0)
+
+
+def test_alternative_references_score_the_best_one_as_squad_does() -> None:
+    """Gold texts that are alternatives (SQuAD's annotator spans), not an answer set to predict in full."""
+    refs = ["Ann", "Ann B."]
+    assert m.answer_scores(["Ann"], refs, match="token", aliases=True) == (1.0, 1.0, 1.0)
+    assert m.answer_scores(["ann b"], refs, match="token", aliases=True) == (1.0, 1.0, 1.0)
+    # "B" against "ann b": P = 1, R = 1/2 -> 2/3; against "ann": 0
+    em, f1, hits = m.answer_scores(["B"], refs, match="token", aliases=True)
+    assert (em, hits) == (0.0, 0.0) and f1 == pytest.approx(2 / 3, abs=1e-12)
+    assert m.answer_scores([], refs, match="token", aliases=True) == (0.0, 0.0, 0.0)
+    # as an answer set, "Ann" alone misses "Ann B.": EM 0, F1 = 2 * 1 * (5/6) / (11/6) = 10/11
+    em, f1, _ = m.answer_scores(["Ann"], refs, match="token")
+    assert em == 0.0 and f1 == pytest.approx(10 / 11, abs=1e-12)

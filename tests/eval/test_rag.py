@@ -145,3 +145,22 @@ def test_reader_reply_parsing() -> None:
     assert parse_answers("Answer: Paris | 'Lyon'. | unknown |  ") == ["Paris", "Lyon"]
     assert parse_answers("None") == []
     assert parse_answers("20 March 851.") == ["20 March 851"]
+
+
+def test_document_index_search_breaks_ties_at_the_cut_by_document_order() -> None:
+    """vector-rag's top k is the dense ranker's top k: a tie at the cut keeps the earlier document."""
+    import numpy as np
+
+    from graphwalk_core.eval.systems.documents import Document, DocumentIndex
+
+    class OneAxis:
+        dim, model_id = 1, "one-axis"
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 1), dtype=np.float32)
+
+    vectors = np.ones((8, 1), dtype=np.float32)
+    vectors[4] = 2.0
+    docs = [Document(id=f"d{i}", title=f"d{i}", text=f"d{i}") for i in range(8)]
+    index = DocumentIndex(docs, vectors, OneAxis())  # type: ignore[arg-type]
+    assert [d.id for d, _ in index.search("q", 3)] == ["d4", "d0", "d1"]

@@ -107,6 +107,15 @@ class Dataset(BaseModel):
     info: dict[str, Any] = Field(default_factory=dict)
 
 
+def unique_id(seen: dict[str, str], qid: str, at: str, where: str) -> None:
+    """Remember that question ``qid`` is ``at`` (``line 3``, ``record 2``) of a file; one already seen is an
+    InputError at ``where`` naming the first: a seeded subset would keep one of the two, and a loader
+    keyed by id would give both one's passages."""
+    first = seen.setdefault(qid, at)
+    if first != at:
+        raise InputError(f"{where}: question id {qid!r} repeats the one at {first}")
+
+
 def subset_ids(ids: list[str], n: int, seed: int) -> list[str]:
     """The ``n`` ids with the smallest sha256 of ``"<seed>\\0<id>"``: independent of file order."""
     if n < 1:

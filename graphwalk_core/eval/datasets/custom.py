@@ -17,6 +17,7 @@ from graphwalk_core.eval.datasets.base import (
     read_text_file,
     require_file,
     seeded_subset,
+    unique_id,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
 from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
@@ -68,21 +69,19 @@ def read_custom_questions(path: Path) -> list[Question]:
         raise InputError(f"{path}: custom questions must be .csv or .jsonl, got {path.suffix!r}")
     text = read_text_file(path)
     questions: list[Question] = []
+    seen: dict[str, str] = {}
     if suffix == ".csv":
         for i, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
             questions.append(_question(row, i - 1, f"{path}:{i}"))
+            unique_id(seen, questions[-1].id, f"line {i}", f"{path}:{i}")
     else:
         for i, row in jsonl_rows(text, path):
             if not isinstance(row, dict):
                 raise InputError(f"{path}:{i}: expected a JSON object")
             questions.append(_question(row, i, f"{path}:{i}"))
+            unique_id(seen, questions[-1].id, f"line {i}", f"{path}:{i}")
     if not questions:
         raise InputError(f"no questions in {path}")
-    seen: set[str] = set()
-    for q in questions:
-        if q.id in seen:
-            raise InputError(f"{path}: duplicate question id {q.id!r}")
-        seen.add(q.id)
     return questions
 
 

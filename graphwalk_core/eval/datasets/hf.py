@@ -229,15 +229,17 @@ def _question(
             raise InputError(f"{where}: supporting title {title!r} is not one of the row's passages")
         supporting.append(by_title[title.strip()])
     qid = ids[index] if ids is not None else (str(row[cols.id]) if cols.id else f"{split}-{index}")
-    return Question(
-        id=qid,
-        text=text.strip(),
-        gold=_answers(row[cols.answers], where) if cols.answers else [],
-        extra={"supporting": list(dict.fromkeys(supporting)), "hub": str(ref)},
-    )
+    extra: dict[str, Any] = {"supporting": list(dict.fromkeys(supporting)), "hub": str(ref)}
+    gold: list[str] = []
+    if cols.answers:
+        gold = _answers(row[cols.answers], where)
+        if isinstance(row[cols.answers], Mapping):
+            extra["aliases"] = True  # SQuAD's texts: alternative references for one answer
+    return Question(id=qid, text=text.strip(), gold=gold, extra=extra)
 
 
 def _answers(value: Any, where: str) -> list[str]:
+    """The gold texts: an answer set (a string or a list), or a SQuAD struct's alternative references."""
     if isinstance(value, Mapping):
         value = value.get("text")
     if isinstance(value, str):

@@ -16,6 +16,7 @@ from graphwalk_core.eval.datasets.base import (
     read_text_file,
     require_file,
     seeded_subset,
+    unique_id,
 )
 from graphwalk_core.eval.datasets.passages import PassagePool
 
@@ -53,15 +54,24 @@ def _original_record(record: dict[str, Any], where: str) -> tuple[Question, list
 
 
 def read_hotpotqa(path: Path) -> list[tuple[Question, list[tuple[str, str, bool]]]]:
-    """Records of either format: ``.jsonl`` is IRCoT's, a ``.json`` list is the original."""
+    """Records of either format: ``.jsonl`` is IRCoT's, a ``.json`` list is the original; a repeated
+    question id is an InputError."""
     require_file(path, "HotpotQA file")
     text = read_text_file(path)
+    seen: dict[str, str] = {}
+    out = []
     if path.suffix == ".jsonl":
-        return [_ircot_record(record, f"{path}:{i}") for i, record in jsonl_rows(text, path)]
+        for i, record in jsonl_rows(text, path):
+            out.append(_ircot_record(record, f"{path}:{i}"))
+            unique_id(seen, out[-1][0].id, f"line {i}", f"{path}:{i}")
+        return out
     records = parse_json(text, path)
     if not isinstance(records, list):
         raise InputError(f"{path}: expected a JSON list of HotpotQA records")
-    return [_original_record(r, f"{path}: record {i}") for i, r in enumerate(records)]
+    for i, r in enumerate(records):
+        out.append(_original_record(r, f"{path}: record {i}"))
+        unique_id(seen, out[-1][0].id, f"record {i}", f"{path}: record {i}")
+    return out
 
 
 def load_hotpotqa(path: Path, *, split: str, n: int | None, seed: int) -> Dataset:

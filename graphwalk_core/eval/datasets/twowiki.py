@@ -16,6 +16,7 @@ from graphwalk_core.eval.datasets.base import (
     read_text_file,
     require_file,
     seeded_subset,
+    unique_id,
 )
 from graphwalk_core.eval.datasets.passages import PassagePool
 
@@ -43,6 +44,7 @@ def load_twowiki(path: Path, *, split: str, n: int | None, seed: int) -> Dataset
     questions: list[Question] = []
     triples: dict[tuple[str, str, str], None] = {}
     pool = PassagePool()
+    seen: dict[str, str] = {}
     for i, record in enumerate(records):
         try:
             evidences = [tuple(e) for e in _listish(record["evidences"])]
@@ -68,6 +70,7 @@ def load_twowiki(path: Path, *, split: str, n: int | None, seed: int) -> Dataset
             )
         except (KeyError, TypeError, ValueError, SyntaxError) as exc:
             raise InputError(f"{path}: record {i} is not an official 2Wiki record ({exc!r})") from exc
+        unique_id(seen, questions[-1].id, f"record {i}", f"{path}: record {i}")
     passages: tuple[Passage, ...] = tuple(pool.passages)
     return Dataset(
         name="2wiki",

@@ -14,6 +14,7 @@ from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.eval.datasets.base import Knowledge
 from graphwalk_core.eval.metrics import normalize_answer
 from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.traversal.name_vectors import top_k
 
 log = logging.getLogger(__name__)
 
@@ -84,14 +85,11 @@ class DocumentIndex:
         return self.vectors @ self.embedder.embed([query])[0]
 
     def search(self, query: str, k: int) -> list[tuple[Document, float]]:
-        """The ``k`` most similar documents (cosine), best first; ties by document order."""
+        """The ``k`` most similar documents (cosine), best first; ties by document order (also at the cut)."""
         if not self.docs or k < 1:
             return []
         scores = self.similarities(query)
-        k = min(k, len(self.docs))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = sorted(top, key=lambda i: (-float(scores[i]), int(i)))
-        return [(self.docs[i], float(scores[i])) for i in top]
+        return [(self.docs[i], float(scores[i])) for i in top_k(scores, k).tolist()]
 
     def by_title(self, title: str) -> list[Document]:
         """Documents whose title equals ``title`` after answer normalization."""
