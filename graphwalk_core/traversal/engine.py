@@ -40,7 +40,7 @@ from graphwalk_core.stores.base import (
 )
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
-from graphwalk_core.traversal.batching import split_batches
+from graphwalk_core.traversal.batching import check_state, split_batches
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.name_vectors import NameVectors
 from graphwalk_core.traversal.prefilter import Prefilter, split_top
@@ -174,6 +174,7 @@ class Traverser:
             raise InputError("the question is empty")
         if not start:
             raise InputError("no start node given")
+        check_state(prompts.build_state(question.strip()))
         found = await self.store.get_nodes(start)
         missing = [s for s in start if s not in found]
         if missing:

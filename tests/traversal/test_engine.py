@@ -223,6 +223,8 @@ async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
         await traverser.walk("q", ["Avatr"])
     with pytest.raises(InputError, match="no start node"):
         await traverser.walk("q", [])
+    with pytest.raises(InputError, match=r"^the question is too long: ~32000 tokens, over the 32000-token "):
+        await traverser.walk("x" * 79_988, ["Avatar"])  # rather than a walk that fails at its first call
     with pytest.raises(ConfigError, match="prefilter_top_n=30 exceeds the decider's max_options - 1 \\(9\\)"):
         Traverser(movies, FakeDecisionBackend(max_options=10))
 
