@@ -8,6 +8,7 @@ from typing import Annotated, get_args
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from graphwalk_core.cli.options import choice
 from graphwalk_core.errors import GraphwalkError, InputError
@@ -45,23 +46,25 @@ async def _run(
 
 def print_result(result: WalkResult, console: Console) -> None:
     """Answers with their witness paths, then the readable trace."""
-    console.print(f"[bold]status[/bold] {result.status}  decider={result.decider}  start={result.start}")
+    head = f"{result.status}  decider={result.decider}  start={result.start}"
+    console.print(f"[bold]status[/bold] {escape(head)}")
     if result.abort_reason:
-        console.print(f"[yellow]aborted:[/yellow] {result.abort_reason}")
+        console.print(f"[yellow]aborted:[/yellow] {escape(result.abort_reason)}")
     if result.error:
-        console.print(f"[red]error:[/red] {result.error}")
+        console.print(f"[red]error:[/red] {escape(result.error)}")
     for rank, answer in enumerate(result.answers, start=1):
         shown = ", ".join(answer.names[:10]) + (
             f" ... ({len(answer.names)})" if len(answer.names) > 10 else ""
         )
         console.print(
-            f"{rank}. [green]{shown}[/green] score={answer.score:.3f} votes={answer.votes} "
+            f"{rank}. [green]{escape(shown)}[/green] score={answer.score:.3f} votes={answer.votes} "
             f"({answer.terminated_by})"
         )
         for hop in answer.witness:
             arrow = f"--{hop.relation}-->" if hop.direction == "out" else f"<--{hop.relation}--"
             console.print(
-                f"     {hop.source} {arrow} {hop.target}  [dim]{hop.edge_id} {hop.source_ids}[/dim]"
+                f"     {escape(f'{hop.source} {arrow} {hop.target}')}  [dim]{hop.edge_id} "
+                f"{escape(str(hop.source_ids))}[/dim]"
             )
     render_trace(result.trace, console)
 
@@ -134,7 +137,7 @@ def query(
             choice(decider, get_args(DeciderName), "--decider")
         result = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
-        Console(stderr=True).print(f"[red]error:[/red] {err}")
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}")
         raise typer.Exit(code=2) from err
     if trace is not None:
         trace.write_text(result.trace.model_dump_json(indent=2), encoding="utf-8")

@@ -38,6 +38,16 @@ def question_tokens(question: ChoiceQuestion) -> int:
     )
 
 
+def check_state(state: JSONContent, single_limit: int = STATE_AND_QUESTION_TOKEN_LIMIT) -> None:
+    """InputError when ``state`` (the query) leaves no room for any question under ``single_limit``."""
+    tokens = estimate_tokens(state)
+    if tokens >= single_limit:
+        raise InputError(
+            f"the question is too long: ~{tokens} tokens, over the {single_limit}-token limit for the "
+            "query and one question"
+        )
+
+
 def split_batches(
     state: JSONContent,
     questions: list[ChoiceQuestion],
@@ -59,8 +69,8 @@ def split_batches(
         cost = question_tokens(q)
         if state_tokens + cost > single_limit:
             raise InputError(
-                f"question {q.key!r} needs ~{state_tokens + cost} tokens with the state, over the "
-                f"{single_limit}-token limit for state + one question (lower prefilter_top_n)"
+                f"question {q.key!r} needs ~{state_tokens + cost} tokens ({state_tokens} of them the query), "
+                f"over the {single_limit}-token limit for the query and one question (lower prefilter_top_n)"
             )
         if current and (per_beam or used + cost > request_limit):
             batches.append(current)

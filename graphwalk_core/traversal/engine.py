@@ -40,7 +40,7 @@ from graphwalk_core.stores.base import (
 )
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
-from graphwalk_core.traversal.batching import split_batches
+from graphwalk_core.traversal.batching import check_state, split_batches
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.name_vectors import NameVectors
 from graphwalk_core.traversal.prefilter import Prefilter, split_top
@@ -79,6 +79,12 @@ class _Prepared:
     moves: dict[str, _Move] = field(default_factory=dict)
     step: Step | None = None
     question: ChoiceQuestion | None = None
+
+
+def sorted_groups(groups: NeighborGroups) -> NeighborGroups:
+    """``groups`` in one order whatever store read them (the memory store keeps insertion order, the
+    SQL store key order): outgoing before incoming, then by relation; each group's neighbors sorted."""
+    return {key: sorted(groups[key]) for key in sorted(groups, key=lambda k: (k[1] != "out", k[0]))}
 
 
 class Traverser:
@@ -127,22 +133,23 @@ class Traverser:
             self.prefilter.names.forget()
 
     async def neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
-        """The distinct neighbors of ``nodes`` per (relation, direction), in first-appearance order."""
+        """The distinct neighbors of ``nodes`` per (relation, direction), in :func:`sorted_groups` order."""
         if self._grouped_store is not None:
-            return self._grouped_store.neighbor_groups(nodes, direction=self.config.direction)
+            return sorted_groups(self._grouped_store.neighbor_groups(nodes, direction=self.config.direction))
         per_node = []
         for node in nodes:  # hubs: thousands of cached nodes, no await each
             cached = self._adjacency.get(node)
             per_node.append(cached if cached is not None else await self._cached_groups(node))
-        return merge_groups(per_node)
+        return sorted_groups(merge_groups(per_node))
 
     async def group(self, node: NodeId, relation: str, direction: Dir) -> Sequence[NodeId] | None:
-        """``node``'s distinct neighbors by ``relation`` in ``direction`` (None: not read that way)."""
+        """``node``'s distinct neighbors by ``relation`` in ``direction``, sorted (None: none that way)."""
         if self._grouped_store is not None:
             groups = self._grouped_store.neighbor_groups((node,), direction=direction, edge_types=(relation,))
         else:
             groups = await self._cached_groups(node)
-        return groups.get((relation, direction))
+        found = groups.get((relation, direction))
+        return None if found is None else sorted(found)
 
     async def _cached_groups(self, node: NodeId) -> NeighborGroups:
         cached = self._adjacency.get(node)
@@ -167,6 +174,7 @@ class Traverser:
             raise InputError("the question is empty")
         if not start:
             raise InputError("no start node given")
+        check_state(prompts.build_state(question.strip()))
         found = await self.store.get_nodes(start)
         missing = [s for s in start if s not in found]
         if missing:

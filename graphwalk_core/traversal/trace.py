@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
@@ -95,24 +96,27 @@ def _option_text(description: Any) -> str:
 def render_trace(trace: Trace, console: Console | None = None, *, max_options: int = 8) -> None:
     """Print the trace as a tree of depths and beams, then a table of calls."""
     console = console or Console()
-    root = Tree(f"[bold]{trace.query}[/bold]  start={trace.start}  models={trace.model_ids}")
+    root = Tree(
+        f"[bold]{escape(trace.query)}[/bold]  start={escape(str(trace.start))}  "
+        f"models={escape(str(trace.model_ids))}"
+    )
     by_depth: dict[int, Tree] = {}
     for step in trace.steps:
         depth_node = by_depth.get(step.depth)
         if depth_node is None:
             depth_node = by_depth[step.depth] = root.add(f"depth {step.depth}")
-        here = ", ".join(step.current_names or step.current)
+        here = escape(", ".join(step.current_names or step.current))
         if step.frontier_size > len(step.current):
             here += f" ... ({step.frontier_size} nodes)"
         how = "forced" if step.forced else f"call {step.call_id}"
         score = "" if step.norm_score is None else f" score={step.norm_score:.3f}"
         label = f"beam {step.beam_id} at [cyan]{here}[/cyan] -> [green]{step.chosen}[/green] ({how}){score}"
         if step.note:
-            label += f" [dim]{step.note}[/dim]"
+            label += f" [dim]{escape(step.note)}[/dim]"
         node = depth_node.add(label)
         ranked = sorted(step.distribution.items(), key=lambda kv: -kv[1])[:max_options]
         for opt_label, p in ranked:
-            node.add(f"{opt_label} p={p:.3f}: {_option_text(step.options.get(opt_label))}")
+            node.add(f"{opt_label} p={p:.3f}: {escape(_option_text(step.options.get(opt_label)))}")
         if step.pruned:
             node.add(f"[dim]{len(step.pruned)} options pruned ({step.pruned_reason})[/dim]")
     console.print(root)
@@ -122,7 +126,7 @@ def render_trace(trace: Trace, console: Console | None = None, *, max_options: i
             cost = "" if c.cost_usd is None else f"{c.cost_usd:.6f}"
             table.add_row(
                 c.call_id, str(c.n_questions), f"{c.latency_s:.3f}", str(c.input_tokens),
-                str(c.output_tokens), cost, c.model,
+                str(c.output_tokens), cost, escape(c.model),
             )  # fmt: skip
         console.print(table)
     t = trace.totals

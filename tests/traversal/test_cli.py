@@ -56,7 +56,7 @@ def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, mi
     payload = json.loads(result.stdout.strip().splitlines()[-1])
     assert [answer["names"] for answer in payload["answers"]][:2] == [
         ["Christopher Nolan"],
-        ["Leonardo DiCaprio", "Tom Hardy", "Ellen Page"],
+        ["Ellen Page", "Leonardo DiCaprio", "Tom Hardy"],
     ]
     config = payload["trace"]["config"]
     assert (config["hop_mode"], config["strategy"], config["allow_stop_at_start"]) == (
@@ -82,3 +82,25 @@ def test_query_refuses_a_preset_with_its_own_settings() -> None:
         2,
         True,
     )
+
+
+def test_query_prints_brackets_in_names_and_errors_literally(tmp_path: Path) -> None:
+    """Graph names and questions are text, not rich markup: ``[/b]`` neither crashes the printout nor
+    vanishes, and ``[b]`` in an unknown start node stays in the error."""
+    triples = tmp_path / "markup.txt"
+    triples.write_text("Film [/b] one|directed_by|Dir [bold]X\n", encoding="utf-8")
+    args = ["query", str(triples), "who directed it [/i]", "--start", "Film [/b] one",
+            "--preset", "relation-greedy", "--decider", "fake"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        "status ok  decider=fake:seed=0  start=['Film [/b] one']",
+        "1. Dir [bold]X score=-6.908 votes=1 (dead_end)",
+        "     Film [/b] one --directed_by--> Dir [bold]X  e_7f29144114859ab038f3ebff ",
+    ]
+    assert lines[4] == "who directed it [/i]  start=['Film [/b] one']  models=['fake:seed=0']"
+    assert "beam 1 at Dir [bold]X -> STOP (forced)" in lines[9]
+    result = runner.invoke(app, ["query", str(triples), "q", "--start", "nope [b]x", "--decider", "fake"])
+    assert result.exit_code == 2
+    assert "error: start node not in the graph: 'nope [b]x'" in result.output

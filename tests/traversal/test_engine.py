@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +11,9 @@ from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.model import Edge, edge_id
+from graphwalk_core.stores.base import upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
+from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
 from graphwalk_core.traversal.trace import Trace
@@ -119,7 +122,7 @@ async def test_relation_mode_moves_the_whole_frontier(movies: MemoryGraphStore) 
     assert top.witnesses["2010"][0].edge_id == edge_id("Inception", "directed_by", "Christopher Nolan")
     first = result.trace.steps[0]
     assert first.options["o1"] == {
-        "relation": "directed_by", "direction": "in", "leads_to": ["Memento", "Inception"], "count": 2,
+        "relation": "directed_by", "direction": "in", "leads_to": ["Inception", "Memento"], "count": 2,
     }  # fmt: skip
     assert decider.calls == 3
     assert Trace.model_validate_json(result.trace.model_dump_json()) == result.trace
@@ -130,7 +133,7 @@ async def test_relation_frontier_cap_truncates_without_embedder(movies: MemoryGr
     decider = FakeDecisionBackend(script=script)
     config = TraversalConfig(hop_mode="relation", max_frontier=2)
     result = await Traverser(movies, decider, config=config).walk("films with Leo", ["Leonardo DiCaprio"])
-    assert result.answers[0].node_ids == ["Inception", "Titanic"]
+    assert result.answers[0].node_ids == ["Inception", "The Revenant"]
     assert result.trace.steps[0].note == "frontier truncated from 3 to 2"
 
 
@@ -157,9 +160,10 @@ async def test_oversized_options_truncate_without_embedder() -> None:
     result = await Traverser(graph(HUB), decider, config=config).walk("q", ["H"])
     step = result.trace.steps[0]
     assert [o["node"] for o in step.options.values() if isinstance(o, dict)] == [
-        f"n{i:02d}" for i in range(9)
+        "golden retriever",
+        *(f"n{i:02d}" for i in range(8)),
     ]
-    assert (len(step.pruned), step.pruned_reason, step.pruned[0]) == (52, "truncated", "r n09")
+    assert (len(step.pruned), step.pruned_reason, step.pruned[0]) == (52, "truncated", "r n08")
 
 
 @pytest.mark.parametrize(("batching", "questions"), [("per_depth", [1, 2]), ("per_beam", [1, 1, 1])])
@@ -206,7 +210,7 @@ async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGr
         "edge": "Avatar --directed_by--> James Cameron", "relation": "directed_by", "direction": "out",
         "node": "James Cameron", "type": "person",
     }  # fmt: skip
-    assert q.options["o2"]["meaning"] == "year"  # type: ignore[index]
+    assert q.options["o3"]["meaning"] == "year"  # type: ignore[index]
     assert q.options["STOP"] == "STOP: Avatar is itself the answer to the query; take no further hop"
     assert q.instructions["current"] == {"node": "Avatar", "type": "film"}  # type: ignore[index]
 
@@ -219,6 +223,8 @@ async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
         await traverser.walk("q", ["Avatr"])
     with pytest.raises(InputError, match="no start node"):
         await traverser.walk("q", [])
+    with pytest.raises(InputError, match=r"^the question is too long: ~32000 tokens, over the 32000-token "):
+        await traverser.walk("x" * 79_988, ["Avatar"])  # rather than a walk that fails at its first call
     with pytest.raises(ConfigError, match="prefilter_top_n=30 exceeds the decider's max_options - 1 \\(9\\)"):
         Traverser(movies, FakeDecisionBackend(max_options=10))
 
@@ -232,8 +238,8 @@ async def test_relation_mode_prefilters_relations_and_caps_frontier_by_similarit
     traverser = Traverser(store, decider, embedder=HashingEmbedder(), config=config)
     step = (await traverser.walk("which golden retriever", ["H"])).trace.steps[0]
     assert len(step.options) == 4 and (len(step.pruned), step.pruned_reason) == (10, "prefilter")
-    # kept options stay in store order: the golden_retriever relation came last
-    assert step.options["o3"]["relation"] == "golden_retriever"  # type: ignore[index]
+    # kept options stay in the walk's order (by relation): the golden_retriever relation comes first
+    assert step.options["o1"]["relation"] == "golden_retriever"  # type: ignore[index]
 
     script = gold_path_script([("starred_actors", "in")])
     config = TraversalConfig(hop_mode="relation", max_frontier=1)
@@ -293,3 +299,30 @@ async def test_relation_walks_agree_with_and_without_grouped_adjacency(
         fast, generic = (w.model_dump(exclude={"trace": {"totals": {"wall_s"}}}) for w in walks)
         assert fast == generic
         assert fast["trace"]["steps"] and fast["answers"]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        TraversalConfig(hop_mode="relation", strategy="beam", allow_stop_at_start=False),
+        TraversalConfig(strategy="sample", n_samples=4, allow_stop_at_start=False),
+        TraversalConfig(strategy="beam", max_frontier=1),
+    ],
+)
+async def test_walks_agree_on_the_memory_and_sql_stores(
+    movies: MemoryGraphStore, tmp_path: Path, config: TraversalConfig
+) -> None:
+    """Options, frontiers and witnesses come in one order whatever the store reads adjacency in (the
+    memory store keeps insertion order, the SQL store key order), so one graph walks alike on both."""
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'movies.sqlite'}")
+    await upsert_many(sql, [n async for n in movies.iter_nodes()], [e async for e in movies.iter_edges()])
+    starts = [["James Cameron"], ["Christopher Nolan", "Leonardo DiCaprio"], ["Titanic"]]
+    for start in starts:
+        walks = [
+            await Traverser(store, FakeDecisionBackend(seed=3), config=config).walk("which films?", start)
+            for store in (movies, sql, ProtocolOnly(movies))
+        ]
+        memory, *others = (w.model_dump(exclude={"trace": {"totals": {"wall_s"}}}) for w in walks)
+        assert others == [memory, memory]
+        assert memory["trace"]["steps"] and memory["answers"]
+    await sql.close()

@@ -26,7 +26,7 @@ async def test_max_decision_calls_checked_before_the_call(movies: MemoryGraphSto
     assert (result.status, decider.calls) == ("aborted", 1)
     assert result.abort_reason == "max_decision_calls: depth 1 needs 1 call(s), 1 of 1 used"
     top = result.answers[0]
-    assert (top.node_ids, top.terminated_by) == (["Memento", "Inception"], "aborted")
+    assert (top.node_ids, top.terminated_by) == (["Inception", "Memento"], "aborted")
     assert len(result.trace.steps) == 1
 
 
@@ -49,14 +49,14 @@ async def test_max_expansions(movies: MemoryGraphStore) -> None:
     # depth 0 reads Nolan's adjacency; depth 1 reads Memento's, then Inception's is over budget
     result, _ = await nolan(movies, Budget(max_expansions=2))
     assert (result.status, result.abort_reason) == ("aborted", "max_expansions: 2 adjacency reads used")
-    assert result.answers[0].node_ids == ["Memento", "Inception"]
+    assert result.answers[0].node_ids == ["Inception", "Memento"]
     assert result.trace.totals.expansions == 2
 
 
 async def test_max_nodes(movies: MemoryGraphStore) -> None:
     result, _ = await nolan(movies, Budget(max_nodes=2))
     assert (result.status, result.abort_reason) == ("aborted", "max_nodes: reached 3 > 2 nodes")
-    assert result.answers[0].node_ids == ["Memento", "Inception"]
+    assert result.answers[0].node_ids == ["Inception", "Memento"]
 
 
 async def test_backend_failure_is_a_result_with_the_trace(movies: MemoryGraphStore) -> None:
@@ -64,7 +64,7 @@ async def test_backend_failure_is_a_result_with_the_trace(movies: MemoryGraphSto
     assert result.status == "error"
     assert result.error == "DecisionError: fake backend told to fail after 1 call(s)"
     assert (decider.calls, len(result.trace.calls)) == (2, 1)
-    assert result.answers[0].node_ids == ["Memento", "Inception"]
+    assert result.answers[0].node_ids == ["Inception", "Memento"]
     assert result.answers[0].terminated_by == "error"
 
 

@@ -119,7 +119,11 @@ def test_split_batches_respects_request_and_single_limits() -> None:
     batches = split_batches(state, qs, request_limit=238, single_limit=1000)
     assert [[q.key for q in b] for b in batches] == [["b0", "b1"], ["b2", "b3"], ["b4"]]
     assert [len(b) for b in split_batches(state, qs, per_beam=True)] == [1, 1, 1, 1, 1]
-    with pytest.raises(InputError, match="'b0' needs ~127 tokens"):
+    with pytest.raises(
+        InputError,
+        match=r"^question 'b0' needs ~127 tokens \(16 of them the query\), over the "
+        r"126-token limit for the query and one question \(lower prefilter_top_n\)$",
+    ):
         split_batches(state, qs, single_limit=126)
 
 
