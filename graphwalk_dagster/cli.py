@@ -33,6 +33,7 @@ def demo(
 ) -> None:
     """Ingest data/sources.yaml, publish the graph, run small evals, print a DuckDB summary (offline)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from graphwalk_core.errors import GraphwalkError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
@@ -58,10 +59,10 @@ def demo(
             n=n,
             questions=questions,
             instance=instance,
-            log=lambda msg: console.print(f"[dim]materialize[/dim] {msg}"),
+            log=lambda msg: console.print(f"[dim]materialize[/dim] {escape(msg)}"),
         )
     except GraphwalkError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)

@@ -100,8 +100,9 @@ def _print_training(warehouse: Warehouse, console: Console, plan: DemoPlan) -> N
     accuracy = validation_accuracy(folder)
     score = "n/a" if accuracy is None else f"{accuracy:.3f}"
     console.print(
-        f"[bold]Trained decider[/bold]: {folder}, learned from {plan.train_questions} dev questions each "
-        f"of {', '.join(plan.train_on)} (step accuracy on its held-out tenth of them: {score})",
+        f"[bold]Trained decider[/bold]: {escape(str(folder))}, learned from {plan.train_questions} dev "
+        f"questions each of {', '.join(plan.train_on)} (step accuracy on its held-out tenth of them: "
+        f"{score})",
         soft_wrap=True,
     )
     for split in sorted(set(plan.splits.values())):
@@ -120,7 +121,7 @@ def print_report(
     """Where the results are (and the graph, its password hidden), row counts per table, and the DuckDB
     summary over eval_results."""
     warehouse = Warehouse(root)
-    console.print(f"\n[bold]Warehouse[/bold]: {warehouse.root}  (DuckDB: {warehouse.db_path})")
+    console.print(f"\n[bold]Warehouse[/bold]: {escape(f'{warehouse.root}  (DuckDB: {warehouse.db_path})')}")
     if graph is not None:
         console.print(f"[bold]Graph[/bold]: {escape(redact_url(graph))}", soft_wrap=True)
     counts = Table("table", "rows", title="Tables (DuckDB views over hive-partitioned Parquet)")
@@ -130,7 +131,7 @@ def print_report(
     console.print(counts)
     if plan is not None:
         for name, reason in plan.left_out.items():
-            console.print(f"[yellow]left out[/yellow] {name}: {reason}")
+            console.print(f"[yellow]left out[/yellow] {escape(f'{name}: {reason}')}")
         _print_training(warehouse, console, plan)
     if "eval_results" in tables:
         result = query(root, SUMMARY_SQL)
@@ -139,7 +140,7 @@ def print_report(
             summary.add_row(*("" if v is None else str(v) for v in row))
         console.print(summary)
         for reason, systems in query(root, SKIPPED_SQL).rows:
-            console.print(f"[yellow]skipped[/yellow] {systems}: {reason}")
+            console.print(f"[yellow]skipped[/yellow] {escape(f'{systems}: {reason}')}")
     sql = "select dataset, system, avg(f1) from eval_results group by all"
     console.print(
         f'Query it: {command("graphwalk")} sql "{SUMMARY_QUERY}" --warehouse {root}\n'

@@ -107,6 +107,7 @@ async def _run(
     allow_empty: bool = False,
 ) -> int:
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Table
 
@@ -171,16 +172,16 @@ async def _run(
         if discard and Path(graph).is_file():
             Path(graph).unlink()
     routed = f"routing {report.routing}" + (f" with {decider.model_id}" if decider is not None else "")
-    table = Table(title=f"ingest {source.source_id} ({report.extractor}, {routed})")
+    table = Table(title=escape(f"ingest {source.source_id} ({report.extractor}, {routed})"))
     table.add_column("")
     table.add_column("")
     for label, value in report.summary_rows():
         table.add_row(label, value)
     console.print(table)
     for item in report.skipped:
-        console.print(f"[yellow]skipped[/yellow] {item.describe()}", highlight=False)
+        console.print(f"[yellow]skipped[/yellow] {escape(item.describe())}", highlight=False)
     for doc_id in report.failed:
-        console.print(f"[red]incomplete[/red] {doc_id} (retried next run)", highlight=False)
+        console.print(f"[red]incomplete[/red] {escape(doc_id)} (retried next run)", highlight=False)
     return 1 if report.failed else 0
 
 

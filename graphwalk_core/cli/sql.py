@@ -49,6 +49,7 @@ def sql(
 ) -> None:
     """Run QUERY read-only against <warehouse>/warehouse.duckdb and print the result."""
     from rich.console import Console
+    from rich.markup import escape
 
     from graphwalk_core.settings import get_settings
     from graphwalk_core.warehouse import open_query
@@ -62,7 +63,7 @@ def sql(
                 write = _write_csv if output_format is Format.csv else _write_json
                 write(result.columns, _first(result.batches(), limit), sys.stdout)
     except InputError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         raise typer.Exit(1) from exc
 
 

@@ -54,6 +54,17 @@ def test_skipped_input_is_listed(tmp_path: Path) -> None:
     assert "new 2," in out
 
 
+def test_a_skipped_file_is_named_as_it_is_spelled(tmp_path: Path) -> None:
+    """File names are printed as text, not rich markup: ``[bold]`` in a name is part of it."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "notes [bold].txt").write_bytes(b"\x00\x01")
+    (corpus / "ok.txt").write_text("Ada Lovelace met Charles Babbage.", encoding="utf-8")
+    code, out = invoke(str(corpus), "--graph", str(tmp_path / "g.sqlite"), "--routing", "exact")
+    assert code == 0, out
+    assert "skipped notes [bold].txt:1: binary file (NUL byte at offset 0)" in out
+
+
 def test_the_summary_counts_the_documents_skipped_input_kept(tmp_path: Path) -> None:
     corpus, graph = tmp_path / "corpus", str(tmp_path / "g.sqlite")
     corpus.mkdir()
