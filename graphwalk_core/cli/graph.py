@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from graphwalk_core.errors import GraphwalkError, InputError
 
@@ -235,11 +236,11 @@ def stats(
     by_relation.add_column("relation")
     by_relation.add_column("edges", justify="right")
     for relation, count in sorted(relations.items(), key=lambda kv: (-kv[1], kv[0])):
-        by_relation.add_row(relation, f"{count:,}")
+        by_relation.add_row(Text(relation), f"{count:,}")
     console.print(by_relation)
     hubs = Table(title=f"top {top} nodes by degree")
     hubs.add_column("node")
     hubs.add_column("degree", justify="right")
     for label, degree in ranked:
-        hubs.add_row(label, f"{degree:,}")
+        hubs.add_row(Text(label), f"{degree:,}")
     console.print(hubs)

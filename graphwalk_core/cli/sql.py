@@ -105,18 +105,20 @@ def _print_table(result: Rows, limit: int) -> None:
     fetched, not kept); piped output is not wrapped to 80 columns, and a table wider than the terminal says
     that its values are cut and how to see them whole."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.measure import Measurement
     from rich.table import Table
+    from rich.text import Text
 
     console = Console()
     if not console.is_terminal:
         console = Console(width=100_000)  # a pipe or file: every value whole, one line per row
     columns = result.columns
-    table = Table(*columns, show_lines=False)
+    table = Table(*map(escape, columns), show_lines=False)  # names and values are text, never markup
     total = 0
     for batch in result.batches():
         for row in batch[: max(limit - total, 0)]:
-            table.add_row(*("NULL" if v is None else str(v) for v in row))
+            table.add_row(*(Text("NULL" if v is None else str(v)) for v in row))
         total += len(batch)
     console.print(table)
     shown = min(limit, total)

@@ -58,6 +58,19 @@ def test_import_triples_to_sqlite_and_stats(tmp_path: Path) -> None:
     ]
 
 
+def test_stats_print_names_as_text_not_markup(tmp_path: Path) -> None:
+    """Relation and node names like rich markup are printed as they are ([/x] crashed the printout)."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text("[bold]Zed|[b]rel|x [/y] z\n", encoding="utf-8")
+    db = tmp_path / "g.db"
+    assert runner.invoke(app, ["graph", "import", str(kb), "--out", str(db)]).exit_code == 0
+    stats = runner.invoke(app, ["graph", "stats", str(db), "--top", "2"])
+    assert stats.exit_code == 0, stats.output
+    lines = [line.strip("│") for line in stats.output.splitlines() if "│" in line]
+    rows = [[cell.strip() for cell in line.split("│")] for line in lines]
+    assert rows[2:] == [["[b]rel", "1"], ["[bold]Zed", "1"], ["x [/y] z", "1"]]
+
+
 def test_import_to_parquet_export_triples_and_reimport(tmp_path: Path) -> None:
     folder = tmp_path / "graph"
     result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)])

@@ -37,6 +37,18 @@ def test_sql_prints_csv_and_json(tmp_path: Path) -> None:
     assert (as_json.exit_code, json.loads(as_json.output)) == (0, [{"a": 1, "b": "x,y"}])
 
 
+def test_sql_prints_values_and_errors_as_text_not_markup(tmp_path: Path) -> None:
+    """A value or column name like rich markup ([bold], [/x]) is printed as it is: it vanished, or
+    crashed the printout."""
+    Warehouse(tmp_path).write("t", [{"[b]name": "[bold]Zed"}, {"[b]name": "x [/y] z"}])
+    result = _sql(tmp_path, "select * from t order by 1")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()[1:5]
+    assert lines == ["┃ [b]name   ┃", "┡━━━━━━━━━━━┩", "│ [bold]Zed │", "│ x [/y] z  │"]
+    failed = _sql(tmp_path, "select [/x] from t")
+    assert failed.exit_code == 1 and "[/x]" in failed.output
+
+
 def test_sql_prints_a_wide_table_whole_into_a_pipe(tmp_path: Path) -> None:
     """Piped output is not squeezed into 80 columns (31 columns left every cell blank there)."""
     row = {f"column_{i:02d}": f"value_{i:02d}" for i in range(31)}
