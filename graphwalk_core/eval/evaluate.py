@@ -27,6 +27,7 @@ def evaluate(
 ) -> Path:
     """Run every system on every dataset, then write the report into ``run.out``; returns summary.md."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from graphwalk_core.eval.report import results_table, write_report
@@ -80,12 +81,12 @@ def evaluate(
                 notes.append(f"answered {meta.edited} edited question{'s' * (meta.edited != 1)} again")
             if notes:
                 console.print(
-                    f"{ds.name} · {name}: " + "; ".join(notes),
+                    escape(f"{ds.name} · {name}: " + "; ".join(notes)),
                     highlight=False,
                     soft_wrap=True,
                 )
             tables.append(results_table(result.results))
             metas.append(result.metadata.model_dump(mode="json"))
     paths = write_report(run.out, tables, run_metadata=metas)
-    console.print(f"wrote {run.out}/results.parquet, summary.parquet, summary.md and plots")
+    console.print(escape(f"wrote {run.out}/results.parquet, summary.parquet, summary.md and plots"))
     return paths["summary_md"]
