@@ -80,8 +80,9 @@ def test_eval_custom_writes_results_and_summary(tmp_path: Path) -> None:
 def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> None:
     """Editing the questions file and rerunning into the same --out rescores the edited questions."""
     kb, questions = _files(tmp_path)
+    out = tmp_path / "out [bold]"  # printed as it is spelled, not as rich markup
     args = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--system", "relation-greedy"]
-    args += ["--decider", "fake", "--out", str(tmp_path / "out"), "--quiet"]
+    args += ["--decider", "fake", "--out", str(out), "--quiet"]
     assert runner.invoke(app, args).exit_code == 0
     questions.write_text(questions.read_text().replace("Heat,Michael Mann,", "Heat,Al Pacino,"))
     result = runner.invoke(app, args)
@@ -89,13 +90,14 @@ def test_eval_custom_rerun_answers_edited_questions_again(tmp_path: Path) -> Non
     (note,) = [line for line in result.output.splitlines() if "custom · relation-greedy:" in line]
     assert note.startswith("custom · relation-greedy: reused 1 of 2 answers from ")
     assert note.endswith(" (same questions, graph and system); answered 1 edited question again")
+    assert f" from {out}/runs/" in note
     expected = [("q1", ["Al Pacino"], False), ("q2", ["John Frankenheimer"], True)]
-    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    table = pq.read_table(out / "results.parquet").to_pylist()
     assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == expected
     # `eval report` rebuilds the rows from the checkpoint: each says how this run obtained its answer
-    rebuilt = runner.invoke(app, ["eval", "report", "--out", str(tmp_path / "out")])
+    rebuilt = runner.invoke(app, ["eval", "report", "--out", str(out)])
     assert rebuilt.exit_code == 0, rebuilt.output
-    table = pq.read_table(tmp_path / "out" / "results.parquet").to_pylist()
+    table = pq.read_table(out / "results.parquet").to_pylist()
     assert [(r["question_id"], r["gold"], r["reused"]) for r in table] == expected
 
 
