@@ -51,3 +51,46 @@ def test_changed_fact_is_answered_again(tmp_path: Path) -> None:
         again = metadata_values(third, "eval_results")
         assert (again["answered"], again["reused"], again["run_id"]) == (0, 1, meta[1]["run_id"])
         assert _answers(root) == [("d1", ["Mark Rylance"], True)]
+
+
+#: The tags Dagster puts on a run its automation condition sensor requests.
+AUTOMATION_TAGS = {"dagster/from_automation_condition": "true", "dagster/auto_materialize": "true"}
+
+
+def test_an_automated_refresh_asks_the_questions_the_partition_was_run_with(tmp_path: Path) -> None:
+    """A refresh of an eval partition (graph changed) has no run config of its own: it must answer the
+    questions the partition was materialized with (here n: 2 of a custom file), not the defaults
+    (20 of data/questions.jsonl), which would replace the partition's results with another set."""
+    from graphwalk_dagster.defs.eval.partitions import eval_key
+    from graphwalk_dagster.demo import EVAL
+
+    sources = copy_data(tmp_path / "data")
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(_custom(i) for i in range(3)), encoding="utf-8")
+    root = tmp_path / "warehouse"
+    resources = offline_resources(root, sources_file=sources)
+    key = eval_key("custom", "relation-greedy")
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingest_sources(["films"], resources, instance, log=lambda _: None)
+        config = {"ops": {"eval_questions": {"config": {"n": 2, "questions": str(questions)}}}}
+        run = dg.materialize(
+            EVAL, partition_key=key, resources=resources, instance=instance, run_config=config
+        )
+        assert run.success
+        refresh = dg.materialize(
+            EVAL, partition_key=key, resources=resources, instance=instance, tags=AUTOMATION_TAGS
+        )
+        assert refresh.success
+        assert metadata_values(refresh, "eval_questions")["questions"] == 2
+        again = metadata_values(refresh, "eval_results")
+        assert (again["answered"], again["reused"]) == (0, 2)
+    rows = warehouse_rows(root, "select question_id, reused from eval_results order by 1")
+    assert rows == [("q1", True), ("q2", True)]
+
+
+def _custom(i: int) -> str:
+    """A custom question line with id ``q<i>``."""
+    return (
+        f'{{"id": "q{i}", "question": "Who directed Inception?", "answers": ["Christopher Nolan"], '
+        '"start": "Inception"}\n'
+    )

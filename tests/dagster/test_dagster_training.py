@@ -186,3 +186,31 @@ def test_the_leak_refusal_points_at_questions_the_dataset_can_give() -> None:
     )
     names = ["metaqa-2hop", "hotpotqa", "2wiki", "custom", "hf"]
     assert [unseen_questions_hint(n) for n in names] == [test, file, file, file, file]
+
+
+def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path) -> None:
+    """The check's description in the UI states the floor's value, not a constant's name, and its
+    accuracy metadata is rounded like every other float (the manifest keeps full precision)."""
+    import json
+
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import mark_latest, model_folder
+
+    root = tmp_path / "warehouse"
+    folder = model_folder(Warehouse(root), "0123456789abcdef")
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": 51 / 52}}))
+    mark_latest(Warehouse(root), folder)
+    spec = next(iter(validation_floor.check_specs))
+    assert spec.description == ("The newest model's validation accuracy over all decisions is at least 0.8.")
+    result = dg.materialize(
+        [trained_decider.to_source_assets()[0], validation_floor],
+        resources=offline_resources(root),
+        selection=dg.AssetSelection.checks(validation_floor),
+    )
+    (check,) = result.get_asset_check_evaluations()
+    assert {k: v.value for k, v in check.metadata.items()} == {
+        "validation_accuracy": 0.9808,
+        "floor": 0.8,
+        "model": "0123456789ab",
+    }

@@ -83,6 +83,25 @@ class EvalResultsConfig(dg.Config):
     concurrency: int = Field(default=4, ge=1)
 
 
+#: The run tag Dagster puts on a run its automation condition sensor requests (a refresh).
+AUTOMATION_TAG = "dagster/from_automation_condition"
+
+
+def _questions_config(context: dg.AssetExecutionContext, config: EvalQuestionsConfig) -> EvalQuestionsConfig:
+    """The config this run loads questions with: a refresh by the automation has no run config of its
+    own, so it takes the one the partition was last materialized with (its ``config`` metadata), and
+    answers the same questions over the new graph rather than the defaults' (an ``hf`` partition would
+    fail without its repo)."""
+    if context.run.tags.get(AUTOMATION_TAG) != "true":
+        return config
+    found = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[context.partition_key]), limit=1
+    ).records
+    event = found[0].asset_materialization if found else None
+    recorded = event.metadata.get("config") if event else None
+    return EvalQuestionsConfig(**recorded.value) if isinstance(recorded, dg.JsonMetadataValue) else config
+
+
 def _dims(context: dg.AssetExecutionContext) -> dict[str, str]:
     key = context.partition_key
     return key.keys_by_dimension if isinstance(key, dg.MultiPartitionKey) else {}
@@ -109,8 +128,10 @@ def _questions_error(exc: Exception, dataset: str, *, split_named: bool) -> Exce
 def eval_questions(
     context: dg.AssetExecutionContext, config: EvalQuestionsConfig, warehouse: WarehouseResource
 ) -> Dataset:
-    """The partition's dataset: a seeded subset of questions plus the knowledge to answer from."""
+    """The partition's dataset: a seeded subset of questions plus the knowledge to answer from (an
+    automated refresh loads it with the run config of the partition's last materialization)."""
     dims = _dims(context)
+    config = _questions_config(context, config)
     options = {**config.model_dump(), "split": config.split or default_split(dims["dataset"])}
     try:
         dataset = load_partition_dataset(dims["dataset"], warehouse.warehouse(), **options)
@@ -122,6 +143,7 @@ def eval_questions(
     context.add_output_metadata(
         {
             "questions": len(dataset.questions),
+            "config": dg.MetadataValue.json(config.model_dump()),
             "preview": preview([q.model_dump(include={"id", "text", "gold"}) for q in dataset.questions]),
         }
     )
