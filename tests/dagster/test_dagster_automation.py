@@ -268,6 +268,29 @@ def test_a_corrupted_cursor_is_an_error_saying_how_to_start_over(tmp_path: Path)
     assert str(corrupted.value) == (
         "source_change_sensor cursor: settle state is not JSON (Expecting ':' delimiter: line 1 column 23 "
         """(char 22)): '{"requested": {"films"'; clear the cursor (the sensor's page in the UI: Set cursor """
-        "value, empty) to start over: every source then settles and is requested again (unchanged "
-        "documents cost nothing)"
+        "value, empty) to start over: every source whose content differs from its last ingest then "
+        "settles and is requested again"
     )
+
+
+def test_a_sensor_without_cursor_starts_from_the_sources_last_ingest(tmp_path: Path) -> None:
+    """A new instance's sensor (or a cleared cursor) requests only sources whose content differs from
+    their last applied ingest: opening the UI after `make demo` re-ingested every source, which
+    republished the graph and refreshed every eval partition."""
+    from graphwalk_dagster.demo import ingest_sources, offline_resources
+
+    sources = copy_data(tmp_path / "data")
+    fp = _fingerprints(sources)
+    resources = offline_resources(tmp_path / "warehouse", sources_file=sources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingest_sources(["films"], resources, instance, log=lambda _: None)  # sample_db never ingested
+        first = _tick(instance, sources, None)
+        assert (_requests(first), first.cursor) == ([], _state({"films": fp["films"]}, fp))
+        assert _requests(_tick(instance, sources, first.cursor)) == [
+            ("sample_db", f"sample_db:1:{fp['sample_db'][:16]}")
+        ]
+        _append(sources.parent / "films" / "nolan.md", "\nJohn Williams scored Jaws.\n")
+        changed = _fingerprints(sources)["films"]
+        assert _tick(instance, sources, None).cursor == _state(
+            {"films": fp["films"]}, {**fp, "films": changed}
+        )

@@ -19,6 +19,7 @@ from graphwalk_core.ingest.sources.specs import open_source
 from graphwalk_core.warehouse import query
 from graphwalk_dagster.automation import refresh_on_any_update
 from graphwalk_dagster.defs.ingest.partitions import source_partitions
+from graphwalk_dagster.defs.ingest.sensors import fingerprint_or_note
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
     EmbedderResource,
@@ -38,11 +39,13 @@ INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
 
 @dg.asset(**INGEST, kinds={"python"})
 def source_profile(context: dg.AssetExecutionContext, sources: SourcesResource) -> SourceProfile:
-    """What the source holds: documents, bytes, file types, tables, unreadable input."""
+    """What the source holds: documents, bytes, file types, tables, unreadable input; and the source's
+    fingerprint before it was read (the source sensor starts from it when it has no cursor)."""
     spec = sources.spec(context.partition_key)
     missing = missing_paths_message(spec, sources.file())
     if missing is not None:  # named by its sources.yaml entry, as the sensor names it
         raise InputError(f"{missing}; fix the path in that file, or remove the entry")
+    fingerprint, _ = fingerprint_or_note(spec, sources.file())
     profile = asyncio.run(stages.profile_source(open_source(spec)))
     context.add_output_metadata(
         {
@@ -50,6 +53,7 @@ def source_profile(context: dg.AssetExecutionContext, sources: SourcesResource) 
             "bytes": profile.bytes,
             "rows": profile.rows,
             **skipped_metadata(profile.skipped),
+            **({"fingerprint": fingerprint} if fingerprint is not None else {}),
         }
     )
     return profile

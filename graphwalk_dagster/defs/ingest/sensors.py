@@ -39,15 +39,38 @@ def fingerprint_or_note(spec: SourceSpec, sources_file: Path) -> tuple[str | Non
         return None, f"{why}; no run requested until it can be read (nothing ingested is retracted)"
 
 
-def _state(cursor: str | None) -> SettleState:
-    """The sensor's settle state; a corrupted cursor is an error saying how to start over."""
+def last_ingested(instance: dg.DagsterInstance, source_id: str) -> str | None:
+    """The fingerprint the source had when its last applied ingest began: ``source_profile``'s
+    ``fingerprint`` in the run of the partition's latest ``graph_updates`` (None: no such record)."""
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("graph_updates"), asset_partitions=[source_id]), limit=1
+    ).records
+    if not latest:
+        return None
+    profile = dg.AssetKey("source_profile")
+    for entry in instance.all_logs(latest[0].run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+        event = entry.asset_materialization
+        if event is not None and event.asset_key == profile and event.partition == source_id:
+            value = event.metadata.get("fingerprint")
+            return value.value if isinstance(value, dg.TextMetadataValue) else None
+    return None
+
+
+def _state(cursor: str | None, instance: dg.DagsterInstance, source_ids: list[str]) -> SettleState:
+    """The sensor's settle state; a corrupted cursor is an error saying how to start over. Without a
+    cursor (the first tick of a new instance's sensor, or a cleared one), each source starts as its last
+    applied ingest saw it: an unchanged source is not ingested again (opening the UI after `make demo`
+    re-ingested every source, republished the graph and refreshed every eval partition)."""
+    if not cursor:
+        found = {sid: fp for sid in source_ids if (fp := last_ingested(instance, sid)) is not None}
+        return SettleState(requested=found, observed=dict(found))
     try:
         return SettleState.from_json(cursor)
     except ValueError as exc:
         raise InputError(
             f"source_change_sensor cursor: {exc}; clear the cursor (the sensor's page in the UI: Set cursor "
-            "value, empty) to start over: every source then settles and is requested again (unchanged "
-            "documents cost nothing)"
+            "value, empty) to start over: every source whose content differs from its last ingest then "
+            "settles and is requested again"
         ) from exc
 
 
@@ -67,7 +90,7 @@ def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesRe
     specs, sources_file = sources.specs(), sources.file()
     checked = {spec.id: fingerprint_or_note(spec, sources_file) for spec in specs}
     hashes = {sid: fingerprint for sid, (fingerprint, _) in checked.items()}
-    decision = settle(_state(context.cursor), hashes)
+    decision = settle(_state(context.cursor, context.instance, list(hashes)), hashes)
     skipped = [note for _, note in checked.values() if note]
     for note in skipped:
         context.log.warning(note)
