@@ -86,6 +86,8 @@ def test_sensor_requests_a_change_once_it_settled(tmp_path: Path) -> None:
             ("films", f"films:1:{fp['films'][:16]}"),
             ("sample_db", f"sample_db:1:{fp['sample_db'][:16]}"),
         ]
+        # ingest runs go ahead of runs queued earlier (eval refreshes of the graph they will change)
+        assert [r.tags for r in second.run_requests or []] == [{"dagster/priority": "1"}] * 2
         once = {"films": 1, "sample_db": 1}
         assert (second.dynamic_partitions_requests, second.cursor) == ([], _state(fp, fp, once))
 
@@ -186,9 +188,9 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
 
         requests = tick()
         assert isinstance(requests, list)
-        assert [(r.partition_key, r.run_key) for r in requests] == [
-            ("films", "films:2026-11-30"),
-            ("sample_db", "sample_db:2026-11-30"),
+        assert [(r.partition_key, r.run_key, r.tags) for r in requests] == [
+            ("films", "films:2026-11-30", {"dagster/priority": "1"}),
+            ("sample_db", "sample_db:2026-11-30", {"dagster/priority": "1"}),
         ]
         (tmp_path / "data" / "films").rename(tmp_path / "films_away")
         instance.add_dynamic_partitions("sources", ["retired"])

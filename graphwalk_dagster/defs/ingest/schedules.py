@@ -3,7 +3,7 @@
 import dagster as dg
 
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
-from graphwalk_dagster.defs.ingest.sensors import INGEST_CHAIN, missing_note
+from graphwalk_dagster.defs.ingest.sensors import INGEST_CHAIN, INGEST_RUN_TAGS, missing_note
 from graphwalk_dagster.defs.shared.resources import SourcesResource
 
 
@@ -31,7 +31,7 @@ def daily_reingest(
             else f"source {sid!r} is registered but not declared in {sources_file}: no run requested"
         )
         if note is None:
-            requests.append(dg.RunRequest(partition_key=sid, run_key=f"{sid}:{day}"))
+            requests.append(dg.RunRequest(partition_key=sid, run_key=f"{sid}:{day}", tags=INGEST_RUN_TAGS))
         else:
             context.log.warning(note)
             notes.append(note)

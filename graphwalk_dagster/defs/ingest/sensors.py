@@ -16,6 +16,9 @@ from graphwalk_dagster.defs.shared.resources import SourcesResource
 INGEST_CHAIN = dg.AssetSelection.assets(
     "source_profile", "source_documents", "chunks", "extractions", "routing_decisions", "graph_updates"
 )
+#: The tags of the ingest runs the sensor and the schedule request: the run queue starts them before
+#: runs queued earlier at the default priority 0 (eval refreshes of a graph the ingest is about to change).
+INGEST_RUN_TAGS = {"dagster/priority": "1"}
 
 
 def missing_note(spec: SourceSpec, sources_file: Path) -> str | None:
@@ -104,7 +107,8 @@ def source_change_sensor(context: dg.SensorEvaluationContext, sources: SourcesRe
     added = [sid for sid in hashes if sid not in known]
     return dg.SensorResult(
         run_requests=[
-            dg.RunRequest(partition_key=sid, run_key=decision.state.run_key(sid)) for sid in decision.ready
+            dg.RunRequest(partition_key=sid, run_key=decision.state.run_key(sid), tags=INGEST_RUN_TAGS)
+            for sid in decision.ready
         ],
         dynamic_partitions_requests=[source_partitions.build_add_request(added)] if added else [],
         cursor=decision.state.to_json(),
