@@ -19,6 +19,7 @@ from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.resolution import base_node_id
 from graphwalk_core.ingest.sources import FileSource, SourceDocument
+from graphwalk_core.ingest.sources.mapping import load_mappings
 from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.llm.fake import FakeLLM
 from graphwalk_core.stores.base import GraphStore
@@ -270,6 +271,37 @@ async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
     ]
 
 
+async def test_exact_routing_merges_one_chunks_mentions_of_one_name(tmp_path: Path) -> None:
+    # a director who also stars, and one name in two spellings, in one record: a fresh ingest gave each
+    # second mention a node of its own (nd_...) that an incremental run, finding the first in the
+    # graph, merged into it
+    row = "Unforgiven,Clint Eastwood,Clint Eastwood|Gene Hackman|GENE HACKMAN"
+    write(tmp_path, {"films.csv": f"title,director,stars\n{row}\n"})
+    mapping = {
+        "name": "title",
+        "type": "film",
+        "relations": [
+            {"column": "director", "type": "directed_by", "target_type": "person"},
+            {"column": "stars", "type": "starred", "target_type": "person", "split": "|"},
+        ],
+    }
+    store = MemoryGraphStore()
+    source = FileSource(tmp_path, mappings=load_mappings(mapping))
+    await ingest(source, store, routing="exact")
+    nodes = {n.name: n async for n in store.iter_nodes()}
+    assert sorted((n.id, n.name, n.aliases) for n in nodes.values()) == sorted(
+        [
+            (base_node_id("Unforgiven"), "Unforgiven", ()),
+            (base_node_id("Clint Eastwood"), "Clint Eastwood", ()),
+            (base_node_id("Gene Hackman"), "GENE HACKMAN", ("Gene Hackman",)),
+        ]
+    )
+    film, clint, gene = (nodes[name].id for name in ("Unforgiven", "Clint Eastwood", "GENE HACKMAN"))
+    assert sorted([(e.source, e.type, e.target) async for e in store.iter_edges()]) == sorted(
+        [(film, "directed_by", clint), (film, "starred", clint), (film, "starred", gene)]
+    )
+
+
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documents to process wait in the spool, not in memory: while a window applies, the only
     documents alive are that window's and the next one's (read ahead to extract it early), never the
@@ -422,12 +454,18 @@ async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_cha
     await write_entry(store, "docs", old)
     report = await run(tmp_path, store, ScriptedExtractor(), decider)
     assert (report.changed, report.unchanged) == (1, 2)
-    # an entry written before routing was versioned stands for name-only routing
-    await write_entry(store, "docs", ledger["b.txt"].model_copy(update={"routing": ""}))
+    # an entry written before routing was versioned stands for name-only routing's first version
+    unversioned = ledger["b.txt"].model_copy(update={"routing": ""})
+    assert unversioned.matches(unversioned.content_hash, unversioned.extractor, "exact:1")
+    await write_entry(store, "docs", unversioned)
     exact = await ingest(
         FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
     )
-    assert (exact.changed, exact.unchanged) == (2, 1)  # a.txt and c.txt were routed by the decider
+    assert (exact.changed, exact.unchanged) == (3, 0)  # decider-routed, and exact:1 (now exact:2)
+    again = await ingest(
+        FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
+    )
+    assert (again.changed, again.unchanged) == (0, 3)
 
 
 async def test_routing_cards_and_graph_do_not_depend_on_the_store(tmp_path: Path) -> None:
