@@ -14,6 +14,8 @@ from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SQLSource, load_mappings, load_sources, open_source
 from graphwalk_core.stores.memory import MemoryGraphStore
 
+from .conftest import graph_tables
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample.sqlite"
 
@@ -261,3 +263,28 @@ async def test_a_graph_kept_in_its_source_database_is_not_read_as_data(tmp_path:
     tables = sorted({doc_id.split("#")[0] for doc_id in await read_ledger(store, "db")})
     assert tables == ["film_cast", "films", "people", "studios"]  # the sample's own
     await store.close()
+
+
+async def test_a_join_row_whose_target_row_is_deleted_loses_its_edge(tmp_path: Path) -> None:
+    """A cast row whose person is deleted (SQLite enforces no foreign key unless asked): the skip says its
+    edge is not created, and it is gone, with the person's node, as in a fresh ingest. The row was kept
+    (a skip of its document), so its edge and the deleted person's node stayed in the graph."""
+    db = tmp_path / "films.sqlite"
+    db.write_bytes(SAMPLE.read_bytes())
+    store = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    with sqlite3.connect(db) as conn:
+        hardy = conn.execute("SELECT id FROM people WHERE name = 'Tom Hardy'").fetchone()[0]
+        films = conn.execute("SELECT film_id FROM film_cast WHERE person_id = ?", (hardy,)).fetchall()
+        conn.execute("DELETE FROM people WHERE id = ?", (hardy,))
+    conn.close()
+    report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        f"film_cast: row {film},{hardy}: foreign key person_id -> people has no target row; edge not created"
+        for (film,) in films
+    ]
+    assert (report.changed, report.deleted, report.kept) == (len(films), 1, 0)
+    assert await store.find_nodes(name="Tom Hardy") == []
+    fresh = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
+    assert await graph_tables(store, "db") == await graph_tables(fresh, "db")

@@ -396,23 +396,22 @@ class SQLSource(SourceBase):
         relations: list[ExtractedRelation] = []
         if table.is_join:
             (_, first), (_, second) = refs
-            if first is None or second is None:
-                return None
-            names = self._attribute_names(
-                table, key, doc_id, [k for k in record if k not in table.fk_columns]
-            )
-            if names is None:
-                return None
-            attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
-            entities = [first, second]
-            relations = [
-                ExtractedRelation(
-                    source=first.node_id or first.name,
-                    type=snake_case(table.name),
-                    target=second.node_id or second.name,
-                    attributes=attributes,
+            if first is not None and second is not None:  # else a row of no edge (its skip says so)
+                names = self._attribute_names(
+                    table, key, doc_id, [k for k in record if k not in table.fk_columns]
                 )
-            ]
+                if names is None:
+                    return None
+                attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
+                entities = [first, second]
+                relations = [
+                    ExtractedRelation(
+                        source=first.node_id or first.name,
+                        type=snake_case(table.name),
+                        target=second.node_id or second.name,
+                        attributes=attributes,
+                    )
+                ]
         else:
             name = self._label(table, row, index)
             mapping = mapping_for(self.mappings, table.name)
