@@ -288,3 +288,33 @@ async def test_a_join_row_whose_target_row_is_deleted_loses_its_edge(tmp_path: P
     fresh = MemoryGraphStore()
     await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
     assert await graph_tables(store, "db") == await graph_tables(fresh, "db")
+
+
+async def test_a_row_pointing_into_a_table_without_a_primary_key_follows_its_target(tmp_path: Path) -> None:
+    """Rows of a table without a primary key are nodes by their position, so a tag inserted before the
+    others moves theirs: the film rows pointing at them did not change (same record, same tag names)
+    and kept their edges to the old positions, now other tags' nodes."""
+    db = tmp_path / "tags.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE tags (label TEXT UNIQUE, note TEXT)")
+        conn.execute(
+            "CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT, tag TEXT REFERENCES tags(label))"
+        )
+        conn.execute("INSERT INTO tags VALUES ('scifi', 'x'), ('war', 'y')")
+        conn.execute("INSERT INTO films VALUES (1, 'Inception', 'scifi'), (2, 'Dunkirk', 'war')")
+    conn.close()
+    store = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO tags VALUES ('action', 'z')")  # first in the table's order
+    conn.close()
+    report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert (report.new, report.changed, report.unchanged) == (1, 4, 0)
+    names = {n.id: n.name async for n in store.iter_nodes()}
+    assert sorted([(names[e.source], e.type, names[e.target]) async for e in store.iter_edges()]) == [
+        ("Dunkirk", "tag", "war"),
+        ("Inception", "tag", "scifi"),
+    ]
+    fresh = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
+    assert await graph_tables(store, "db") == await graph_tables(fresh, "db")

@@ -7,8 +7,9 @@
 - A join table (exactly two foreign keys covering its primary key) becomes edges only:
   ``first --<table>--> second``, with its other columns as edge attributes.
 
-A referencing row names the referenced row's label, and its content hash covers that label, so renaming
-a row reprocesses the rows that point to it. No LLM is involved.
+A referencing row names the referenced row's label and node, and its content hash covers both, so renaming
+a row (or moving one of a table without a primary key) reprocesses the rows that point to it. No LLM is
+involved.
 
 Rows are streamed (``STREAM_BATCH`` per fetch, primary-key order) and the rows a batch refers to are
 looked up per batch, so memory stays bounded by the batch, not the database.
@@ -441,7 +442,8 @@ class SQLSource(SourceBase):
                         source=me.node_id or name, type=relation, target=target.node_id or target.name
                     )
                 )
-        labels = [e.name for e in entities]
+        # the nodes it names too: a row of a table without a primary key is a node by its position
+        labels = [[e.name, e.node_id] for e in entities]
         return SourceDocument(
             id=doc_id,
             text="\n".join(f"{k}: {v}" for k, v in record.items() if v is not None),
