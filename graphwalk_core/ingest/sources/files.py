@@ -529,6 +529,8 @@ def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | Non
     resumes after its last line, so its continuation lines are never read as records of their own.
     """
     lines = _physical_lines(text)
+    if len(text) > csv.field_size_limit():  # a field may be as long as its file (131,072 by default)
+        csv.field_size_limit(len(text))
     width: int | None = None
     pos = 0
     while pos < len(lines):
