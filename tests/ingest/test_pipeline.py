@@ -302,6 +302,30 @@ async def test_exact_routing_merges_one_chunks_mentions_of_one_name(tmp_path: Pa
     )
 
 
+async def test_a_new_chunk_size_re_extracts_text_documents(tmp_path: Path) -> None:
+    """The chunk size decides a text document's chunks, so its extraction: a run with another one re-extracted
+    nothing (the ledger did not know it) and the graph was neither the old size's nor the new one's."""
+    write(
+        tmp_path,
+        {"a.txt": "E Christopher Nolan|person|born=1970\n\nE Inception|film", "b.txt": "E Dune|film"},
+    )
+    (tmp_path / "films.csv").write_text("title\nDune\n", encoding="utf-8")
+    mapped = load_mappings({"name": "title"})
+
+    async def run_at(store: GraphStore, **kw: Any) -> Any:
+        source = FileSource(tmp_path, source_id="docs", mappings=mapped)
+        return await ingest(source, store, extractor=ScriptedExtractor(), routing="exact", **kw)
+
+    store, fresh = MemoryGraphStore(), MemoryGraphStore()
+    await run_at(store)
+    small = await run_at(store, max_chars=50)
+    assert (small.changed, small.unchanged, small.chunks) == (2, 1, 3)  # a mapped record is no chunked text
+    await run_at(fresh, max_chars=50)
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+    again = await run_at(store, max_chars=50)
+    assert (again.changed, again.unchanged) == (0, 3)
+
+
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documents to process wait in the spool, not in memory: while a window applies, the only
     documents alive are that window's and the next one's (read ahead to extract it early), never the
