@@ -326,6 +326,23 @@ async def test_a_new_chunk_size_re_extracts_text_documents(tmp_path: Path) -> No
     assert (again.changed, again.unchanged) == (0, 3)
 
 
+async def test_reordered_columns_re_extract_records_read_as_text(tmp_path: Path) -> None:
+    """A record without a mapping is extracted from its text, whose lines follow the columns: reordering
+    them left the record unchanged (its hash is the record's, in any order), so its provenance named the
+    old text's chunk, and the graph was not a fresh ingest's."""
+    (tmp_path / "a.csv").write_text("name,city\nChristopher Nolan,London\n", encoding="utf-8")
+    (tmp_path / "m.csv").write_text("name,city\nEmma Thomas,London\n", encoding="utf-8")
+    mapped = load_mappings({"m.csv": {"name": "name"}})
+    store, fresh = MemoryGraphStore(), MemoryGraphStore()
+    await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), store, routing="exact")
+    (tmp_path / "a.csv").write_text("city,name\nLondon,Christopher Nolan\n", encoding="utf-8")
+    (tmp_path / "m.csv").write_text("city,name\nLondon,Emma Thomas\n", encoding="utf-8")
+    again = await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), store, routing="exact")
+    assert (again.changed, again.unchanged) == (1, 1)  # a mapped record is read from its fields
+    await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), fresh, routing="exact")
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+
+
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documents to process wait in the spool, not in memory: while a window applies, the only
     documents alive are that window's and the next one's (read ahead to extract it early), never the

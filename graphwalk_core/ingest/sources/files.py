@@ -454,7 +454,8 @@ def _record_document(
     return SourceDocument(
         id=doc_id,
         text=text,
-        content_hash=content_hash(record),
+        # without a mapping it is extracted from its text, whose lines follow the columns' order
+        content_hash=content_hash(record) if mapping is not None else text_hash(text),
         kind="record",
         metadata={"path": rel, "index": index, "line": line},
         records=[record],
