@@ -98,6 +98,7 @@ async def ingest(
             routing=ROUTING_VERSIONS[routing],
             spool=spool,
             allow_empty=allow_empty,
+            max_chars=max_chars,
         )
         lap("diff")
         if origin is not None:  # the run's first write

@@ -52,8 +52,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ROUTE_THRESHOLD = 0.6
 #: The routing behaviour of each mode; a new version re-routes a document, as a new extractor version
-#: re-extracts it. jev:2 vetoes fuzzy candidates with incompatible names (jev:1 asked about every one).
-ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:1", "jev": "jev:2"}
+#: re-extracts it. jev:2 vetoes fuzzy candidates with incompatible names (jev:1 asked about every one);
+#: exact:2 merges a chunk's mentions of one name (exact:1 gave the second a node of its own).
+ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:2", "jev": "jev:2"}
 NEW = "NEW"
 #: Card and state keys the local decider skips (see :func:`routing_decider`).
 LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type", "aliases"})
@@ -486,6 +487,10 @@ class Router:
                 )
             else:
                 if mention.via == "none":  # no question was asked
+                    if not mention.candidates:  # a node an earlier mention of this chunk made has its name
+                        mention.candidates = [
+                            Candidate(n, 1.0, "exact") for n in self.index.exact(entity.name)
+                        ]
                     mention.target = self._exact_choice(mention)
                     mention.action = "merge" if mention.target else "new"
                     mention.via = "exact" if mention.target else "none"

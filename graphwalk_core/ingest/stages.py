@@ -73,10 +73,13 @@ async def profile_source(source: Source) -> SourceProfile:
     return await source.profile()
 
 
-def _extractor_version(extractor: Extractor | str | None) -> str:
-    if extractor is None:
-        return NLP_VERSION
-    return extractor if isinstance(extractor, str) else extractor.version
+def _extractor_version(extractor: Extractor | str | None, max_chars: int = DEFAULT_CHUNK_CHARS) -> str:
+    """What a text document's extraction depends on: the extractor's version, and the chunk size when it is
+    not the default (``nlp:1/chunks:500``), so a run with another size re-extracts text documents."""
+    version = (
+        NLP_VERSION if extractor is None else extractor if isinstance(extractor, str) else extractor.version
+    )
+    return version if max_chars == DEFAULT_CHUNK_CHARS else f"{version}/chunks:{max_chars}"
 
 
 def kept_by_skips(skipped: list[SkippedItem]) -> Callable[[str], bool]:
@@ -102,18 +105,20 @@ async def diff_documents(
     routing: str | None = None,
     spool: DocumentSpool | None = None,
     allow_empty: bool = False,
+    max_chars: int = DEFAULT_CHUNK_CHARS,
 ) -> DocumentDiff:
     """Compare the source's documents with the ledger: new / changed / incomplete / unchanged / deleted.
 
     A document is unchanged when its content hash and extractor (the mapping for structured records)
-    match a complete ledger entry, and so does ``routing`` (a ``ROUTING_VERSIONS`` value) when given.
+    match a complete ledger entry, and so does ``routing`` (a ``ROUTING_VERSIONS`` value) when given. A
+    text document's extractor includes ``max_chars``, the chunk size :func:`chunk_documents` will use.
     Ledgered documents whose input was skipped are kept, not deleted. The documents to process go to
     ``spool`` when given (the diff then holds their ids only), else to ``documents``.
 
     A source that lists no document, so that every document of the ledger would be deleted, is an
     :class:`EmptySourceError` (an unmounted share leaves an empty folder): that takes ``allow_empty``.
     """
-    version = _extractor_version(extractor)
+    version = _extractor_version(extractor, max_chars)
     ledger = await read_ledger(store, source.source_id)
     origin = source.origin if isinstance(source, OriginAware) else None
     diff = DocumentDiff(source_id=source.source_id, extractor=version, origin=origin, ledger=ledger)

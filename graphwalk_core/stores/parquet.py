@@ -17,11 +17,16 @@ Layout (one folder; every table sorted deterministically, readable by DuckDB):
                     the provenance columns as above; one row per (value, provenance).
                     Sorted by (element_kind, element_id, key, value_index, position).
 ``metadata.parquet`` key, value; sorted by key.
+
+A save writes the five tables beside the folder's first (``.<table>.parquet.next``), then marks them
+complete (``.saving``) and moves them in: a save cut before the mark leaves the old graph, one cut after
+it reads as the new one (the next save finishes moving them), never one table of each.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import write_table_atomic
+from graphwalk_core.files import write_table_atomic, write_text_atomic
 from graphwalk_core.model import (
     AttributeConflict,
     ConflictValue,
@@ -270,9 +275,34 @@ def write_parquet_graph(
     for key, value in metadata.items():
         columns.rows["metadata"].append((key, value))
     tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    _finish_save(out)  # one cut short before this one
     for name, table in tables.items():
-        write_table_atomic(table, out / f"{name}.parquet")
+        write_table_atomic(table, _pending(out, name))
+    write_text_atomic("", out / _SAVING)  # every table is written: from here on, this save is the graph
+    _finish_save(out)
     return out
+
+
+#: Present while a save moves its written tables (:func:`_pending`) in; see the module docstring.
+_SAVING = ".saving"
+
+
+def _pending(folder: Path, name: str) -> Path:
+    """Where a save writes table ``name`` before it replaces the folder's."""
+    return folder / f".{name}.parquet.next"
+
+
+def _finish_save(folder: Path) -> None:
+    """Finish a save cut short: move its tables in once they were all written (``.saving``), else drop
+    them (the folder's tables are still one graph)."""
+    complete = (folder / _SAVING).exists()
+    for name in TABLES:
+        pending = _pending(folder, name)
+        if complete and pending.exists():
+            os.replace(pending, folder / f"{name}.parquet")
+        else:
+            pending.unlink(missing_ok=True)
+    (folder / _SAVING).unlink(missing_ok=True)
 
 
 async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
@@ -295,6 +325,8 @@ async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
 
 def _read_table(directory: Path, name: str) -> pa.Table:
     path = directory / f"{name}.parquet"
+    if (directory / _SAVING).exists() and _pending(directory, name).is_file():  # a save cut short
+        path = _pending(directory, name)
     if not path.is_file():
         raise InputError(f"graph folder {directory} has no {name}.parquet")
     try:

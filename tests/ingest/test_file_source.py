@@ -241,3 +241,18 @@ async def test_records_are_searched_for_nul_only_when_the_text_spells_one(
         "c.json:1: field 'title' holds a NUL character (U+0000), which no graph store keeps"
     ]
     assert searched == [{"title": "Nul\x00Film"}, {"title": "Tron"}]
+
+
+async def test_a_csv_field_longer_than_the_csv_modules_limit_is_read(tmp_path: Path) -> None:
+    """The csv module refuses a field over 131,072 characters by default: a valid file with one long
+    quoted field (within the file size limit) was a malformed record, and the lines inside its quotes
+    were read as records of their own (``x,y`` inside the field became a document)."""
+    long = "x,y\n" * 40_000
+    (tmp_path / "a.csv").write_text(f'name,bio\nCarol,"{long}"\nDan,short\n', encoding="utf-8")
+    source = FileSource(tmp_path, source_id="s")
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.records[0]["name"], len(str(d.records[0]["bio"]))) for d in docs] == [
+        ("a.csv#0", "Carol", len(long.strip())),
+        ("a.csv#1", "Dan", 5),
+    ]
+    assert source.skipped == []

@@ -19,6 +19,7 @@ from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.resolution import base_node_id
 from graphwalk_core.ingest.sources import FileSource, SourceDocument
+from graphwalk_core.ingest.sources.mapping import load_mappings
 from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.llm.fake import FakeLLM
 from graphwalk_core.stores.base import GraphStore
@@ -270,6 +271,78 @@ async def test_exact_routing_makes_no_calls(tmp_path: Path) -> None:
     ]
 
 
+async def test_exact_routing_merges_one_chunks_mentions_of_one_name(tmp_path: Path) -> None:
+    # a director who also stars, and one name in two spellings, in one record: a fresh ingest gave each
+    # second mention a node of its own (nd_...) that an incremental run, finding the first in the
+    # graph, merged into it
+    row = "Unforgiven,Clint Eastwood,Clint Eastwood|Gene Hackman|GENE HACKMAN"
+    write(tmp_path, {"films.csv": f"title,director,stars\n{row}\n"})
+    mapping = {
+        "name": "title",
+        "type": "film",
+        "relations": [
+            {"column": "director", "type": "directed_by", "target_type": "person"},
+            {"column": "stars", "type": "starred", "target_type": "person", "split": "|"},
+        ],
+    }
+    store = MemoryGraphStore()
+    source = FileSource(tmp_path, mappings=load_mappings(mapping))
+    await ingest(source, store, routing="exact")
+    nodes = {n.name: n async for n in store.iter_nodes()}
+    assert sorted((n.id, n.name, n.aliases) for n in nodes.values()) == sorted(
+        [
+            (base_node_id("Unforgiven"), "Unforgiven", ()),
+            (base_node_id("Clint Eastwood"), "Clint Eastwood", ()),
+            (base_node_id("Gene Hackman"), "GENE HACKMAN", ("Gene Hackman",)),
+        ]
+    )
+    film, clint, gene = (nodes[name].id for name in ("Unforgiven", "Clint Eastwood", "GENE HACKMAN"))
+    assert sorted([(e.source, e.type, e.target) async for e in store.iter_edges()]) == sorted(
+        [(film, "directed_by", clint), (film, "starred", clint), (film, "starred", gene)]
+    )
+
+
+async def test_a_new_chunk_size_re_extracts_text_documents(tmp_path: Path) -> None:
+    """The chunk size decides a text document's chunks, so its extraction: a run with another one re-extracted
+    nothing (the ledger did not know it) and the graph was neither the old size's nor the new one's."""
+    write(
+        tmp_path,
+        {"a.txt": "E Christopher Nolan|person|born=1970\n\nE Inception|film", "b.txt": "E Dune|film"},
+    )
+    (tmp_path / "films.csv").write_text("title\nDune\n", encoding="utf-8")
+    mapped = load_mappings({"name": "title"})
+
+    async def run_at(store: GraphStore, **kw: Any) -> Any:
+        source = FileSource(tmp_path, source_id="docs", mappings=mapped)
+        return await ingest(source, store, extractor=ScriptedExtractor(), routing="exact", **kw)
+
+    store, fresh = MemoryGraphStore(), MemoryGraphStore()
+    await run_at(store)
+    small = await run_at(store, max_chars=50)
+    assert (small.changed, small.unchanged, small.chunks) == (2, 1, 3)  # a mapped record is no chunked text
+    await run_at(fresh, max_chars=50)
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+    again = await run_at(store, max_chars=50)
+    assert (again.changed, again.unchanged) == (0, 3)
+
+
+async def test_reordered_columns_re_extract_records_read_as_text(tmp_path: Path) -> None:
+    """A record without a mapping is extracted from its text, whose lines follow the columns: reordering
+    them left the record unchanged (its hash is the record's, in any order), so its provenance named the
+    old text's chunk, and the graph was not a fresh ingest's."""
+    (tmp_path / "a.csv").write_text("name,city\nChristopher Nolan,London\n", encoding="utf-8")
+    (tmp_path / "m.csv").write_text("name,city\nEmma Thomas,London\n", encoding="utf-8")
+    mapped = load_mappings({"m.csv": {"name": "name"}})
+    store, fresh = MemoryGraphStore(), MemoryGraphStore()
+    await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), store, routing="exact")
+    (tmp_path / "a.csv").write_text("city,name\nLondon,Christopher Nolan\n", encoding="utf-8")
+    (tmp_path / "m.csv").write_text("city,name\nLondon,Emma Thomas\n", encoding="utf-8")
+    again = await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), store, routing="exact")
+    assert (again.changed, again.unchanged) == (1, 1)  # a mapped record is read from its fields
+    await ingest(FileSource(tmp_path, source_id="docs", mappings=mapped), fresh, routing="exact")
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+
+
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documents to process wait in the spool, not in memory: while a window applies, the only
     documents alive are that window's and the next one's (read ahead to extract it early), never the
@@ -422,12 +495,18 @@ async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_cha
     await write_entry(store, "docs", old)
     report = await run(tmp_path, store, ScriptedExtractor(), decider)
     assert (report.changed, report.unchanged) == (1, 2)
-    # an entry written before routing was versioned stands for name-only routing
-    await write_entry(store, "docs", ledger["b.txt"].model_copy(update={"routing": ""}))
+    # an entry written before routing was versioned stands for name-only routing's first version
+    unversioned = ledger["b.txt"].model_copy(update={"routing": ""})
+    assert unversioned.matches(unversioned.content_hash, unversioned.extractor, "exact:1")
+    await write_entry(store, "docs", unversioned)
     exact = await ingest(
         FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
     )
-    assert (exact.changed, exact.unchanged) == (2, 1)  # a.txt and c.txt were routed by the decider
+    assert (exact.changed, exact.unchanged) == (3, 0)  # decider-routed, and exact:1 (now exact:2)
+    again = await ingest(
+        FileSource(tmp_path, source_id="docs"), store, extractor=ScriptedExtractor(), routing="exact"
+    )
+    assert (again.changed, again.unchanged) == (0, 3)
 
 
 async def test_routing_cards_and_graph_do_not_depend_on_the_store(tmp_path: Path) -> None:

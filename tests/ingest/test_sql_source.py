@@ -14,6 +14,8 @@ from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import SQLSource, load_mappings, load_sources, open_source
 from graphwalk_core.stores.memory import MemoryGraphStore
 
+from .conftest import graph_tables
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample.sqlite"
 
@@ -261,3 +263,58 @@ async def test_a_graph_kept_in_its_source_database_is_not_read_as_data(tmp_path:
     tables = sorted({doc_id.split("#")[0] for doc_id in await read_ledger(store, "db")})
     assert tables == ["film_cast", "films", "people", "studios"]  # the sample's own
     await store.close()
+
+
+async def test_a_join_row_whose_target_row_is_deleted_loses_its_edge(tmp_path: Path) -> None:
+    """A cast row whose person is deleted (SQLite enforces no foreign key unless asked): the skip says its
+    edge is not created, and it is gone, with the person's node, as in a fresh ingest. The row was kept
+    (a skip of its document), so its edge and the deleted person's node stayed in the graph."""
+    db = tmp_path / "films.sqlite"
+    db.write_bytes(SAMPLE.read_bytes())
+    store = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    with sqlite3.connect(db) as conn:
+        hardy = conn.execute("SELECT id FROM people WHERE name = 'Tom Hardy'").fetchone()[0]
+        films = conn.execute("SELECT film_id FROM film_cast WHERE person_id = ?", (hardy,)).fetchall()
+        conn.execute("DELETE FROM people WHERE id = ?", (hardy,))
+    conn.close()
+    report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        f"film_cast: row {film},{hardy}: foreign key person_id -> people has no target row; edge not created"
+        for (film,) in films
+    ]
+    assert (report.changed, report.deleted, report.kept) == (len(films), 1, 0)
+    assert await store.find_nodes(name="Tom Hardy") == []
+    fresh = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
+    assert await graph_tables(store, "db") == await graph_tables(fresh, "db")
+
+
+async def test_a_row_pointing_into_a_table_without_a_primary_key_follows_its_target(tmp_path: Path) -> None:
+    """Rows of a table without a primary key are nodes by their position, so a tag inserted before the
+    others moves theirs: the film rows pointing at them did not change (same record, same tag names)
+    and kept their edges to the old positions, now other tags' nodes."""
+    db = tmp_path / "tags.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE tags (label TEXT UNIQUE, note TEXT)")
+        conn.execute(
+            "CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT, tag TEXT REFERENCES tags(label))"
+        )
+        conn.execute("INSERT INTO tags VALUES ('scifi', 'x'), ('war', 'y')")
+        conn.execute("INSERT INTO films VALUES (1, 'Inception', 'scifi'), (2, 'Dunkirk', 'war')")
+    conn.close()
+    store = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO tags VALUES ('action', 'z')")  # first in the table's order
+    conn.close()
+    report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert (report.new, report.changed, report.unchanged) == (1, 4, 0)
+    names = {n.id: n.name async for n in store.iter_nodes()}
+    assert sorted([(names[e.source], e.type, names[e.target]) async for e in store.iter_edges()]) == [
+        ("Dunkirk", "tag", "war"),
+        ("Inception", "tag", "scifi"),
+    ]
+    fresh = MemoryGraphStore()
+    await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
+    assert await graph_tables(store, "db") == await graph_tables(fresh, "db")

@@ -261,3 +261,50 @@ async def test_an_export_is_one_committed_state_while_another_process_writes(
     assert await store.counts() == (4, 2)  # the commit is there for the next read
     await store.close()
     await writer.close()
+
+
+@pytest.mark.parametrize("replaced", [1, 3])
+def test_a_save_cut_between_its_tables_leaves_one_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replaced: int
+) -> None:
+    """A Parquet-folder graph's five tables were each replaced on its own: a save killed between two
+    replacements left new nodes beside old edges (``edge ...: unknown node(s)`` at every later read).
+    Now a save cut once its tables are all written reads as the new graph (the next save finishes it)."""
+    import os
+
+    from graphwalk_core.stores import parquet
+
+    def graph(a: str, b: str) -> tuple[list[Node], list[Edge], dict[str, str]]:
+        nodes = [Node(id=n, type="person", name=n, provenance=(P1,)) for n in (a, b)]
+        return nodes, [Edge(source=a, target=b, type="knows", provenance=(P1,))], {"ledger": a + b}
+
+    folder = tmp_path / "g"
+    parquet.write_parquet_graph(folder, *graph("a", "b"))
+    replaced_so_far = 0
+
+    def killed(src: str | Path, dst: str | Path) -> None:  # os.replace until the process "dies"
+        nonlocal replaced_so_far
+        if Path(dst).parent == folder and Path(dst).name in {f"{t}.parquet" for t in parquet.TABLES}:
+            replaced_so_far += 1
+            if replaced_so_far > replaced:
+                raise KeyboardInterrupt
+        os.rename(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", killed)
+        with pytest.raises(KeyboardInterrupt):
+            parquet.write_parquet_graph(folder, *graph("c", "d"))
+    nodes, edges, metadata = read_parquet_graph(folder)
+    assert ([n.id for n in nodes], [(e.source, e.target) for e in edges], metadata) == (
+        ["c", "d"],
+        [("c", "d")],
+        {"ledger": "cd"},
+    )
+    parquet.write_parquet_graph(folder, *graph("a", "b"))  # finishes the cut save first
+    nodes, edges, metadata = read_parquet_graph(folder)
+    assert ([n.id for n in nodes], [(e.source, e.target) for e in edges], metadata) == (
+        ["a", "b"],
+        [("a", "b")],
+        {"ledger": "ab"},
+    )
+    assert sorted(p.name for p in folder.iterdir()) == sorted(f"{t}.parquet" for t in parquet.TABLES)

@@ -454,7 +454,8 @@ def _record_document(
     return SourceDocument(
         id=doc_id,
         text=text,
-        content_hash=content_hash(record),
+        # without a mapping it is extracted from its text, whose lines follow the columns' order
+        content_hash=content_hash(record) if mapping is not None else text_hash(text),
         kind="record",
         metadata={"path": rel, "index": index, "line": line},
         records=[record],
@@ -529,6 +530,8 @@ def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | Non
     resumes after its last line, so its continuation lines are never read as records of their own.
     """
     lines = _physical_lines(text)
+    if len(text) > csv.field_size_limit():  # a field may be as long as its file (131,072 by default)
+        csv.field_size_limit(len(text))
     width: int | None = None
     pos = 0
     while pos < len(lines):

@@ -7,8 +7,9 @@
 - A join table (exactly two foreign keys covering its primary key) becomes edges only:
   ``first --<table>--> second``, with its other columns as edge attributes.
 
-A referencing row names the referenced row's label, and its content hash covers that label, so renaming
-a row reprocesses the rows that point to it. No LLM is involved.
+A referencing row names the referenced row's label and node, and its content hash covers both, so renaming
+a row (or moving one of a table without a primary key) reprocesses the rows that point to it. No LLM is
+involved.
 
 Rows are streamed (``STREAM_BATCH`` per fetch, primary-key order) and the rows a batch refers to are
 looked up per batch, so memory stays bounded by the batch, not the database.
@@ -396,23 +397,22 @@ class SQLSource(SourceBase):
         relations: list[ExtractedRelation] = []
         if table.is_join:
             (_, first), (_, second) = refs
-            if first is None or second is None:
-                return None
-            names = self._attribute_names(
-                table, key, doc_id, [k for k in record if k not in table.fk_columns]
-            )
-            if names is None:
-                return None
-            attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
-            entities = [first, second]
-            relations = [
-                ExtractedRelation(
-                    source=first.node_id or first.name,
-                    type=snake_case(table.name),
-                    target=second.node_id or second.name,
-                    attributes=attributes,
+            if first is not None and second is not None:  # else a row of no edge (its skip says so)
+                names = self._attribute_names(
+                    table, key, doc_id, [k for k in record if k not in table.fk_columns]
                 )
-            ]
+                if names is None:
+                    return None
+                attributes = {names[k]: v for k, v in record.items() if k in names and _is_literal(v)}
+                entities = [first, second]
+                relations = [
+                    ExtractedRelation(
+                        source=first.node_id or first.name,
+                        type=snake_case(table.name),
+                        target=second.node_id or second.name,
+                        attributes=attributes,
+                    )
+                ]
         else:
             name = self._label(table, row, index)
             mapping = mapping_for(self.mappings, table.name)
@@ -442,7 +442,8 @@ class SQLSource(SourceBase):
                         source=me.node_id or name, type=relation, target=target.node_id or target.name
                     )
                 )
-        labels = [e.name for e in entities]
+        # the nodes it names too: a row of a table without a primary key is a node by its position
+        labels = [[e.name, e.node_id] for e in entities]
         return SourceDocument(
             id=doc_id,
             text="\n".join(f"{k}: {v}" for k, v in record.items() if v is not None),
