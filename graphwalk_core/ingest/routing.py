@@ -10,7 +10,7 @@ an LLM (when configured) adjudicates. If the decider fails, a mention merges onl
 
 Decider routing drops a fuzzy candidate (or peer) whose names cannot name the mention's entity
 (:func:`~graphwalk_core.ingest.name_compat.names_compatible` against the node's name and every alias):
-routing behaviour ``jev:2`` (``ROUTING_VERSIONS``), recorded in the ledger beside the extractor.
+routing behaviour ``jev:2`` and later (``ROUTING_VERSIONS``), recorded in the ledger beside the extractor.
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ log = logging.getLogger(__name__)
 DEFAULT_ROUTE_THRESHOLD = 0.6
 #: The routing behaviour of each mode; a new version re-routes a document, as a new extractor version
 #: re-extracts it. jev:2 vetoes fuzzy candidates with incompatible names (jev:1 asked about every one);
-#: exact:2 merges a chunk's mentions of one name (exact:1 gave the second a node of its own).
-ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:2", "jev": "jev:2"}
+#: exact:2 and jev:3 merge a mention no question is asked about into a node of its name an earlier
+#: mention of the chunk made (a repeated year, a pinned node's name): the earlier versions gave it its own.
+ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:2", "jev": "jev:3"}
 NEW = "NEW"
 #: Card and state keys the local decider skips (see :func:`routing_decider`).
 LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type", "aliases"})

@@ -343,6 +343,37 @@ async def test_reordered_columns_re_extract_records_read_as_text(tmp_path: Path)
     assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
 
 
+async def test_jev_routing_of_one_chunks_repeated_literal_is_versioned(tmp_path: Path) -> None:
+    # the exact:2 change (a mention without candidates looks up the nodes the chunk's earlier mentions
+    # made) routes jev too: a record's two columns of one year were two nodes, one of them bare (nd_...);
+    # a document ledgered as jev:2 was routed that way, so it is re-routed once
+    write(tmp_path, {"films.csv": "title,year,remake_year\nUnforgiven,1992,1992\n"})
+    mapping = {
+        "name": "title",
+        "type": "film",
+        "relations": [
+            {"column": "year", "type": "released", "target_type": "year"},
+            {"column": "remake_year", "type": "remade", "target_type": "year"},
+        ],
+    }
+    store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
+
+    async def jev() -> Any:
+        source = FileSource(tmp_path, source_id="films", mappings=load_mappings(mapping))
+        return await ingest(source, store, decider=decider, embedder=HashingEmbedder(), routing="jev")
+
+    await jev()
+    assert sorted([(n.id, n.name) async for n in store.iter_nodes()]) == [
+        (base_node_id("1992"), "1992"),
+        (base_node_id("Unforgiven"), "Unforgiven"),
+    ]
+    [(doc_id, entry)] = (await read_ledger(store, "films")).items()
+    await write_entry(store, "films", entry.model_copy(update={"routing": "jev:2"}))
+    report = await jev()
+    assert (report.changed, report.unchanged) == (1, 0)
+    assert (await read_ledger(store, "films"))[doc_id].routing == "jev:3"
+
+
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The documents to process wait in the spool, not in memory: while a window applies, the only
     documents alive are that window's and the next one's (read ahead to extract it early), never the
@@ -489,7 +520,7 @@ async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_cha
     store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
     await run(tmp_path, store, ScriptedExtractor(), decider)
     ledger = await read_ledger(store, "docs")
-    assert {e.routing for e in ledger.values()} == {"jev:2"}
+    assert {e.routing for e in ledger.values()} == {"jev:3"}
     assert (await run(tmp_path, store, ScriptedExtractor(), decider)).unchanged == 3
     old = ledger["a.txt"].model_copy(update={"routing": "jev:1"})
     await write_entry(store, "docs", old)
