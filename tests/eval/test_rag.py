@@ -164,3 +164,30 @@ def test_document_index_search_breaks_ties_at_the_cut_by_document_order() -> Non
     docs = [Document(id=f"d{i}", title=f"d{i}", text=f"d{i}") for i in range(8)]
     index = DocumentIndex(docs, vectors, OneAxis())  # type: ignore[arg-type]
     assert [d.id for d, _ in index.search("q", 3)] == ["d4", "d0", "d1"]
+
+
+async def test_node_documents_are_the_same_from_every_store(tmp_path: Path) -> None:
+    """A node's document shows its first ``max_triples`` triples by key (outgoing by relation and
+    neighbor, then incoming), not the store's adjacency order: the memory store's insertion order gave a
+    triples file other vector-rag documents than the same graph in SQLite."""
+    from graphwalk_core.eval.systems.documents import node_documents
+    from graphwalk_core.model import Edge, Node, Provenance
+    from graphwalk_core.stores.base import upsert_many
+    from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    prov = (Provenance(source_id="s", document_id="d"),)
+    nodes = [Node(id=n, type="film", name=n, provenance=prov) for n in ("Hub", "Zed", "Amy", "Bo")]
+    edges = [
+        Edge(source="Zed", type="starred", target="Hub", provenance=prov),
+        Edge(source="Hub", type="starred", target="Zed", provenance=prov),
+        Edge(source="Hub", type="directed_by", target="Bo", provenance=prov),
+        Edge(source="Hub", type="directed_by", target="Amy", provenance=prov),
+    ]
+    memory, sql = MemoryGraphStore(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    for store in (memory, sql):
+        await upsert_many(store, nodes, edges)
+    docs = [{d.id: d.text for d in await node_documents(store, max_triples=2)} for store in (memory, sql)]
+    await sql.close()
+    assert docs[0]["Hub"] == "Hub (film). Hub directed_by Amy. Hub directed_by Bo."
+    assert docs[0] == docs[1]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.eval.datasets.base import Knowledge
 from graphwalk_core.eval.metrics import normalize_answer
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, first_adjacent
 from graphwalk_core.traversal.name_vectors import top_k
 
 log = logging.getLogger(__name__)
@@ -31,16 +31,17 @@ class Document(BaseModel):
 
 
 async def node_documents(store: GraphStore, *, max_triples: int = MAX_TRIPLES_PER_DOC) -> list[Document]:
-    """One document per node: its name, type and up to ``max_triples`` incident triples as sentences."""
+    """One document per node: its name, type and up to ``max_triples`` incident triples as sentences (the
+    same ones from every store: :func:`~graphwalk_core.stores.base.first_adjacent`)."""
     docs = []
     async for node in store.iter_nodes():
         lines = [f"{node.name} ({node.type})."]
         if node.summary:
             lines.append(node.summary)
-        adjacent = await store.adjacent(node.id)
-        neighbor_ids = sorted({a.neighbor for a in adjacent[:max_triples]})
+        adjacent = await first_adjacent(store, node.id, max_triples)
+        neighbor_ids = sorted({a.neighbor for a in adjacent})
         names = {k: v.name for k, v in (await store.get_nodes(neighbor_ids)).items()}
-        for a in adjacent[:max_triples]:
+        for a in adjacent:
             other = names.get(a.neighbor, a.neighbor)
             lines.append(
                 f"{node.name} {a.relation} {other}."
