@@ -10,6 +10,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from graphwalk_core.errors import InputError
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore, NodeTypeFor
+from graphwalk_core.stores.parquet import table_path
 from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.stores.sql_engine import error_reason, redact_url
 
@@ -23,8 +24,9 @@ def sqlite_url(path: str | Path) -> str:
 
 
 def is_parquet_graph(folder: Path) -> bool:
-    """Whether ``folder`` holds a graph's Parquet tables (its ``nodes.parquet``), not other files."""
-    return (folder / "nodes.parquet").exists()
+    """Whether ``folder`` holds a graph's Parquet tables (its ``nodes.parquet``, or a cut save's), not other
+    files."""
+    return table_path(folder, "nodes").exists()
 
 
 def open_store(

@@ -323,10 +323,15 @@ async def export_parquet(store: GraphStore, directory: str | Path) -> Path:
 # ---------------------------------------------------------------------- Parquet: read
 
 
+def table_path(folder: Path, name: str) -> Path:
+    """Where the folder's graph keeps table ``name``: ``<name>.parquet``, or the pending one of a save cut
+    short once its tables were all written (see the module docstring)."""
+    pending = _pending(folder, name)
+    return pending if (folder / _SAVING).exists() and pending.is_file() else folder / f"{name}.parquet"
+
+
 def _read_table(directory: Path, name: str) -> pa.Table:
-    path = directory / f"{name}.parquet"
-    if (directory / _SAVING).exists() and _pending(directory, name).is_file():  # a save cut short
-        path = _pending(directory, name)
+    path = table_path(directory, name)
     if not path.is_file():
         raise InputError(f"graph folder {directory} has no {name}.parquet")
     try:

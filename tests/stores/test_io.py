@@ -308,3 +308,30 @@ def test_a_save_cut_between_its_tables_leaves_one_graph(
         {"ledger": "ab"},
     )
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{t}.parquet" for t in parquet.TABLES)
+
+
+async def test_a_first_save_cut_after_its_tables_were_written_opens_as_that_graph(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder's first save cut once its tables were all written (before it moved ``nodes.parquet``
+    in) reads as the new graph, and so it is opened for writing too: ``open_store(create=True)`` (as
+    ``graphwalk ingest`` opens its graph) gave an empty store, and the ingest started over."""
+    import os
+
+    from graphwalk_core.stores import parquet
+
+    folder = tmp_path / "g"
+    real = os.replace
+
+    def killed(src: str | Path, dst: str | Path) -> None:
+        if Path(dst) == folder / "nodes.parquet":
+            raise KeyboardInterrupt
+        real(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", killed)
+        with pytest.raises(KeyboardInterrupt):
+            node = Node(id="a", type="person", name="a", provenance=(P1,))
+            parquet.write_parquet_graph(folder, [node], [], {})
+    assert not (folder / "nodes.parquet").exists()
+    assert [await open_store(folder, create=flag).counts() for flag in (False, True)] == [(1, 0), (1, 0)]
