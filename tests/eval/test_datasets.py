@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import random
 from pathlib import Path
@@ -129,6 +130,21 @@ def test_custom_csv_and_jsonl(tmp_path: Path) -> None:
     jl.write_text('{"id": "x", "question": "who", "answers": ["B"], "hops": 1}\n\n')
     ds = load_dataset("custom", path=jl, kb=kb)
     assert [(q.id, q.gold, q.hops) for q in ds.questions] == [("x", ["B"], 1)]
+
+
+def test_custom_csv_reads_a_field_longer_than_the_csv_modules_default_limit(tmp_path: Path) -> None:
+    """The limit is the process's: it must not matter whether a large CSV was ingested before."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    long_question = "who is " + "very " * 30_000 + "r of A"  # 150,013 characters
+    csv_file = tmp_path / "q.csv"
+    csv_file.write_text(f'question,answers\n"{long_question}",B\n')
+    limit = csv.field_size_limit(131_072)  # the module's default, as in a fresh process
+    try:
+        ds = load_dataset("custom", path=csv_file, kb=kb)
+    finally:
+        csv.field_size_limit(limit)
+    assert [(len(q.text), q.gold) for q in ds.questions] == [(len(long_question), ["B"])]
 
 
 def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from graphwalk_core.eval.datasets.base import (
     unique_id,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
+from graphwalk_core.ingest.sources.files import allow_csv_fields_of
 from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
 
 
@@ -71,6 +72,7 @@ def read_custom_questions(path: Path) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, str] = {}
     if suffix == ".csv":
+        allow_csv_fields_of(text)
         for i, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
             questions.append(_question(row, i - 1, f"{path}:{i}"))
             unique_id(seen, questions[-1].id, f"line {i}", f"{path}:{i}")

@@ -519,6 +519,13 @@ def _csv_error(exc: csv.Error) -> str:
     return f"malformed CSV: {message}"
 
 
+def allow_csv_fields_of(text: str) -> None:
+    """Let the csv module read a field as long as ``text``: its limit (131,072 characters by default)
+    made a valid file's long quoted field an error. The limit is the process's, so it is only raised."""
+    if len(text) > csv.field_size_limit():
+        csv.field_size_limit(len(text))
+
+
 def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | None]]:
     """(first line, last line, fields, error) per non-blank record of a CSV text, parsed strictly and
     locally.
@@ -530,8 +537,7 @@ def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | Non
     resumes after its last line, so its continuation lines are never read as records of their own.
     """
     lines = _physical_lines(text)
-    if len(text) > csv.field_size_limit():  # a field may be as long as its file (131,072 by default)
-        csv.field_size_limit(len(text))
+    allow_csv_fields_of(text)
     width: int | None = None
     pos = 0
     while pos < len(lines):
