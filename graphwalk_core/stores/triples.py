@@ -10,7 +10,8 @@ from graphwalk_core.files import atomic_path, first_undecodable
 
 
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
-    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
+    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped. Lines end at ``\n``
+    (or ``\r\n``) only, and a UTF-8 BOM is dropped, as ingest reads files.
 
     A malformed line, or bytes that are not UTF-8 (a binary file, a graph database), raise InputError
     naming the file and line number.
@@ -19,7 +20,7 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
     if not path.is_file():
         raise InputError(f"triples file not found: {path}")
     try:
-        with path.open(encoding="utf-8") as lines:
+        with path.open(encoding="utf-8-sig", newline="\n") as lines:
             for number, line in enumerate(lines, 1):
                 parts = line.rstrip("\r\n").split("|")
                 if len(parts) == 3 and all(parts):

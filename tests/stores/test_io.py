@@ -99,6 +99,21 @@ def test_read_triples_of_a_non_utf8_file_names_file_and_line(tmp_path: Path) -> 
         list(read_triples(binary))
 
 
+def test_read_triples_drops_a_bom_and_ends_lines_at_newlines_only(tmp_path: Path) -> None:
+    """A UTF-8 BOM (Notepad writes one) made the first subject '\\ufeffa', a node apart from 'a'; a bare CR
+    ended a line, so 'a|r|b\\rc|s|d' read as two triples and the lines after it were misnumbered."""
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbfa|r|b\r\nb|r|a\r\n")
+    assert list(read_triples(bom)) == [("a", "r", "b"), ("b", "r", "a")]
+    cr = tmp_path / "cr.txt"
+    cr.write_bytes(b"a|r|b\rc|s|d\nx|y\n")
+    with pytest.raises(InputError, match=r"cr\.txt:1: expected .* got 'a\|r\|b\\rc\|s\|d'"):
+        list(read_triples(cr))
+    cr.write_bytes(b"a|r|b\rc\nx|y\n")
+    with pytest.raises(InputError, match=r"cr\.txt:2: expected .* got 'x\|y'"):
+        list(read_triples(cr))
+
+
 def test_write_triples_round_trip(tmp_path: Path) -> None:
     triples = [("a", "r", "b"), ("b", "s", "ü c")]
     assert write_triples(tmp_path / "t.txt", triples) == 2
