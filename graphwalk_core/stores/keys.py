@@ -92,14 +92,21 @@ def check_node(node: Node) -> None:
         raise InputError(f"node {_shown(node.id)}: {problem}")
 
 
+def edge_problem(
+    source: str, type: str, target: str, roles: tuple[str, str, str] = ("source", "type", "target")
+) -> str | None:
+    """Why no store keeps an edge ``source -type-> target`` (its endpoints as node ids), named by
+    ``roles``; None when every store does."""
+    return (
+        _problem(roles[0], source, MAX_ID_BYTES)
+        or _problem(roles[2], target, MAX_ID_BYTES)
+        or _problem(roles[1], type, MAX_TYPE_BYTES)
+    )
+
+
 def check_edge(edge: Edge) -> None:
     """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
-    problem = (
-        _problem("source", edge.source, MAX_ID_BYTES)
-        or _problem("target", edge.target, MAX_ID_BYTES)
-        or _problem("type", edge.type, MAX_TYPE_BYTES)
-    )
-    if problem is not None:
+    if (problem := edge_problem(edge.source, edge.type, edge.target)) is not None:
         raise InputError(f"edge {_shown(edge.source)} -> {_shown(edge.target)}: {problem}")
 
 

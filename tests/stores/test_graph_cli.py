@@ -251,3 +251,17 @@ def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path
     assert asyncio.run(open_store(db).counts()) == (6, 5)
     assert asyncio.run(open_store(other).counts()) == (6, 5)
     assert plain.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_import_of_a_name_no_store_keeps_writes_nothing(tmp_path: Path) -> None:
+    """It went into a Parquet folder, and into SQLite failed naming no line, leaving an empty g.db."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text("a|r|b\n" + "x" * 2000 + "|r|c\n", encoding="utf-8")
+    for target in (tmp_path / "g.db", tmp_path / "folder"):
+        result = runner.invoke(app, ["graph", "import", str(kb), "-o", str(target)])
+        assert (result.exit_code, result.output) == (
+            1,
+            f"error: {kb}:2: its subject '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at "
+            "most 1,024\n",
+        )
+        assert not target.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -112,6 +113,26 @@ def test_read_triples_drops_a_bom_and_ends_lines_at_newlines_only(tmp_path: Path
     cr.write_bytes(b"a|r|b\rc\nx|y\n")
     with pytest.raises(InputError, match=r"cr\.txt:2: expected .* got 'x\|y'"):
         list(read_triples(cr))
+
+
+def test_read_triples_refuses_what_no_store_keeps_at_its_line(tmp_path: Path) -> None:
+    """A name over the node id limit, a relation over the type limit or a NUL imported into a Parquet
+    folder (the memory store took them) but not into SQLite, whose error named no file or line and left an
+    empty graph database behind; every store now refuses them alike, at their line, before writing."""
+    cases = {
+        "x" * 1025 + "|r|c": f"its subject '{'x' * 60}'… is 1,025 bytes",
+        "b|"
+        + "é" * 257
+        + "|c": f"its relation '{'é' * 60}'… is 514 bytes in UTF-8; a graph store keeps at most 512$",
+        "b|r|c\x00d": r"its object 'c\\x00d' holds a NUL character \(U\+0000\), which no graph store keeps",
+    }
+    for line, problem in cases.items():
+        path = tmp_path / "kb.txt"
+        path.write_text(f"a|r|b\n{line}\n", encoding="utf-8")
+        with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:2: {problem}"):
+            list(read_triples(path))
+    path.write_text("x" * 1024 + "|" + "r" * 512 + "|c\n", encoding="utf-8")
+    assert [len(t[0]) for t in read_triples(path)] == [1024]
 
 
 def test_write_triples_round_trip(tmp_path: Path) -> None:
