@@ -7,7 +7,7 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import atomic_path, first_undecodable
-from graphwalk_core.stores.keys import edge_problem
+from graphwalk_core.stores.keys import edge_problem, shown
 
 #: What a triples file's fields are, in error messages.
 _ROLES = ("subject", "relation", "object")
@@ -35,7 +35,7 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
                 elif line.strip():
                     raise InputError(
                         f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
-                        f"got {line.rstrip()!r}"
+                        f"got {shown(line.rstrip())}"
                     )
     except UnicodeDecodeError as exc:
         number, byte = first_undecodable(path.read_bytes())  # read again only on that error

@@ -135,6 +135,17 @@ def test_read_triples_refuses_what_no_store_keeps_at_its_line(tmp_path: Path) ->
     assert [len(t[0]) for t in read_triples(path)] == [1024]
 
 
+def test_a_huge_malformed_line_is_shown_shortened(tmp_path: Path) -> None:
+    """The error quoted the whole line: a 5 MB line without '|' printed a 5 MB message."""
+    path = tmp_path / "kb.txt"
+    path.write_text("a|r|b\n" + "z" * 5_000_000 + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(read_triples(path))
+    assert str(caught.value) == (
+        f"{path}:2: expected 'subject|relation|object' with 3 non-empty fields, got '{'z' * 60}'…"
+    )
+
+
 def test_write_triples_round_trip(tmp_path: Path) -> None:
     triples = [("a", "r", "b"), ("b", "s", "ü c")]
     assert write_triples(tmp_path / "t.txt", triples) == 2
