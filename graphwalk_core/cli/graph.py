@@ -56,8 +56,10 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
             raise _held(text, (nodes, edges), metadata)
         store.save(text)
         return await store.counts()
+    new_file = "://" not in text and not Path(text).exists()
     target = open_store(text, create=True)
     assert isinstance(target, SQLGraphStore)
+    written = False
     try:
         async with target.transaction():
             held, keys = await target.counts(), len(await target.metadata_keys())
@@ -69,9 +71,12 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
             )
             for key in await store.metadata_keys():
                 await target.set_metadata(key, await store.get_metadata(key))
+        written = True
         return await target.counts()
     finally:
         await target.close()
+        if new_file and not written:  # a failed first import leaves no empty graph file
+            Path(text).unlink(missing_ok=True)
 
 
 def _rows(table: Path) -> int:

@@ -265,3 +265,18 @@ def test_import_of_a_name_no_store_keeps_writes_nothing(tmp_path: Path) -> None:
             "most 1,024\n",
         )
         assert not target.exists()
+
+
+def test_a_failed_import_into_a_new_sqlite_file_leaves_no_file(tmp_path: Path) -> None:
+    """A Parquet graph holding a node id no store keeps (written by the memory store, which checks none in
+    bulk) failed to import into SQLite and left an empty g.db behind (a graph ingest or stats then opened)."""
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+    MemoryGraphStore.from_triples([("x" * 2000, "r", "c")], source_id="kb.txt").save(tmp_path / "p")
+    db = tmp_path / "g.db"
+    result = runner.invoke(app, ["graph", "import", str(tmp_path / "p"), "-f", "parquet", "-o", str(db)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: node: its id '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at most 1,024\n",
+    )
+    assert not db.exists()
