@@ -56,8 +56,10 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
             raise _held(text, (nodes, edges), metadata)
         store.save(text)
         return await store.counts()
+    new_file = "://" not in text and not Path(text).exists()
     target = open_store(text, create=True)
     assert isinstance(target, SQLGraphStore)
+    written = False
     try:
         async with target.transaction():
             held, keys = await target.counts(), len(await target.metadata_keys())
@@ -69,9 +71,12 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
             )
             for key in await store.metadata_keys():
                 await target.set_metadata(key, await store.get_metadata(key))
+        written = True
         return await target.counts()
     finally:
         await target.close()
+        if new_file and not written:  # a failed first import leaves no empty graph file
+            Path(text).unlink(missing_ok=True)
 
 
 def _rows(table: Path) -> int:
@@ -152,6 +157,7 @@ def export_graph(
     from graphwalk_core.stores.triples import write_triples
 
     async def run() -> str:
+        _check_export_target(out, format)
         store = open_store(graph)
         try:
             async with one_state(store):  # what other processes commit meanwhile is not half in it
@@ -169,6 +175,25 @@ def export_graph(
     except GraphwalkError as exc:
         raise _fail(exc) from None
     typer.echo(message)
+
+
+#: The first bytes of every SQLite database file.
+_SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def _check_export_target(out: Path, format: InputFormat) -> None:
+    """An InputError when ``out`` cannot take the export: a folder for triples, a file for Parquet
+    tables, or a graph database (the graph exported among them), which a triples file would replace."""
+    if format is InputFormat.parquet:
+        if out.exists() and not out.is_dir():
+            raise InputError(f"{out} is a file: a Parquet export writes a folder of tables")
+        return
+    if out.is_dir():
+        raise InputError(f"{out} is a folder: a triples export writes a file")
+    if out.is_file():
+        with out.open("rb") as head:
+            if head.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER:
+                raise InputError(f"{out} is a graph database: export to another file")
 
 
 async def named_triples(store: GraphStore) -> list[tuple[str, str, str]]:

@@ -63,7 +63,8 @@ def index_forms(key: str) -> list[str]:
     return [bounded] if bounded == key or not storable(key) else [bounded, key]
 
 
-def _shown(text: str) -> str:
+def shown(text: str) -> str:
+    """``text`` quoted for a message: its first 60 characters and ``…`` when it is longer."""
     return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
 
 
@@ -72,11 +73,9 @@ def _problem(what: str, text: str, limit: int | None) -> str | None:
     bad = UNSTORABLE.search(text)
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
-        return (
-            f"its {what} {_shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
-        )
+        return f"its {what} {shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
     if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
-        return f"its {what} {_shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
+        return f"its {what} {shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
     return None
 
 
@@ -89,18 +88,25 @@ def check_node(node: Node) -> None:
     for alias in node.aliases:
         problem = problem or _problem("alias", alias, None)
     if problem is not None:
-        raise InputError(f"node {_shown(node.id)}: {problem}")
+        raise InputError(f"node {shown(node.id)}: {problem}")
+
+
+def edge_problem(
+    source: str, type: str, target: str, roles: tuple[str, str, str] = ("source", "type", "target")
+) -> str | None:
+    """Why no store keeps an edge ``source -type-> target`` (its endpoints as node ids), named by
+    ``roles``; None when every store does."""
+    return (
+        _problem(roles[0], source, MAX_ID_BYTES)
+        or _problem(roles[2], target, MAX_ID_BYTES)
+        or _problem(roles[1], type, MAX_TYPE_BYTES)
+    )
 
 
 def check_edge(edge: Edge) -> None:
     """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
-    problem = (
-        _problem("source", edge.source, MAX_ID_BYTES)
-        or _problem("target", edge.target, MAX_ID_BYTES)
-        or _problem("type", edge.type, MAX_TYPE_BYTES)
-    )
-    if problem is not None:
-        raise InputError(f"edge {_shown(edge.source)} -> {_shown(edge.target)}: {problem}")
+    if (problem := edge_problem(edge.source, edge.type, edge.target)) is not None:
+        raise InputError(f"edge {shown(edge.source)} -> {shown(edge.target)}: {problem}")
 
 
 def check_metadata(key: str, value: str | None) -> None:
@@ -108,4 +114,4 @@ def check_metadata(key: str, value: str | None) -> None:
     if (problem := _problem("key", key, MAX_METADATA_KEY_BYTES)) is not None:
         raise InputError(f"metadata: {problem}")
     if value is not None and (problem := _problem("value", value, None)) is not None:
-        raise InputError(f"metadata {_shown(key)}: {problem}")
+        raise InputError(f"metadata {shown(key)}: {problem}")

@@ -7,27 +7,35 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import atomic_path, first_undecodable
+from graphwalk_core.stores.keys import edge_problem, shown
+
+#: What a triples file's fields are, in error messages.
+_ROLES = ("subject", "relation", "object")
 
 
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
-    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped.
+    """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped. Lines end at ``\\n``
+    (or ``\\r\\n``) only, and a UTF-8 BOM is dropped, as ingest reads files.
 
-    A malformed line, or bytes that are not UTF-8 (a binary file, a graph database), raise InputError
-    naming the file and line number.
+    A malformed line, a field no graph store keeps (a name over the node id limit, a relation over the
+    type limit, a NUL: see :mod:`graphwalk_core.stores.keys`), or bytes that are not UTF-8 (a binary
+    file, a graph database) raise InputError naming the file and line number.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"triples file not found: {path}")
     try:
-        with path.open(encoding="utf-8") as lines:
+        with path.open(encoding="utf-8-sig", newline="\n") as lines:
             for number, line in enumerate(lines, 1):
                 parts = line.rstrip("\r\n").split("|")
                 if len(parts) == 3 and all(parts):
+                    if (problem := edge_problem(*parts, roles=_ROLES)) is not None:
+                        raise InputError(f"{path}:{number}: {problem}")
                     yield parts[0], parts[1], parts[2]
                 elif line.strip():
                     raise InputError(
                         f"{path}:{number}: expected 'subject|relation|object' with 3 non-empty fields, "
-                        f"got {line.rstrip()!r}"
+                        f"got {shown(line.rstrip())}"
                     )
     except UnicodeDecodeError as exc:
         number, byte = first_undecodable(path.read_bytes())  # read again only on that error

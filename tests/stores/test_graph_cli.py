@@ -223,3 +223,60 @@ def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, post
         assert (tmp_path / "back" / f"{table}.parquet").read_bytes() == (
             tmp_path / "out" / f"{table}.parquet"
         ).read_bytes()
+
+
+def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path) -> None:
+    """``export g.db -o g.db -f triples`` replaced the graph database with a triples file (the graph was
+    gone), as it did any SQLite graph named by -o; a triples export into a folder, or a Parquet export onto
+    a file, ended in a traceback. Each is an error naming the target, and the target is left as it was."""
+    db = tmp_path / "g.db"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(db)]).exit_code == 0
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(db.read_bytes())
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    plain = tmp_path / "plain.txt"
+    plain.write_text("keep\n", encoding="utf-8")
+    cases = [
+        (db, "triples", f"{db} is a graph database: export to another file"),
+        (other, "triples", f"{other} is a graph database: export to another file"),
+        (folder, "triples", f"{folder} is a folder: a triples export writes a file"),
+        (plain, "parquet", f"{plain} is a file: a Parquet export writes a folder of tables"),
+    ]
+    for target, fmt, message in cases:
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        result = runner.invoke(app, ["graph", "export", str(db), "-f", fmt, "-o", str(target)])
+        assert (result.exit_code, result.output) == (1, f"error: {message}\n")
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before
+    assert asyncio.run(open_store(db).counts()) == (6, 5)
+    assert asyncio.run(open_store(other).counts()) == (6, 5)
+    assert plain.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_import_of_a_name_no_store_keeps_writes_nothing(tmp_path: Path) -> None:
+    """It went into a Parquet folder, and into SQLite failed naming no line, leaving an empty g.db."""
+    kb = tmp_path / "kb.txt"
+    kb.write_text("a|r|b\n" + "x" * 2000 + "|r|c\n", encoding="utf-8")
+    for target in (tmp_path / "g.db", tmp_path / "folder"):
+        result = runner.invoke(app, ["graph", "import", str(kb), "-o", str(target)])
+        assert (result.exit_code, result.output) == (
+            1,
+            f"error: {kb}:2: its subject '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at "
+            "most 1,024\n",
+        )
+        assert not target.exists()
+
+
+def test_a_failed_import_into_a_new_sqlite_file_leaves_no_file(tmp_path: Path) -> None:
+    """A Parquet graph holding a node id no store keeps (written by the memory store, which checks none in
+    bulk) failed to import into SQLite and left an empty g.db behind (a graph ingest or stats then opened)."""
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+    MemoryGraphStore.from_triples([("x" * 2000, "r", "c")], source_id="kb.txt").save(tmp_path / "p")
+    db = tmp_path / "g.db"
+    result = runner.invoke(app, ["graph", "import", str(tmp_path / "p"), "-f", "parquet", "-o", str(db)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: node: its id '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at most 1,024\n",
+    )
+    assert not db.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -97,6 +98,52 @@ def test_read_triples_of_a_non_utf8_file_names_file_and_line(tmp_path: Path) -> 
     binary.write_bytes(b"SQLite format 3\x00\x10\x00\x86\x01")
     with pytest.raises(InputError, match=r"graph\.bin:1: not UTF-8 text \(byte 0x86\)"):
         list(read_triples(binary))
+
+
+def test_read_triples_drops_a_bom_and_ends_lines_at_newlines_only(tmp_path: Path) -> None:
+    """A UTF-8 BOM (Notepad writes one) made the first subject '\\ufeffa', a node apart from 'a'; a bare CR
+    ended a line, so 'a|r|b\\rc|s|d' read as two triples and the lines after it were misnumbered."""
+    bom = tmp_path / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbfa|r|b\r\nb|r|a\r\n")
+    assert list(read_triples(bom)) == [("a", "r", "b"), ("b", "r", "a")]
+    cr = tmp_path / "cr.txt"
+    cr.write_bytes(b"a|r|b\rc|s|d\nx|y\n")
+    with pytest.raises(InputError, match=r"cr\.txt:1: expected .* got 'a\|r\|b\\rc\|s\|d'"):
+        list(read_triples(cr))
+    cr.write_bytes(b"a|r|b\rc\nx|y\n")
+    with pytest.raises(InputError, match=r"cr\.txt:2: expected .* got 'x\|y'"):
+        list(read_triples(cr))
+
+
+def test_read_triples_refuses_what_no_store_keeps_at_its_line(tmp_path: Path) -> None:
+    """A name over the node id limit, a relation over the type limit or a NUL imported into a Parquet
+    folder (the memory store took them) but not into SQLite, whose error named no file or line and left an
+    empty graph database behind; every store now refuses them alike, at their line, before writing."""
+    cases = {
+        "x" * 1025 + "|r|c": f"its subject '{'x' * 60}'… is 1,025 bytes",
+        "b|"
+        + "é" * 257
+        + "|c": f"its relation '{'é' * 60}'… is 514 bytes in UTF-8; a graph store keeps at most 512$",
+        "b|r|c\x00d": r"its object 'c\\x00d' holds a NUL character \(U\+0000\), which no graph store keeps",
+    }
+    for line, problem in cases.items():
+        path = tmp_path / "kb.txt"
+        path.write_text(f"a|r|b\n{line}\n", encoding="utf-8")
+        with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:2: {problem}"):
+            list(read_triples(path))
+    path.write_text("x" * 1024 + "|" + "r" * 512 + "|c\n", encoding="utf-8")
+    assert [len(t[0]) for t in read_triples(path)] == [1024]
+
+
+def test_a_huge_malformed_line_is_shown_shortened(tmp_path: Path) -> None:
+    """The error quoted the whole line: a 5 MB line without '|' printed a 5 MB message."""
+    path = tmp_path / "kb.txt"
+    path.write_text("a|r|b\n" + "z" * 5_000_000 + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(read_triples(path))
+    assert str(caught.value) == (
+        f"{path}:2: expected 'subject|relation|object' with 3 non-empty fields, got '{'z' * 60}'…"
+    )
 
 
 def test_write_triples_round_trip(tmp_path: Path) -> None:
