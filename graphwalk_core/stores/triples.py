@@ -7,10 +7,12 @@ from pathlib import Path
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import atomic_path, first_undecodable
-from graphwalk_core.stores.keys import edge_problem, shown
+from graphwalk_core.stores.keys import MAX_TYPE_BYTES, edge_problem, shown
 
 #: What a triples file's fields are, in error messages.
 _ROLES = ("subject", "relation", "object")
+#: A line of at most this many characters has no field over a store's limits (4 UTF-8 bytes a character).
+_SHORT = MAX_TYPE_BYTES // 4
 
 
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
@@ -29,7 +31,10 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
             for number, line in enumerate(lines, 1):
                 parts = line.rstrip("\r\n").split("|")
                 if len(parts) == 3 and all(parts):
-                    if (problem := edge_problem(*parts, roles=_ROLES)) is not None:
+                    # text decoded from UTF-8 holds no lone surrogate; a short line without NUL is keepable
+                    if (len(line) > _SHORT or "\x00" in line) and (
+                        problem := edge_problem(*parts, roles=_ROLES)
+                    ) is not None:
                         raise InputError(f"{path}:{number}: {problem}")
                     yield parts[0], parts[1], parts[2]
                 elif line.strip():
