@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import time
+import zipfile
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -132,6 +133,8 @@ class DeciderModel:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
+        if not isinstance(manifest, dict):
+            raise ConfigError(f"{manifest_path}: not a JSON object")
         if manifest.get("format") != MODEL_FORMAT:
             raise ConfigError(
                 f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r} "
@@ -147,7 +150,7 @@ class DeciderModel:
                 saved = {k: npz[k] for k in npz.files}
                 coverage = Coverage.from_saved(manifest["coverage"], saved)
                 planner = Planner.from_saved(manifest["plan"], saved)
-        except (OSError, KeyError, ValueError) as exc:
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
         learned = learned_ids(folder)
         questions = None if learned is None else tuple(learned)

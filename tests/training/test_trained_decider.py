@@ -249,3 +249,19 @@ async def test_a_model_of_one_and_two_hop_questions_walks_a_composed_three_hop_o
         )
         others = [f for f in films_of_director(i % 4) if f != film]
         assert sorted(result.answers[0].names) == years_of(others), film
+
+
+def test_refuses_a_cut_weights_file_or_a_manifest_that_is_no_object(model_dir: Path, tmp_path: Path) -> None:
+    """A weights file cut short (a save that was killed) or a manifest that is valid JSON but no object is
+    a ConfigError naming the file, not a BadZipFile or AttributeError traceback."""
+    cut = tmp_path / "cut"
+    shutil.copytree(model_dir, cut)
+    data = (cut / "weights.npz").read_bytes()
+    (cut / "weights.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ConfigError, match=rf"^{cut / 'weights.npz'}: unreadable weights \(File is not a zip"):
+        DeciderModel.load(cut)
+    listed = tmp_path / "listed"
+    shutil.copytree(model_dir, listed)
+    (listed / "manifest.json").write_text("[]")
+    with pytest.raises(ConfigError, match=rf"^{listed / 'manifest.json'}: not a JSON object$"):
+        DeciderModel.load(listed)
