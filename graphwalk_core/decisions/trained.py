@@ -42,6 +42,7 @@ from graphwalk_core.decisions.views import DecisionView, view_of
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
+from graphwalk_core.files import atomic_path, write_text_atomic
 
 #: The model folder's format; a folder of another format (an older feature set) is refused.
 MODEL_FORMAT = "graphwalk-trained-decider/4"
@@ -108,19 +109,21 @@ class DeciderModel:
     def save(self, folder: Path) -> Path:
         """Write ``weights.npz``, ``questions.json`` (when the questions are known; a list left by an
         earlier model is removed otherwise) and ``manifest.json`` into ``folder`` (created); returns the
-        folder. The manifest goes last: a folder is a model once it has one."""
+        folder. A folder is a model once it has a manifest: an earlier model's goes first and the new one
+        last (each file replaced whole), so a save cut short leaves no model, never a mix of two."""
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / MANIFEST).unlink(missing_ok=True)
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
         arrays |= self.coverage.arrays() | self.planner.arrays()
-        np.savez(folder / WEIGHTS, **arrays)
+        with atomic_path(folder / WEIGHTS) as tmp, tmp.open("wb") as f:
+            np.savez(f, **arrays)
         if self.questions is None:
             (folder / QUESTIONS).unlink(missing_ok=True)
         else:
-            (folder / QUESTIONS).write_text(json.dumps(list(self.questions)) + "\n", encoding="utf-8")
-        text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
-        (folder / MANIFEST).write_text(text, encoding="utf-8")
+            write_text_atomic(json.dumps(list(self.questions)) + "\n", folder / QUESTIONS)
+        write_text_atomic(json.dumps(self.manifest, indent=2, sort_keys=True) + "\n", folder / MANIFEST)
         return folder
 
     @classmethod

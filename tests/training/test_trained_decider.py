@@ -265,3 +265,27 @@ def test_refuses_a_cut_weights_file_or_a_manifest_that_is_no_object(model_dir: P
     (listed / "manifest.json").write_text("[]")
     with pytest.raises(ConfigError, match=rf"^{listed / 'manifest.json'}: not a JSON object$"):
         DeciderModel.load(listed)
+
+
+def test_a_failed_save_over_another_model_leaves_no_model_of_both(model_dir: Path, tmp_path: Path) -> None:
+    """Saving over a model folder, a save that fails after the weights are written (here a manifest value
+    that is no JSON) leaves a folder that is no model, never the old manifest over the new weights and
+    question list; a later save makes it a model again."""
+    from dataclasses import replace
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    old = DeciderModel.load(folder)
+    new = replace(
+        old,
+        weights=tuple(2 * w for w in old.weights),
+        manifest={**old.manifest, "unsaveable": object()},
+        questions=("other-1",),
+    )
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        new.save(folder)
+    with pytest.raises(ConfigError, match=r"not a trained decider \(needs manifest.json and weights.npz\)"):
+        DeciderModel.load(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["questions.json", "weights.npz"]
+    replace(new, manifest=old.manifest).save(folder)
+    assert DeciderModel.load(folder).questions == ("other-1",)
