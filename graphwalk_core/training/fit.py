@@ -178,6 +178,11 @@ def fit_decider(
     train, val = split_examples(examples, config.validation_fraction)
     if not train:
         raise InputError("every example fell in the validation split: nothing to train on")
+    if all(ex.kind == "stop" for ex in train):
+        raise InputError(
+            "no decision example takes a move (every top choice is STOP): nothing to learn which moves a "
+            "question asks for"
+        )
 
     texts = distinct_texts(ex.view for ex in examples)
     vectors = np.empty((len(texts), embedder.dim), dtype=np.float32)

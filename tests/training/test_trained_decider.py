@@ -289,3 +289,19 @@ def test_a_failed_save_over_another_model_leaves_no_model_of_both(model_dir: Pat
     assert sorted(p.name for p in folder.iterdir()) == ["questions.json", "weights.npz"]
     replace(new, manifest=old.manifest).save(folder)
     assert DeciderModel.load(folder).questions == ("other-1",)
+
+
+def test_examples_that_never_take_a_move_are_an_input_error() -> None:
+    """Examples whose every top choice is STOP (a trace of a walk that stopped at its start) label no move
+    to learn: an InputError saying so, not a ValueError from inside the coverage model."""
+    from graphwalk_core.decisions.views import DecisionView
+    from graphwalk_core.errors import InputError
+    from graphwalk_core.training.examples import DecisionExample
+
+    view = DecisionView("where does ENTITY work", (), (("works_at", "out"), ("manages", "out"), None))
+    stopped = [
+        DecisionExample(f"t{i}.json", "train", "trace", "where does Alice work", view, (0.1, 0.2, 0.7))
+        for i in range(3)
+    ]
+    with pytest.raises(InputError, match=r"^no decision example takes a move \(every top choice is STOP\)"):
+        fit_decider(stopped, EMBEDDER, config=FitConfig(validation_fraction=0.0))
