@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.warehouse.tables import Warehouse
 
 MODELS_DIR = Path("models") / "decider"
@@ -17,8 +18,8 @@ def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
 
 
 def mark_latest(warehouse: Warehouse, folder: Path) -> None:
-    """Make ``folder`` (one of the warehouse's model folders) the newest."""
-    (warehouse.root / MODELS_DIR / LATEST).write_text(folder.name + "\n", encoding="utf-8")
+    """Make ``folder`` (one of the warehouse's model folders) the newest (the pointer replaced whole)."""
+    write_text_atomic(folder.name + "\n", warehouse.root / MODELS_DIR / LATEST)
 
 
 def latest_model(warehouse: Warehouse) -> Path | None:
