@@ -60,6 +60,18 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "source_weak=0, source_trace=3" in result.stdout
 
 
+def test_no_training_epochs_is_an_error_naming_the_option(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """``--max-iter 0`` fits nothing: an error naming the option, not an IndexError, and no model folder."""
+    kb, qs = files
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out),
+            "--max-iter", "0", "--quiet"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == "error: --max-iter must be at least 1, got 0"
+    assert not out.exists()
+
+
 def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
