@@ -110,6 +110,8 @@ async def _train(
     if dataset is None and questions is None and traces is None:
         raise InputError("nothing to learn from: give --dataset, --questions (with --graph) or --traces")
     config = FitConfig(max_iter=max_iter, name=out.name)
+    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
+        raise InputError(f"--out {out}: {taken} is a file, not a folder")
     started = time.perf_counter()
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

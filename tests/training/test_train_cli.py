@@ -72,6 +72,23 @@ def test_no_training_epochs_is_an_error_naming_the_option(files: tuple[Path, Pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_an_out_that_is_a_file_is_refused_before_training(
+    files: tuple[Path, Path], tmp_path: Path, under: str
+) -> None:
+    """``--out`` naming a file (or a folder inside one) is an error naming it, before any labeling or
+    fitting, not an OSError traceback once the model is trained; the file is left as it was."""
+    kb, qs = files
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n")
+    out = taken / under if under else taken
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == f"error: --out {out}: {taken} is a file, not a folder"
+    assert taken.read_text() == "mine\n"
+
+
 def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
