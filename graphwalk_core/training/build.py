@@ -38,7 +38,15 @@ async def dataset_examples(
     max_depth: int = 3,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[DecisionExample], int]:
-    """Weak-supervision examples of the questions of ``datasets`` over ``store``, and how many had none."""
+    """Weak-supervision examples of the questions of ``datasets`` (all over the graph ``store`` holds) over
+    ``store``, and how many had none; a dataset over another graph than the first is an InputError."""
+    for ds in datasets[1:]:
+        if ds.knowledge != datasets[0].knowledge:
+            first = datasets[0]
+            raise InputError(
+                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
+                "graph's datasets at a time"
+            )
     questions = [q for ds in datasets for q in labeled(ds.questions, ds.split)]
     return await weak_examples(store, questions, max_depth=max_depth, progress=progress)
 
