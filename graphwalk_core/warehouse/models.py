@@ -12,9 +12,10 @@ MODELS_DIR = Path("models") / "decider"
 LATEST = "LATEST"
 
 
-def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
-    """The versioned folder of a model trained on examples with ``data_hash``."""
-    return warehouse.root / MODELS_DIR / data_hash[:12]
+def model_folder(warehouse: Warehouse, fingerprint: str) -> Path:
+    """The versioned folder of the model with ``fingerprint`` (its content hash: another model, even one
+    trained on the same examples, gets another folder)."""
+    return warehouse.root / MODELS_DIR / fingerprint[:12]
 
 
 def mark_latest(warehouse: Warehouse, folder: Path) -> None:
