@@ -20,12 +20,14 @@ from graphwalk_core.training.examples import (
 DATASETS = ("metaqa",)
 
 
-def labeled(questions: Iterable[Question], split: str) -> list[LabeledQuestion]:
-    """Labeled questions from dataset questions: text, gold start, gold answers (nothing else is read)."""
+def labeled(questions: Iterable[Question], split: str, where: Path | None = None) -> list[LabeledQuestion]:
+    """Labeled questions from dataset questions: text, gold start, gold answers (nothing else is read); a
+    question without a start is an InputError naming ``where`` (the questions' file) when given."""
     out = []
     for q in questions:
         if q.gold_start is None:
-            raise InputError(f"question {q.id} has no start node: weak supervision needs one")
+            file = f"{where}: " if where is not None else ""
+            raise InputError(f"{file}question {q.id} has no start node: weak supervision needs one")
         mentions = [q.topic] if q.topic else [q.gold_start]
         out.append(LabeledQuestion(q.id, q.text, [q.gold_start], list(q.gold), split, mentions))
     return out
@@ -90,7 +92,9 @@ async def labeled_sources(
     if graph is None:
         raise InputError("--questions needs --graph (the graph the questions are about)")
     store = open_store(graph)
-    return store, await starts_by_name(store, labeled(read_custom_questions(questions), split), questions)
+    return store, await starts_by_name(
+        store, labeled(read_custom_questions(questions), split, questions), questions
+    )
 
 
 async def starts_by_name(

@@ -89,6 +89,30 @@ def test_an_out_that_is_a_file_is_refused_before_training(
     assert taken.read_text() == "mine\n"
 
 
+def test_a_question_without_a_start_is_an_error_naming_the_file(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``start`` is optional for ``eval custom`` but weak supervision needs one: the error names the file."""
+    kb, _ = files
+    qs = tmp_path / "nostart.jsonl"
+    qs.write_text('{"question": "who directed Film 1", "answers": ["Director 1"]}\n', encoding="utf-8")
+    args = [
+        "train",
+        "decider",
+        "--graph",
+        str(kb),
+        "--questions",
+        str(qs),
+        "--out",
+        str(tmp_path / "m"),
+        "--quiet",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    expected = f"error: {qs}: question q00001 has no start node: weak supervision needs one"
+    assert result.output.splitlines()[-1] == expected
+
+
 def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
