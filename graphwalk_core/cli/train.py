@@ -109,6 +109,9 @@ async def _train(
         raise InputError("train on dev (or your own) questions, never on test: --split test is refused")
     if dataset is None and questions is None and traces is None:
         raise InputError("nothing to learn from: give --dataset, --questions (with --graph) or --traces")
+    config = FitConfig(max_iter=max_iter, name=out.name)
+    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
+        raise InputError(f"--out {out}: {taken} is a file, not a folder")
     started = time.perf_counter()
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -151,7 +154,7 @@ async def _train(
         report = fit_decider(
             examples,
             _embedder(embed_path),
-            config=FitConfig(max_iter=max_iter, name=out.name),
+            config=config,
             out=out,
             progress=tick,
             extra_manifest={"held_out_templates": held} if held else None,

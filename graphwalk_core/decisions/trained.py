@@ -15,6 +15,7 @@ import hashlib
 import json
 import re
 import time
+import zipfile
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
@@ -41,6 +42,7 @@ from graphwalk_core.decisions.views import DecisionView, view_of
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.errors import ConfigError
+from graphwalk_core.files import atomic_path, write_text_atomic
 
 #: The model folder's format; a folder of another format (an older feature set) is refused.
 MODEL_FORMAT = "graphwalk-trained-decider/4"
@@ -107,19 +109,21 @@ class DeciderModel:
     def save(self, folder: Path) -> Path:
         """Write ``weights.npz``, ``questions.json`` (when the questions are known; a list left by an
         earlier model is removed otherwise) and ``manifest.json`` into ``folder`` (created); returns the
-        folder. The manifest goes last: a folder is a model once it has one."""
+        folder. A folder is a model once it has a manifest: an earlier model's goes first and the new one
+        last (each file replaced whole), so a save cut short leaves no model, never a mix of two."""
         folder.mkdir(parents=True, exist_ok=True)
+        (folder / MANIFEST).unlink(missing_ok=True)
         arrays = {"mean": self.mean, "scale": self.scale}
         arrays |= {f"w{i}": w for i, w in enumerate(self.weights)}
         arrays |= {f"b{i}": b for i, b in enumerate(self.biases)}
         arrays |= self.coverage.arrays() | self.planner.arrays()
-        np.savez(folder / WEIGHTS, **arrays)
+        with atomic_path(folder / WEIGHTS) as tmp, tmp.open("wb") as f:
+            np.savez(f, **arrays)
         if self.questions is None:
             (folder / QUESTIONS).unlink(missing_ok=True)
         else:
-            (folder / QUESTIONS).write_text(json.dumps(list(self.questions)) + "\n", encoding="utf-8")
-        text = json.dumps(self.manifest, indent=2, sort_keys=True) + "\n"
-        (folder / MANIFEST).write_text(text, encoding="utf-8")
+            write_text_atomic(json.dumps(list(self.questions)) + "\n", folder / QUESTIONS)
+        write_text_atomic(json.dumps(self.manifest, indent=2, sort_keys=True) + "\n", folder / MANIFEST)
         return folder
 
     @classmethod
@@ -132,6 +136,8 @@ class DeciderModel:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
+        if not isinstance(manifest, dict):
+            raise ConfigError(f"{manifest_path}: not a JSON object")
         if manifest.get("format") != MODEL_FORMAT:
             raise ConfigError(
                 f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r} "
@@ -147,7 +153,7 @@ class DeciderModel:
                 saved = {k: npz[k] for k in npz.files}
                 coverage = Coverage.from_saved(manifest["coverage"], saved)
                 planner = Planner.from_saved(manifest["plan"], saved)
-        except (OSError, KeyError, ValueError) as exc:
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise ConfigError(f"{weights_path}: unreadable weights ({exc})") from exc
         learned = learned_ids(folder)
         questions = None if learned is None else tuple(learned)

@@ -20,12 +20,14 @@ from graphwalk_core.training.examples import (
 DATASETS = ("metaqa",)
 
 
-def labeled(questions: Iterable[Question], split: str) -> list[LabeledQuestion]:
-    """Labeled questions from dataset questions: text, gold start, gold answers (nothing else is read)."""
+def labeled(questions: Iterable[Question], split: str, where: Path | None = None) -> list[LabeledQuestion]:
+    """Labeled questions from dataset questions: text, gold start, gold answers (nothing else is read); a
+    question without a start is an InputError naming ``where`` (the questions' file) when given."""
     out = []
     for q in questions:
         if q.gold_start is None:
-            raise InputError(f"question {q.id} has no start node: weak supervision needs one")
+            file = f"{where}: " if where is not None else ""
+            raise InputError(f"{file}question {q.id} has no start node: weak supervision needs one")
         mentions = [q.topic] if q.topic else [q.gold_start]
         out.append(LabeledQuestion(q.id, q.text, [q.gold_start], list(q.gold), split, mentions))
     return out
@@ -38,7 +40,15 @@ async def dataset_examples(
     max_depth: int = 3,
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[DecisionExample], int]:
-    """Weak-supervision examples of the questions of ``datasets`` over ``store``, and how many had none."""
+    """Weak-supervision examples of the questions of ``datasets`` (all over the graph ``store`` holds) over
+    ``store``, and how many had none; a dataset over another graph than the first is an InputError."""
+    for ds in datasets[1:]:
+        if ds.knowledge != datasets[0].knowledge:
+            first = datasets[0]
+            raise InputError(
+                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
+                "graph's datasets at a time"
+            )
     questions = [q for ds in datasets for q in labeled(ds.questions, ds.split)]
     return await weak_examples(store, questions, max_depth=max_depth, progress=progress)
 
@@ -82,7 +92,9 @@ async def labeled_sources(
     if graph is None:
         raise InputError("--questions needs --graph (the graph the questions are about)")
     store = open_store(graph)
-    return store, await starts_by_name(store, labeled(read_custom_questions(questions), split), questions)
+    return store, await starts_by_name(
+        store, labeled(read_custom_questions(questions), split, questions), questions
+    )
 
 
 async def starts_by_name(

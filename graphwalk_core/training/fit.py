@@ -28,7 +28,7 @@ from graphwalk_core.decisions.plan import Planner, schema_of
 from graphwalk_core.decisions.trained import MODEL_FORMAT, DeciderModel
 from graphwalk_core.decisions.views import DecisionView, Move
 from graphwalk_core.embeddings.base import Embedder
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.training.examples import KINDS, DecisionExample, examples_hash
 
 #: Row key: (masked question, path, option).
@@ -54,6 +54,10 @@ class FitConfig:
     plan_depth: int = 3
     plan_move_cost: float = 2.0
     plan_weight: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_iter < 1:
+            raise OptionError("{max_iter} must be at least 1, got {got}", got=self.max_iter)
 
 
 @dataclass
@@ -178,6 +182,11 @@ def fit_decider(
     train, val = split_examples(examples, config.validation_fraction)
     if not train:
         raise InputError("every example fell in the validation split: nothing to train on")
+    if all(ex.kind == "stop" for ex in train):
+        raise InputError(
+            "no decision example takes a move (every top choice is STOP): nothing to learn which moves a "
+            "question asks for"
+        )
 
     texts = distinct_texts(ex.view for ex in examples)
     vectors = np.empty((len(texts), embedder.dim), dtype=np.float32)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.warehouse.tables import Warehouse
 
 MODELS_DIR = Path("models") / "decider"
@@ -11,14 +12,15 @@ MODELS_DIR = Path("models") / "decider"
 LATEST = "LATEST"
 
 
-def model_folder(warehouse: Warehouse, data_hash: str) -> Path:
-    """The versioned folder of a model trained on examples with ``data_hash``."""
-    return warehouse.root / MODELS_DIR / data_hash[:12]
+def model_folder(warehouse: Warehouse, fingerprint: str) -> Path:
+    """The versioned folder of the model with ``fingerprint`` (its content hash: another model, even one
+    trained on the same examples, gets another folder)."""
+    return warehouse.root / MODELS_DIR / fingerprint[:12]
 
 
 def mark_latest(warehouse: Warehouse, folder: Path) -> None:
-    """Make ``folder`` (one of the warehouse's model folders) the newest."""
-    (warehouse.root / MODELS_DIR / LATEST).write_text(folder.name + "\n", encoding="utf-8")
+    """Make ``folder`` (one of the warehouse's model folders) the newest (the pointer replaced whole)."""
+    write_text_atomic(folder.name + "\n", warehouse.root / MODELS_DIR / LATEST)
 
 
 def latest_model(warehouse: Warehouse) -> Path | None:

@@ -214,3 +214,31 @@ def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path)
         "floor": 0.8,
         "model": "0123456789ab",
     }
+
+
+def test_retraining_on_the_same_examples_keeps_the_earlier_model(
+    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path
+) -> None:
+    """trained_decider re-run with other settings on the same decision_examples writes a new folder and
+    then points LATEST at it: the earlier model is kept, never rewritten in place while LATEST names it
+    (where a run cut short would leave the newest model half written)."""
+    from graphwalk_core.decisions.trained import DeciderModel
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import latest_model
+
+    root = tmp_path / "warehouse"
+    resources = offline_resources(root)
+    examples = {"decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}}}
+    folders = []
+    with dg.instance_for_test() as instance:
+        for epochs in (3, 4):
+            first_run = epochs == 3
+            ops = {**(examples if first_run else {}), "trained_decider": {"config": {"max_iter": epochs}}}
+            assets = [decision_examples, trained_decider] if first_run else [trained_decider]
+            run = dg.materialize(assets, resources=resources, instance=instance, run_config={"ops": ops})
+            assert run.success
+            folders.append(Path(str(metadata_values(run, "trained_decider")["model_path"])))
+    first, second = folders
+    assert first != second and latest_model(Warehouse(root)) == second
+    assert DeciderModel.load(first).manifest["learner"]["max_iter"] == 3
+    assert DeciderModel.load(second).manifest["learner"]["max_iter"] == 4

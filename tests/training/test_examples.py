@@ -104,3 +104,35 @@ def test_masking_replaces_whole_mentions_only() -> None:
     )
     assert mask_mentions("who directed Heat (1995)?", ["Heat (1995)"]) == "who directed ENTITY?"
     assert mask_mentions("films like Alien and Aliens", ["Alien", "Aliens"]) == "films like ENTITY and ENTITY"
+
+
+async def test_datasets_over_different_graphs_are_refused() -> None:
+    """``dataset_examples`` labels every dataset over the one store it is given (the Dagster asset opens
+    the first dataset's graph): a dataset over another graph is an InputError naming both, not its
+    questions labeled over the wrong graph (most of them silently without a path)."""
+    import pytest
+
+    from graphwalk_core.errors import InputError
+    from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
+    from graphwalk_core.training.build import dataset_examples
+
+    from .kb import TRIPLES
+
+    asked = [
+        Question(
+            id="a", text="who directed Film 1", gold=["Director 1"], topic="Film 1", extra={"start": "Film 1"}
+        )
+    ]
+    films = Dataset(
+        name="films",
+        split="dev",
+        questions=asked,
+        knowledge=Knowledge(graph="triples", triples=tuple(TRIPLES)),
+    )
+    other = Knowledge(graph="triples", triples=(("Alice", "works_at", "Acme"),))
+    people = films.model_copy(update={"name": "people", "knowledge": other})
+    assert len((await dataset_examples([films, films], store()))[0]) == 4
+    with pytest.raises(
+        InputError, match=r"^people-dev is over another graph than films-dev: label one graph"
+    ):
+        await dataset_examples([films, people], store())

@@ -60,6 +60,59 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "source_weak=0, source_trace=3" in result.stdout
 
 
+def test_no_training_epochs_is_an_error_naming_the_option(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """``--max-iter 0`` fits nothing: an error naming the option, not an IndexError, and no model folder."""
+    kb, qs = files
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out),
+            "--max-iter", "0", "--quiet"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == "error: --max-iter must be at least 1, got 0"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("under", ["", "sub"])
+def test_an_out_that_is_a_file_is_refused_before_training(
+    files: tuple[Path, Path], tmp_path: Path, under: str
+) -> None:
+    """``--out`` naming a file (or a folder inside one) is an error naming it, before any labeling or
+    fitting, not an OSError traceback once the model is trained; the file is left as it was."""
+    kb, qs = files
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n")
+    out = taken / under if under else taken
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-1] == f"error: --out {out}: {taken} is a file, not a folder"
+    assert taken.read_text() == "mine\n"
+
+
+def test_a_question_without_a_start_is_an_error_naming_the_file(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``start`` is optional for ``eval custom`` but weak supervision needs one: the error names the file."""
+    kb, _ = files
+    qs = tmp_path / "nostart.jsonl"
+    qs.write_text('{"question": "who directed Film 1", "answers": ["Director 1"]}\n', encoding="utf-8")
+    args = [
+        "train",
+        "decider",
+        "--graph",
+        str(kb),
+        "--questions",
+        str(qs),
+        "--out",
+        str(tmp_path / "m"),
+        "--quiet",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    expected = f"error: {qs}: question q00001 has no start node: weak supervision needs one"
+    assert result.output.splitlines()[-1] == expected
+
+
 def test_the_trained_decider_defaults_to_the_warehouses_newest_model(
     files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -249,3 +249,59 @@ async def test_a_model_of_one_and_two_hop_questions_walks_a_composed_three_hop_o
         )
         others = [f for f in films_of_director(i % 4) if f != film]
         assert sorted(result.answers[0].names) == years_of(others), film
+
+
+def test_refuses_a_cut_weights_file_or_a_manifest_that_is_no_object(model_dir: Path, tmp_path: Path) -> None:
+    """A weights file cut short (a save that was killed) or a manifest that is valid JSON but no object is
+    a ConfigError naming the file, not a BadZipFile or AttributeError traceback."""
+    cut = tmp_path / "cut"
+    shutil.copytree(model_dir, cut)
+    data = (cut / "weights.npz").read_bytes()
+    (cut / "weights.npz").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ConfigError, match=rf"^{cut / 'weights.npz'}: unreadable weights \(File is not a zip"):
+        DeciderModel.load(cut)
+    listed = tmp_path / "listed"
+    shutil.copytree(model_dir, listed)
+    (listed / "manifest.json").write_text("[]")
+    with pytest.raises(ConfigError, match=rf"^{listed / 'manifest.json'}: not a JSON object$"):
+        DeciderModel.load(listed)
+
+
+def test_a_failed_save_over_another_model_leaves_no_model_of_both(model_dir: Path, tmp_path: Path) -> None:
+    """Saving over a model folder, a save that fails after the weights are written (here a manifest value
+    that is no JSON) leaves a folder that is no model, never the old manifest over the new weights and
+    question list; a later save makes it a model again."""
+    from dataclasses import replace
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_dir, folder)
+    old = DeciderModel.load(folder)
+    new = replace(
+        old,
+        weights=tuple(2 * w for w in old.weights),
+        manifest={**old.manifest, "unsaveable": object()},
+        questions=("other-1",),
+    )
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        new.save(folder)
+    with pytest.raises(ConfigError, match=r"not a trained decider \(needs manifest.json and weights.npz\)"):
+        DeciderModel.load(folder)
+    assert sorted(p.name for p in folder.iterdir()) == ["questions.json", "weights.npz"]
+    replace(new, manifest=old.manifest).save(folder)
+    assert DeciderModel.load(folder).questions == ("other-1",)
+
+
+def test_examples_that_never_take_a_move_are_an_input_error() -> None:
+    """Examples whose every top choice is STOP (a trace of a walk that stopped at its start) label no move
+    to learn: an InputError saying so, not a ValueError from inside the coverage model."""
+    from graphwalk_core.decisions.views import DecisionView
+    from graphwalk_core.errors import InputError
+    from graphwalk_core.training.examples import DecisionExample
+
+    view = DecisionView("where does ENTITY work", (), (("works_at", "out"), ("manages", "out"), None))
+    stopped = [
+        DecisionExample(f"t{i}.json", "train", "trace", "where does Alice work", view, (0.1, 0.2, 0.7))
+        for i in range(3)
+    ]
+    with pytest.raises(InputError, match=r"^no decision example takes a move \(every top choice is STOP\)"):
+        fit_decider(stopped, EMBEDDER, config=FitConfig(validation_fraction=0.0))

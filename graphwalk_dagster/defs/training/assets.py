@@ -76,7 +76,7 @@ def trained_decider(
         read_decision_examples(wh), embedder.make(), config=FitConfig(max_iter=config.max_iter)
     )
     assert report.model is not None
-    folder = report.model.save(model_folder(wh, report.model.manifest["data_hash"]))
+    folder = report.model.save(model_folder(wh, report.model.fingerprint))
     mark_latest(wh, folder)
     return dg.MaterializeResult(
         metadata={
