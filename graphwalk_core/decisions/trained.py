@@ -18,7 +18,7 @@ import time
 import zipfile
 from collections.abc import Collection
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -85,9 +85,11 @@ class DeciderModel:
 
     @property
     def name(self) -> str:
-        return f"{self.manifest.get('name', 'decider')}@{str(self.manifest['data_hash'])[:12]}"
+        """``<name>@<fingerprint[:12]>``: another model (even one trained on the same examples) has another
+        one, the name of its folder in a warehouse (``warehouse.models.model_folder``)."""
+        return f"{self.manifest.get('name', 'decider')}@{self.fingerprint[:12]}"
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         """sha256 over the weights and the manifest: changes whenever the model does."""
         digest = hashlib.sha256(json.dumps(self.manifest, sort_keys=True).encode())
