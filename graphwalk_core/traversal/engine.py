@@ -10,10 +10,10 @@ depth cap and the expansion/node budgets, so a decider that never stops still te
 from __future__ import annotations
 
 import asyncio
+import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, Literal
 
 from graphwalk_core.decisions.base import (
@@ -81,10 +81,12 @@ class _Prepared:
     question: ChoiceQuestion | None = None
 
 
-def sorted_groups(groups: NeighborGroups) -> NeighborGroups:
+def sorted_groups(groups: NeighborGroups, *, members: bool = True) -> NeighborGroups:
     """``groups`` in one order whatever store read them (the memory store keeps insertion order, the
-    SQL store key order): outgoing before incoming, then by relation; each group's neighbors sorted."""
-    return {key: sorted(groups[key]) for key in sorted(groups, key=lambda k: (k[1] != "out", k[0]))}
+    SQL store key order): outgoing before incoming, then by relation; each group's neighbors sorted
+    (``members=False``: new lists in the store's order, for a caller that sorts what it uses)."""
+    keys = sorted(groups, key=lambda k: (k[1] != "out", k[0]))
+    return {key: sorted(groups[key]) if members else list(groups[key]) for key in keys}
 
 
 class Traverser:
@@ -132,15 +134,17 @@ class Traverser:
         if self.prefilter is not None:
             self.prefilter.names.forget()
 
-    async def neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
-        """The distinct neighbors of ``nodes`` per (relation, direction), in :func:`sorted_groups` order."""
+    async def neighbor_groups(self, nodes: Sequence[NodeId], *, members: bool = True) -> NeighborGroups:
+        """The distinct neighbors of ``nodes`` per (relation, direction), in :func:`sorted_groups` order
+        (``members=False``: each group's neighbors unsorted)."""
         if self._grouped_store is not None:
-            return sorted_groups(self._grouped_store.neighbor_groups(nodes, direction=self.config.direction))
+            found = self._grouped_store.neighbor_groups(nodes, direction=self.config.direction)
+            return sorted_groups(found, members=members)
         per_node = []
         for node in nodes:  # hubs: thousands of cached nodes, no await each
             cached = self._adjacency.get(node)
             per_node.append(cached if cached is not None else await self._cached_groups(node))
-        return sorted_groups(merge_groups(per_node))
+        return sorted_groups(merge_groups(per_node), members=members)
 
     async def group(self, node: NodeId, relation: str, direction: Dir) -> Sequence[NodeId] | None:
         """``node``'s distinct neighbors by ``relation`` in ``direction``, sorted (None: none that way)."""
@@ -298,10 +302,10 @@ class _Walk:
 
     # -- options -------------------------------------------------------------------------------
 
-    async def _neighbor_groups(self, nodes: Sequence[NodeId]) -> NeighborGroups:
+    async def _neighbor_groups(self, nodes: Sequence[NodeId], *, members: bool = True) -> NeighborGroups:
         """One adjacency read per node (counted against ``max_expansions``), grouped and merged."""
         self._count_expansions(len(nodes))
-        return await self.traverser.neighbor_groups(nodes)
+        return await self.traverser.neighbor_groups(nodes, members=members)
 
     def _count_expansions(self, n: int) -> None:
         """Count ``n`` adjacency reads; past the budget, stop at it and abort the walk."""
@@ -420,7 +424,8 @@ class _Walk:
 
     async def _relation_moves(self, beam: Beam) -> tuple[list[tuple[_Move, Any]], _Pruned, list[str]]:
         groups: dict[tuple[str, str], list[NodeId]] = {}
-        for key, targets in (await self._neighbor_groups(beam.frontier)).items():
+        # neighbors unsorted: only the previews and the chosen move's (in _apply) are sorted
+        for key, targets in (await self._neighbor_groups(beam.frontier, members=False)).items():
             if self.cfg.exclude_visited:
                 for node in self.start_set.intersection(targets):
                     targets.remove(node)  # a group holds each neighbor once
@@ -433,7 +438,7 @@ class _Walk:
             raw = [raw[i] for i in kept]
         k = self.cfg.leads_to_names
         shown_ids = beam.frontier[:3]
-        previews = [list(islice(m.reached or (), k)) for m in raw]
+        previews = [heapq.nsmallest(k, m.reached or ()) for m in raw]
         wanted = dict.fromkeys([*shown_ids, *(n for ids in previews for n in ids)])
         nodes = await self._remember(list(wanted))
 
@@ -616,7 +621,7 @@ class _Walk:
             self.reached.add(move.target)
             return child
         assert move.reached is not None
-        targets = move.reached
+        targets = sorted(move.reached)
         if len(targets) > self.cfg.max_frontier:
             targets = await self._cap_frontier(targets, step)
         child.hops.append(HopRef(move.relation, move.direction))
