@@ -10,6 +10,7 @@ from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import Extraction
 from graphwalk_core.ingest.ledger import LedgerEntry
 from graphwalk_core.ingest.sources.base import SkippedItem, SourceDocument
+from graphwalk_core.llm.base import LLMError
 from graphwalk_core.model import Edge, Node
 from graphwalk_core.model.usage import Usage
 
@@ -30,6 +31,12 @@ class Cost(BaseModel):
         self.output_tokens += usage.output_tokens
         if usage.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + usage.cost_usd
+
+    def add_failed(self, error: Exception) -> None:
+        """What a failed call still cost: an LLM's replies that never validated were billed all the same
+        (an :class:`~graphwalk_core.llm.base.LLMError` carries them); other failures cost nothing known."""
+        if isinstance(error, LLMError):
+            self.add(error.usage, calls=error.attempts)
 
     def plus(self, other: Cost) -> Cost:
         cost = (

@@ -43,7 +43,7 @@ from graphwalk_core.ingest.outputs import (
 )
 from graphwalk_core.ingest.resolution import chunk_edges, mention_node, mention_provenance, new_node_id
 from graphwalk_core.ingest.text import jaccard, name_words
-from graphwalk_core.llm.base import LLMBackend, LLMError, Message
+from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
 from graphwalk_core.model.merge import source_ids
 from graphwalk_core.stores.base import GraphStore, first_adjacent
@@ -354,8 +354,7 @@ class Router:
             )
         except BackendError as exc:
             log.warning("routing escalation failed for %s: %s", question.key, exc)
-            if isinstance(exc, LLMError):  # its replies were billed all the same
-                self.cost.add(exc.usage, calls=exc.attempts)
+            self.cost.add_failed(exc)
             return None
         self.cost.add(result.usage, calls=result.attempts)
         choice = result.parsed.choice if result.parsed is not None else None

@@ -47,7 +47,6 @@ from graphwalk_core.ingest.resolution import (
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
-from graphwalk_core.llm.base import LLMError
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, utf8_size
 
@@ -76,9 +75,10 @@ async def profile_source(source: Source) -> SourceProfile:
 def _extractor_version(extractor: Extractor | str | None, max_chars: int = DEFAULT_CHUNK_CHARS) -> str:
     """What a text document's extraction depends on: the extractor's version, and the chunk size when it is
     not the default (``nlp:1/chunks:500``), so a run with another size re-extracts text documents."""
-    version = (
-        NLP_VERSION if extractor is None else extractor if isinstance(extractor, str) else extractor.version
-    )
+    if extractor is None:
+        version = NLP_VERSION
+    else:
+        version = extractor if isinstance(extractor, str) else extractor.version
     return version if max_chars == DEFAULT_CHUNK_CHARS else f"{version}/chunks:{max_chars}"
 
 
@@ -247,8 +247,7 @@ async def extract_chunks(
             try:
                 result = await extractor.extract(chunk.text)
             except BackendError as exc:
-                if isinstance(exc, LLMError):  # its replies were billed all the same
-                    out.cost.add(exc.usage, calls=exc.attempts)
+                out.cost.add_failed(exc)
                 return ChunkExtraction(chunk=chunk, extractor=version, error=str(exc))
         out.cost.add(result.usage, calls=result.calls)
         if use_cache:
