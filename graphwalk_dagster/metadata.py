@@ -17,6 +17,16 @@ PREVIEW_ROWS = 10
 FLOAT_DIGITS = 4
 
 
+def latest_materialization(
+    instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str
+) -> dg.EventLogRecord | None:
+    """The record of the partition's latest materialization of ``asset_key`` (None: never materialized)."""
+    found = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1
+    ).records
+    return found[0] if found else None
+
+
 def display_float(value: float) -> float:
     """``value`` rounded to ``FLOAT_DIGITS`` significant digits (small costs keep their digits)."""
     return float(f"{value:.{FLOAT_DIGITS}g}")

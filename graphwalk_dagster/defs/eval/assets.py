@@ -27,7 +27,7 @@ from graphwalk_dagster.defs.shared.resources import (
     WarehouseResource,
     backends,
 )
-from graphwalk_dagster.metadata import embedded_image, preview, to_metadata
+from graphwalk_dagster.metadata import embedded_image, latest_materialization, preview, to_metadata
 
 
 class HubSplitConfig(dg.Config):
@@ -94,10 +94,8 @@ def _questions_config(context: dg.AssetExecutionContext, config: EvalQuestionsCo
     fail without its repo)."""
     if context.run.tags.get(AUTOMATION_TAG) != "true":
         return config
-    found = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=[context.partition_key]), limit=1
-    ).records
-    event = found[0].asset_materialization if found else None
+    latest = latest_materialization(context.instance, context.asset_key, context.partition_key)
+    event = latest.asset_materialization if latest is not None else None
     recorded = event.metadata.get("config") if event else None
     return EvalQuestionsConfig(**recorded.value) if isinstance(recorded, dg.JsonMetadataValue) else config
 

@@ -11,6 +11,7 @@ from graphwalk_core.ingest.sources.settle import SettleState, settle
 from graphwalk_core.ingest.sources.specs import SourceSpec
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION, source_partitions
 from graphwalk_dagster.defs.shared.resources import SourcesResource
+from graphwalk_dagster.metadata import latest_materialization
 
 #: The per-source chain (knowledge_graph follows it by its automation condition).
 INGEST_CHAIN = dg.AssetSelection.assets(
@@ -45,13 +46,11 @@ def fingerprint_or_note(spec: SourceSpec, sources_file: Path) -> tuple[str | Non
 def last_ingested(instance: dg.DagsterInstance, source_id: str) -> str | None:
     """The fingerprint the source had when its last applied ingest began: ``source_profile``'s
     ``fingerprint`` in the run of the partition's latest ``graph_updates`` (None: no such record)."""
-    latest = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey("graph_updates"), asset_partitions=[source_id]), limit=1
-    ).records
-    if not latest:
+    latest = latest_materialization(instance, dg.AssetKey("graph_updates"), source_id)
+    if latest is None:
         return None
     profile = dg.AssetKey("source_profile")
-    for entry in instance.all_logs(latest[0].run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
+    for entry in instance.all_logs(latest.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION):
         event = entry.asset_materialization
         if event is not None and event.asset_key == profile and event.partition == source_id:
             value = event.metadata.get("fingerprint")
