@@ -198,12 +198,13 @@ def _repoint(root: Path) -> str:
 
 
 @contextmanager
-def _query_errors(root: Path, moved_from: str | None = None) -> Iterator[None]:
-    """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong."""
+def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> Iterator[None]:
+    """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong (with
+    ``con``, a refusal caused by views of a moved warehouse says so)."""
     try:
         yield
     except duckdb.PermissionException as exc:
-        if moved_from is not None:
+        if con is not None and (moved_from := _moved_from(con, root)) is not None:
             raise InputError(
                 f"query failed: the views of {root / DB_NAME} read the tables under {moved_from}, where the "
                 f"warehouse was when they were made (moved, renamed or mounted elsewhere since?); any write "
@@ -234,7 +235,7 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
     _check_read_only(sql)
     con = connect(db, read_only=True)
     try:
-        with _query_errors(db.parent, _moved_from(con, db.parent)):
+        with _query_errors(db.parent, con):
             cursor = con.execute(sql)
         yield Rows(cursor, db.parent)
     finally:
