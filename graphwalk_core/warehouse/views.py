@@ -182,10 +182,15 @@ class Rows:
             yield batch
 
 
+def view_sql(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Each view of the database (not DuckDB's own) -> the SQL that defines it."""
+    return dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+
+
 def _moved_from(con: duckdb.DuckDBPyConnection, root: Path) -> str | None:
     """The folder graphwalk's views read when it is not ``root`` (the warehouse was moved, renamed or
     mounted elsewhere since they were made), else None."""
-    for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
+    for name, sql in view_sql(con).items():
         read = view_root(name, sql)
         if read is not None and read != root.resolve().as_posix():
             return read
