@@ -43,9 +43,9 @@ def _current(db: Path, root: Path, names: list[str]) -> bool:
         views = view_sql(con)
     finally:
         con.close()
-    ours = {name for name, sql in views.items() if _ours(name, sql)}
-    wanted = {name: f"read_parquet('{_pattern(root / name)}'" for name in names}
-    return ours == set(wanted) and all(text in views[name] for name, text in wanted.items())
+    reads = {name: view_root(name, sql) for name, sql in views.items()}
+    ours = {name: read for name, read in reads.items() if read is not None}
+    return ours == dict.fromkeys(names, root.as_posix())
 
 
 def _problem(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str | None:
