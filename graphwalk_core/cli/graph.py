@@ -45,13 +45,14 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
     there is an InputError unless ``replace``."""
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
+    from graphwalk_core.stores.parquet import table_path
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
         if is_parquet_graph(Path(text)) and not replace:
             nodes, edges, metadata = (
-                _rows(Path(text) / f"{t}.parquet") for t in ("nodes", "edges", "metadata")
+                _rows(table_path(Path(text), t)) for t in ("nodes", "edges", "metadata")
             )
             raise _held(text, (nodes, edges), metadata)
         store.save(text)

@@ -48,7 +48,7 @@ from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, utf8_size
+from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, over_bytes, utf8_size
 
 __all__ = [
     "ROUTING_VERSIONS",
@@ -130,7 +130,7 @@ async def diff_documents(
         if doc.id in seen:  # never silently: a skip keeps what the ledger holds under that id
             repeated.append(_repeated(doc))
             continue
-        if len(doc.id) * 4 > id_room and utf8_size(doc.id) > id_room:  # its ledger key no store keeps
+        if over_bytes(doc.id, id_room):  # its ledger key no store keeps
             repeated.append(_too_long(doc, id_room))
             continue
         seen.add(doc.id)

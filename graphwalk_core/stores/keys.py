@@ -43,13 +43,19 @@ def utf8_size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
+def over_bytes(text: str, limit: int) -> bool:
+    """Whether ``text`` is over ``limit`` UTF-8 bytes (one of at most ``limit / 4`` characters is not
+    encoded to tell: the check runs on every key written)."""
+    return len(text) * 4 > limit and utf8_size(text) > limit
+
+
 def index_key(key: str) -> str:
     """The indexed form of ``key``: the key itself when it is at most :data:`MAX_INDEX_KEY_BYTES` bytes of
     storable text (every graph written before keeps its keys), else its longest storable prefix of at most
     that many bytes, :data:`DIGEST_MARK` and the SHA-256 of the whole key (hex). A long key's form is
     longer than any key kept as it is, so the two never meet; a key found by it was written through it."""
     bad = UNSTORABLE.search(key)
-    if bad is None and (len(key) * 4 <= MAX_INDEX_KEY_BYTES or utf8_size(key) <= MAX_INDEX_KEY_BYTES):
+    if bad is None and not over_bytes(key, MAX_INDEX_KEY_BYTES):
         return key
     head = key if bad is None else key[: bad.start()]
     prefix = head.encode("utf-8")[:MAX_INDEX_KEY_BYTES].decode("utf-8", "ignore")
@@ -74,7 +80,8 @@ def _problem(what: str, text: str, limit: int | None) -> str | None:
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
         return f"its {what} {shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
-    if limit is not None and len(text) * 4 > limit and (size := utf8_size(text)) > limit:
+    if limit is not None and over_bytes(text, limit):
+        size = utf8_size(text)
         return f"its {what} {shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
     return None
 

@@ -15,7 +15,7 @@ import duckdb
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse.layout import DB_NAME, table_names, view_root
-from graphwalk_core.warehouse.views import connect, unreadable_parquet
+from graphwalk_core.warehouse.views import connect, unreadable_parquet, view_sql
 
 
 def _pattern(table_dir: Path) -> str:
@@ -40,12 +40,12 @@ def _current(db: Path, root: Path, names: list[str]) -> bool:
         return False
     con = connect(db, read_only=True)
     try:
-        views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+        views = view_sql(con)
     finally:
         con.close()
-    ours = {name for name, sql in views.items() if _ours(name, sql)}
-    wanted = {name: f"read_parquet('{_pattern(root / name)}'" for name in names}
-    return ours == set(wanted) and all(text in views[name] for name, text in wanted.items())
+    reads = {name: view_root(name, sql) for name, sql in views.items()}
+    ours = {name: read for name, read in reads.items() if read is not None}
+    return ours == dict.fromkeys(names, root.as_posix())
 
 
 def _problem(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str | None:
@@ -84,7 +84,7 @@ def refresh_views(root: Path) -> list[str]:
     con = connect(db, read_only=False)
     try:
         problems = {name: _problem(con, root, name) for name in names}
-        views = dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+        views = view_sql(con)
         con.execute("BEGIN")
         for stale in sorted(set(views) - set(names)):
             if _ours(stale, views[stale]):

@@ -182,10 +182,15 @@ class Rows:
             yield batch
 
 
+def view_sql(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Each view of the database (not DuckDB's own) -> the SQL that defines it."""
+    return dict(con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall())
+
+
 def _moved_from(con: duckdb.DuckDBPyConnection, root: Path) -> str | None:
     """The folder graphwalk's views read when it is not ``root`` (the warehouse was moved, renamed or
     mounted elsewhere since they were made), else None."""
-    for name, sql in con.execute("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal").fetchall():
+    for name, sql in view_sql(con).items():
         read = view_root(name, sql)
         if read is not None and read != root.resolve().as_posix():
             return read
@@ -198,12 +203,13 @@ def _repoint(root: Path) -> str:
 
 
 @contextmanager
-def _query_errors(root: Path, moved_from: str | None = None) -> Iterator[None]:
-    """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong."""
+def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> Iterator[None]:
+    """DuckDB's errors while running or reading a query, as ``InputError``s saying what went wrong (with
+    ``con``, a refusal caused by views of a moved warehouse says so)."""
     try:
         yield
     except duckdb.PermissionException as exc:
-        if moved_from is not None:
+        if con is not None and (moved_from := _moved_from(con, root)) is not None:
             raise InputError(
                 f"query failed: the views of {root / DB_NAME} read the tables under {moved_from}, where the "
                 f"warehouse was when they were made (moved, renamed or mounted elsewhere since?); any write "
@@ -234,7 +240,7 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
     _check_read_only(sql)
     con = connect(db, read_only=True)
     try:
-        with _query_errors(db.parent, _moved_from(con, db.parent)):
+        with _query_errors(db.parent, con):
             cursor = con.execute(sql)
         yield Rows(cursor, db.parent)
     finally:

@@ -100,12 +100,11 @@ def source_fingerprint(spec: SourceSpec) -> str:
     unset = set() if spec.allow_empty else {"allow_empty"}
     parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir", *unset})]
     paths = _local_paths(spec)
-    if paths is not None and spec.kind == "sql" and paths[0][1].is_file() and _holds_graph(paths[0][1]):
+    database = paths[0][1] if paths is not None and spec.kind == "sql" else None
+    if paths is None or (database is not None and database.is_file() and _holds_graph(database)):
         parts.append(asyncio.run(_document_hashes(spec)))
-        paths = paths[1:]  # the mapping file's bytes
-    elif paths is None:
-        parts.append(asyncio.run(_document_hashes(spec)))
-    elif spec.kind == "sql" and (wal := paths[0][1].with_name(paths[0][1].name + "-wal")).is_file():
+        paths = (paths or [])[1:]  # the mapping file's bytes
+    elif database is not None and (wal := database.with_name(database.name + "-wal")).is_file():
         parts.append(_files(wal))  # in WAL mode, the latest commits are there until a checkpoint
-    parts += [_files(p) for _, p in paths or []]
+    parts += [_files(p) for _, p in paths]
     return content_hash(parts)
