@@ -19,7 +19,9 @@ from graphwalk_core.ingest.outputs import DIFF_STATUSES, DocumentDiff
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.parquet import TABLES, export_parquet
 from graphwalk_core.stores.triples import write_triples
-from graphwalk_core.warehouse import Warehouse, query, refresh_views
+from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse.layout import cut_short
+from graphwalk_core.warehouse.swap import swap_in
 
 LEDGER_SCHEMA = pa.schema(
     [
@@ -37,6 +39,8 @@ TRIPLES_FILE = "knowledge_graph_triples.txt"
 PUBLISH_LOCK = ".publish.lock"
 #: The prefix of the folder a publish exports into: hidden, so no view is ever made over it.
 EXPORT_PREFIX = ".publish-"
+#: The folder of the export folder the store is exported into (hidden: the tables are staged beside it).
+EXPORT_STORE = ".store"
 
 _TRIPLES_SQL = """
 SELECT s.name, e.type, t.name
@@ -66,18 +70,21 @@ async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, in
     state of the store, read once the lock is held: two runs publishing at once could otherwise leave
     one's nodes beside the other's edges, or an older graph over a newer one. The store is exported
     into a hidden folder of the warehouse (a ``tmp…`` one became a table for any view refresh meanwhile,
-    and for good when the run was killed); one a killed run left is removed by the next publish."""
+    and for good when the run was killed), and the tables are staged there and replaced together
+    (:meth:`Warehouse.replace`: a query sees the whole old graph or the whole new one). One such folder
+    a killed run left is removed by the next publish, which first finishes moving its tables in when
+    the run was killed doing so."""
     warehouse.root.mkdir(parents=True, exist_ok=True)
     with FileLock(warehouse.root / PUBLISH_LOCK):
         for stale in sorted(warehouse.root.glob(f"{EXPORT_PREFIX}*")):  # a killed publish's (lock held)
+            if stale in cut_short(warehouse.root):
+                swap_in(warehouse.root, stale)
             shutil.rmtree(stale, ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix=EXPORT_PREFIX, dir=warehouse.root) as tmp:
-            await export_parquet(store, tmp)
-            tables = {name: pq.read_table(Path(tmp) / f"{name}.parquet") for name in TABLES}
-        tables["ledger"] = ledger_table(tables["metadata"])
-        for name, table in tables.items():
-            warehouse.write(name, table, refresh=False)
-        refresh_views(warehouse.root)
+            exported = await export_parquet(store, Path(tmp) / EXPORT_STORE)
+            tables = {name: pq.read_table(exported / f"{name}.parquet") for name in TABLES}
+            tables["ledger"] = ledger_table(tables["metadata"])
+            warehouse.replace(tables, Path(tmp))
     return {name: table.num_rows for name, table in tables.items()}
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 PART_FILE = "part-0.parquet"
 DB_NAME = "warehouse.duckdb"
+#: The file a staging folder holds while its tables move into the warehouse (see ``warehouse.swap``).
+SWAPPING = ".swapping"
 TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: The reader in graphwalk's view of a table: ``read_parquet('<root>/<name>/**/*.parquet'``.
 VIEW_READER = re.compile(
@@ -31,4 +33,13 @@ def table_names(root: Path) -> list[str]:
         p.name
         for p in root.iterdir()
         if p.is_dir() and TABLE_NAME.match(p.name) and next(p.rglob("*.parquet"), None) is not None
+    )
+
+
+def cut_short(root: Path) -> list[Path]:
+    """The staging folders (hidden, directly under ``root``) whose tables a killed swap left part moved in."""
+    return sorted(
+        marker.parent
+        for marker in root.glob(f".*/{SWAPPING}")
+        if next(marker.parent.glob(f"*/{PART_FILE}"), None) is not None
     )

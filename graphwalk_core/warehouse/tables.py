@@ -20,6 +20,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic
 from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, table_names
 from graphwalk_core.warehouse.refresh import refresh_views
+from graphwalk_core.warehouse.swap import swap_in
 
 #: The value DuckDB and pyarrow read as NULL (Hive's name for a NULL partition value).
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
@@ -99,6 +100,14 @@ class Warehouse:
         if refresh:
             refresh_views(self.root)
         return path
+
+    def replace(self, tables: Mapping[str, pa.Table], staging: Path) -> None:
+        """Replace the (unpartitioned) ``tables`` together, so that a query sees all of them old or all new
+        (see :mod:`~graphwalk_core.warehouse.swap`); they are staged in ``staging``, a new hidden folder
+        directly under the warehouse folder."""
+        for name, table in tables.items():
+            write_table_atomic(table, staging / self.partition_dir(name).name / PART_FILE)
+        swap_in(self.root, staging)
 
     def read(self, table: str, partition: Mapping[str, str] | None = None) -> pa.Table:
         """One partition's rows (without partition columns)."""

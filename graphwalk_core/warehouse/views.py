@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import duckdb
 
 from graphwalk_core.errors import BackendError, InputError
-from graphwalk_core.warehouse.layout import DB_NAME, table_names, view_root
+from graphwalk_core.warehouse.layout import DB_NAME, cut_short, table_names, view_root
 
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
@@ -238,8 +238,14 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
             )
         raise InputError(f"no warehouse database at {db}: materialize something first (graphwalk demo)")
     _check_read_only(sql)
-    con = connect(db, read_only=True)
+    con = connect(db, read_only=True)  # no tables move in while it is open (warehouse.swap)
     try:
+        if killed := cut_short(db.parent):
+            raise InputError(
+                f"the warehouse tables under {db.parent} are part old, part new: a publish was killed while "
+                f"moving its tables in (they wait in {killed[0]}); the next publish finishes it "
+                "(materialize knowledge_graph)"
+            )
         with _query_errors(db.parent, con):
             cursor = con.execute(sql)
         yield Rows(cursor, db.parent)

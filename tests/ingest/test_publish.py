@@ -3,19 +3,43 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
+from contextlib import nullcontext
 from itertools import pairwise
 from pathlib import Path
 
 import pytest
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.ingest import publish
 from graphwalk_core.model import Edge, Node, Provenance
 from graphwalk_core.stores import MemoryGraphStore
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.warehouse import Warehouse, query, refresh_views
+from graphwalk_core.warehouse.layout import PART_FILE
 
 P = Provenance(source_id="doc/1")
+#: Another process running one query, not waiting for the warehouse's lock: its rows, or its error's type.
+READER = """
+import sys
+from graphwalk_core.warehouse import query, views
+views._LOCK_RETRIES = 1
+try:
+    print(query(sys.argv[1], sys.argv[2]).rows)
+except Exception as exc:
+    print(type(exc).__name__)
+"""
+
+
+class Killed(BaseException):
+    """The process killed (no ``except Exception`` catches it)."""
+
+
+#: The edges whose source is no node.
+DANGLING = "SELECT count(*) FROM edges WHERE source NOT IN (SELECT id FROM nodes)"
 
 
 async def graph(*names: str) -> MemoryGraphStore:
@@ -76,4 +100,71 @@ def test_the_export_folder_is_never_a_table(tmp_path: Path, monkeypatch: pytest.
     asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
     assert seen == [[]]
     assert warehouse.tables() == ["conflicts", "edges", "ledger", "metadata", "nodes", "provenance"]
+    assert not killed.exists()
+
+
+def test_a_query_during_a_publish_sees_one_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each table's file was replaced on its own, so a query run meanwhile joined the new nodes with the
+    old edges (an edge to no node). The tables now move in while warehouse.duckdb's write lock is held:
+    no query runs in between (one that tries waits; this one is told not to wait)."""
+    warehouse = Warehouse(tmp_path)
+    asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
+    replace = os.replace
+    seen: list[str] = []
+
+    def replace_then_query(src: str | Path, dst: str | Path) -> None:
+        replace(src, dst)
+        if Path(dst) == tmp_path / "nodes" / PART_FILE:
+            reader = [sys.executable, "-c", READER, str(tmp_path), DANGLING]
+            seen.append(subprocess.run(reader, capture_output=True, text=True, check=True).stdout.strip())
+
+    monkeypatch.setattr(os, "replace", replace_then_query)
+    asyncio.run(publish.publish_graph(asyncio.run(graph("x", "y", "z")), warehouse))
+    assert seen == ["BackendError"]
+    assert query(tmp_path, f"SELECT (SELECT list(id ORDER BY id) FROM nodes), ({DANGLING})").rows == [
+        (["x", "y", "z"], 0)
+    ]
+
+
+def test_a_publish_killed_while_moving_its_tables_in_is_finished(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publish killed between two tables left new nodes beside old edges for good, and queries ran on
+    them. Queries now refuse, naming the folder, and the next publish first moves the rest in (here that
+    publish then fails: the warehouse holds the killed one's graph, whole)."""
+    warehouse = Warehouse(tmp_path)
+    asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
+    killed = tmp_path / f"{publish.EXPORT_PREFIX}killed"
+    replace = os.replace
+
+    def left_behind(**_: object) -> nullcontext[str]:  # a killed run's is not removed
+        killed.mkdir()
+        return nullcontext(str(killed))
+
+    def replace_then_die(src: str | Path, dst: str | Path) -> None:
+        replace(src, dst)
+        if Path(dst) == tmp_path / "nodes" / PART_FILE:
+            raise Killed
+
+    monkeypatch.setattr(publish.tempfile, "TemporaryDirectory", left_behind)
+    monkeypatch.setattr(os, "replace", replace_then_die)
+    with pytest.raises(Killed):
+        asyncio.run(publish.publish_graph(asyncio.run(graph("x", "y", "z")), warehouse))
+    monkeypatch.undo()
+    with pytest.raises(InputError) as error:
+        query(tmp_path, DANGLING)
+    assert str(error.value) == (
+        f"the warehouse tables under {tmp_path} are part old, part new: a publish was killed while moving "
+        f"its tables in (they wait in {killed}); the next publish finishes it (materialize knowledge_graph)"
+    )
+
+    async def unreachable(*_: object) -> Path:
+        raise InputError("graph store unreachable")
+
+    monkeypatch.setattr(publish, "export_parquet", unreachable)
+    with pytest.raises(InputError, match="unreachable"):
+        asyncio.run(publish.publish_graph(asyncio.run(graph("p", "q")), warehouse))
+    assert query(tmp_path, f"SELECT (SELECT list(id ORDER BY id) FROM nodes), ({DANGLING})").rows == [
+        (["x", "y", "z"], 0)
+    ]
     assert not killed.exists()
