@@ -234,18 +234,26 @@ async def edge_between(store: GraphStore, source: NodeId, type: str, target: Nod
     return await store.get_edge(edge_id(source, type, target))
 
 
-def _key_order(entry: Adjacent) -> tuple[bool, str, str]:
+def group_order(key: GroupKey) -> tuple[bool, str]:
+    """The one order of a node's adjacency, whatever store read it (the memory store keeps insertion
+    order, the SQL store key order): outgoing before incoming, then by relation; within a group, by
+    neighbor (:func:`adjacency_order`). The traversal engine's options and cards both follow it."""
+    relation, side = key
+    return (side != "out", relation)
+
+
+def adjacency_order(entry: Adjacent) -> tuple[bool, str, str]:
+    """:func:`group_order` for one adjacency entry: its group, then its neighbor."""
     relation, neighbor, side = entry
-    return (False, relation, neighbor) if side == "out" else (True, neighbor, relation)
+    return (*group_order((relation, side)), neighbor)
 
 
 async def first_adjacent(store: GraphStore, node_id: NodeId, limit: int) -> list[Adjacent]:
-    """Up to ``limit`` of ``node_id``'s adjacency entries, the same ones from every store: outgoing by
-    (relation, neighbor), then incoming by (neighbor, relation), the order of the SQL store's keys (the
-    memory store gives insertion order). For what a caller shows of a node, e.g. a decider's card."""
+    """Up to ``limit`` of ``node_id``'s adjacency entries, the same ones from every store: the first in
+    :func:`adjacency_order`. For what a caller shows of a node, e.g. a decider's card."""
     if limit <= 0:
         return []
-    return heapq.nsmallest(limit, await store.adjacent(node_id), key=_key_order)
+    return heapq.nsmallest(limit, await store.adjacent(node_id), key=adjacency_order)
 
 
 def group_adjacent(entries: Iterable[Adjacent]) -> NeighborGroups:

@@ -35,6 +35,7 @@ from graphwalk_core.stores.base import (
     GroupedAdjacency,
     NeighborGroups,
     group_adjacent,
+    group_order,
     merge_groups,
     offers,
 )
@@ -82,10 +83,9 @@ class _Prepared:
 
 
 def sorted_groups(groups: NeighborGroups, *, members: bool = True) -> NeighborGroups:
-    """``groups`` in one order whatever store read them (the memory store keeps insertion order, the
-    SQL store key order): outgoing before incoming, then by relation; each group's neighbors sorted
+    """``groups`` in :func:`~graphwalk_core.stores.base.group_order`, each group's neighbors sorted
     (``members=False``: new lists in the store's order, for a caller that sorts what it uses)."""
-    keys = sorted(groups, key=lambda k: (k[1] != "out", k[0]))
+    keys = sorted(groups, key=group_order)
     return {key: sorted(groups[key]) if members else list(groups[key]) for key in keys}
 
 

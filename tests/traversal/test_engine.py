@@ -11,7 +11,7 @@ from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.model import Edge, edge_id
-from graphwalk_core.stores.base import upsert_many
+from graphwalk_core.stores.base import first_adjacent, upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
@@ -325,4 +325,24 @@ async def test_walks_agree_on_the_memory_and_sql_stores(
         memory, *others = (w.model_dump(exclude={"trace": {"totals": {"wall_s"}}}) for w in walks)
         assert others == [memory, memory]
         assert memory["trace"]["steps"] and memory["answers"]
+    await sql.close()
+
+
+async def test_cards_show_a_node_s_adjacency_in_the_order_walks_read_it(tmp_path: Path) -> None:
+    """Cards (routing, entry, node documents) listed incoming entries by neighbor, then relation, and the
+    engine by relation, then neighbor: two canonical orders. Both now follow ``adjacency_order``."""
+    triples = [("Z", "wrote", "Hub"), ("B", "starred", "Hub"), ("Hub", "by", "Y"), ("A", "wrote", "Hub")]
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    memory = graph(triples)
+    await upsert_many(sql, [n async for n in memory.iter_nodes()], [e async for e in memory.iter_edges()])
+    for store in (memory, sql):
+        groups = await Traverser(store, FakeDecisionBackend()).neighbor_groups(["Hub"])
+        walked = [(relation, n, side) for (relation, side), members in groups.items() for n in members]
+        assert walked == [
+            ("by", "Y", "out"),
+            ("starred", "B", "in"),
+            ("wrote", "A", "in"),
+            ("wrote", "Z", "in"),
+        ]
+        assert [tuple(a) for a in await first_adjacent(store, "Hub", 9)] == walked
     await sql.close()
