@@ -6,8 +6,10 @@ the published graph read back as triples.
 
 from __future__ import annotations
 
+import secrets
 import shutil
-import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,6 +65,24 @@ def ledger_table(metadata: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
 
 
+@contextmanager
+def export_folder(root: Path) -> Iterator[Path]:
+    """A new folder ``<root>/.publish-<random>`` for one publish, removed after it. Made with mode
+    0777 & ~umask, like the table folders: ``mkdtemp``'s 0700 kept the others sharing a warehouse from
+    removing (or finishing moving in) one a killed run left."""
+    while True:
+        folder = root / f"{EXPORT_PREFIX}{secrets.token_hex(6)}"
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            continue
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, int]:
     """Replace the graph tables (and ``ledger``) with the store's contents; row count per table.
 
@@ -80,11 +100,11 @@ async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, in
             if stale in cut_short(warehouse.root):
                 swap_in(warehouse.root, stale)
             shutil.rmtree(stale, ignore_errors=True)
-        with tempfile.TemporaryDirectory(prefix=EXPORT_PREFIX, dir=warehouse.root) as tmp:
-            exported = await export_parquet(store, Path(tmp) / EXPORT_STORE)
+        with export_folder(warehouse.root) as tmp:
+            exported = await export_parquet(store, tmp / EXPORT_STORE)
             tables = {name: pq.read_table(exported / f"{name}.parquet") for name in TABLES}
             tables["ledger"] = ledger_table(tables["metadata"])
-            warehouse.replace(tables, Path(tmp))
+            warehouse.replace(tables, tmp)
     return {name: table.num_rows for name, table in tables.items()}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -137,16 +138,16 @@ def test_a_publish_killed_while_moving_its_tables_in_is_finished(
     killed = tmp_path / f"{publish.EXPORT_PREFIX}killed"
     replace = os.replace
 
-    def left_behind(**_: object) -> nullcontext[str]:  # a killed run's is not removed
+    def left_behind(_: Path) -> nullcontext[Path]:  # a killed run's is not removed
         killed.mkdir()
-        return nullcontext(str(killed))
+        return nullcontext(killed)
 
     def replace_then_die(src: str | Path, dst: str | Path) -> None:
         replace(src, dst)
         if Path(dst) == tmp_path / "nodes" / PART_FILE:
             raise Killed
 
-    monkeypatch.setattr(publish.tempfile, "TemporaryDirectory", left_behind)
+    monkeypatch.setattr(publish, "export_folder", left_behind)
     monkeypatch.setattr(os, "replace", replace_then_die)
     with pytest.raises(Killed):
         asyncio.run(publish.publish_graph(asyncio.run(graph("x", "y", "z")), warehouse))
@@ -168,3 +169,23 @@ def test_a_publish_killed_while_moving_its_tables_in_is_finished(
         (["x", "y", "z"], 0)
     ]
     assert not killed.exists()
+
+
+def test_the_export_folder_is_shared_like_the_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The export folder was made 0700 (``mkdtemp``): one a killed run left could not be removed, nor its
+    tables moved in, by the others sharing the warehouse (umask 002). It now gets 0777 & ~umask."""
+    exporting = publish.export_parquet
+    modes: list[str] = []
+
+    async def export_noting_the_mode(store: GraphStore, directory: str | Path) -> Path:
+        modes.append(oct(stat.S_IMODE(Path(directory).parent.stat().st_mode)))
+        return await exporting(store, directory)
+
+    monkeypatch.setattr(publish, "export_parquet", export_noting_the_mode)
+    old = os.umask(0o002)
+    try:
+        asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), Warehouse(tmp_path)))
+    finally:
+        os.umask(old)
+    assert modes == ["0o775"]
+    assert not list(tmp_path.glob(f"{publish.EXPORT_PREFIX}*"))
