@@ -55,7 +55,9 @@ DEFAULT_ROUTE_THRESHOLD = 0.6
 #: re-extracts it. jev:2 vetoes fuzzy candidates with incompatible names (jev:1 asked about every one);
 #: exact:2 and jev:3 merge a mention no question is asked about into a node of its name an earlier
 #: mention of the chunk made (a repeated year, a pinned node's name): the earlier versions gave it its own.
-ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:2", "jev": "jev:3"}
+#: jev:4 shows a node's links on its card in the order walks read them (``stores.base.adjacency_order``):
+#: a card listed incoming links by neighbor first, so a node with many showed other links to the decider.
+ROUTING_VERSIONS: dict[str, str] = {"exact": "exact:2", "jev": "jev:4"}
 NEW = "NEW"
 #: Card and state keys the local decider skips (see :func:`routing_decider`).
 LOCAL_SKIP_KEYS = frozenset({"passage", "description", "summary", "relations", "note", "type", "aliases"})

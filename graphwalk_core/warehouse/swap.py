@@ -16,11 +16,15 @@ from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, SWAPPING
 from graphwalk_core.warehouse.refresh import refresh_views
 from graphwalk_core.warehouse.views import connect
 
+#: Seconds a swap waits for the DuckDB sessions open on the warehouse (a query, the DuckDB CLI) to close:
+#: longer than a query's wait, since a publish that gives up fails its whole run.
+SWAP_TIMEOUT_S = 120.0
+
 
 def swap_in(root: Path, staging: Path) -> list[str]:
     """Move the tables staged in ``staging`` (``<table>/part-0.parquet``) into the warehouse at ``root``,
     all while holding the database's write lock; then refresh the views. Finishes a killed swap too."""
-    con = connect(root / DB_NAME, read_only=False)
+    con = connect(root / DB_NAME, read_only=False, timeout_s=SWAP_TIMEOUT_S)
     try:
         marker = staging / SWAPPING
         marker.touch()

@@ -23,8 +23,10 @@ from graphwalk_core.warehouse.layout import DB_NAME, cut_short, table_names, vie
 #: Write the oldest storage format current DuckDB releases read, so the stand-alone ``duckdb`` CLI
 #: (the duckdb-cli package, which can lag the Python package) opens the warehouse too.
 _STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
-_LOCK_RETRIES = 50
+#: Seconds between two attempts to open a database another process holds locked.
 _LOCK_WAIT_S = 0.1
+#: Seconds ``connect`` waits for another process's lock by default (a refresh, a query).
+LOCK_TIMEOUT_S = 5.0
 #: Rows fetched from DuckDB at once when a result is read through.
 FETCH_ROWS = 10_000
 
@@ -61,9 +63,12 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
     return con
 
 
-def connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open the database sandboxed to its folder, waiting while another process holds its write lock."""
-    for attempt in range(_LOCK_RETRIES):
+def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
+    """Open the database sandboxed to its folder, waiting up to ``timeout_s`` (None: :data:`LOCK_TIMEOUT_S`)
+    while another process holds a lock on it (a writer excludes every session; a read-only one, writers)."""
+    timeout_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    attempts = max(1, round(timeout_s / _LOCK_WAIT_S))
+    for attempt in range(attempts):
         try:
             config = {} if read_only else _STORAGE_CONFIG
             con = duckdb.connect(str(db), read_only=read_only, config=config)
@@ -75,9 +80,9 @@ def connect(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
                     "file; it holds only views over the Parquet tables, so removing it is safe (the next "
                     "materialization rebuilds it)"
                 ) from None
-            if attempt == _LOCK_RETRIES - 1:
+            if attempt == attempts - 1:
                 raise BackendError(
-                    f"{db} stayed locked by another process for {_LOCK_RETRIES * _LOCK_WAIT_S:.0f}s "
+                    f"{db} stayed locked by another process for {timeout_s:.0f}s "
                     "(close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)

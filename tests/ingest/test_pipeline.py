@@ -371,7 +371,7 @@ async def test_jev_routing_of_one_chunks_repeated_literal_is_versioned(tmp_path:
     await write_entry(store, "films", entry.model_copy(update={"routing": "jev:2"}))
     report = await jev()
     assert (report.changed, report.unchanged) == (1, 0)
-    assert (await read_ledger(store, "films"))[doc_id].routing == "jev:3"
+    assert (await read_ledger(store, "films"))[doc_id].routing == "jev:4"
 
 
 async def test_a_run_holds_one_window_of_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -520,7 +520,7 @@ async def test_the_ledger_records_the_routing_behaviour_and_reroutes_when_it_cha
     store, decider = MemoryGraphStore(), FakeDecisionBackend(script=same_name_script)
     await run(tmp_path, store, ScriptedExtractor(), decider)
     ledger = await read_ledger(store, "docs")
-    assert {e.routing for e in ledger.values()} == {"jev:3"}
+    assert {e.routing for e in ledger.values()} == {"jev:4"}
     assert (await run(tmp_path, store, ScriptedExtractor(), decider)).unchanged == 3
     old = ledger["a.txt"].model_copy(update={"routing": "jev:1"})
     await write_entry(store, "docs", old)

@@ -27,7 +27,7 @@ P = Provenance(source_id="doc/1")
 READER = """
 import sys
 from graphwalk_core.warehouse import query, views
-views._LOCK_RETRIES = 1
+views.LOCK_TIMEOUT_S = 0.1
 try:
     print(query(sys.argv[1], sys.argv[2]).rows)
 except Exception as exc:
@@ -189,3 +189,32 @@ def test_the_export_folder_is_shared_like_the_tables(tmp_path: Path, monkeypatch
         os.umask(old)
     assert modes == ["0o775"]
     assert not list(tmp_path.glob(f"{publish.EXPORT_PREFIX}*"))
+
+
+def test_a_publish_outwaits_a_query_longer_than_a_query_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A publish needs every DuckDB session on the warehouse closed; a query open for longer than a query's
+    own wait for the lock must delay the publish, not fail it (the run would fail for a reader's sake)."""
+    from graphwalk_core.warehouse import swap, views
+
+    warehouse = Warehouse(tmp_path)
+    asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
+    monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(swap, "SWAP_TIMEOUT_S", 30.0)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb, time; c = duckdb.connect({str(warehouse.db_path)!r}, read_only=True); "
+            "print(1, flush=True); time.sleep(1.5)",
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+        asyncio.run(publish.publish_graph(asyncio.run(graph("x", "y")), warehouse))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert query(tmp_path, "SELECT list(id ORDER BY id) FROM nodes").rows == [(["x", "y"],)]

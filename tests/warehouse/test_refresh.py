@@ -39,7 +39,7 @@ def test_a_write_does_not_wait_for_a_read_only_session(
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}], {"k": "x"})
     with duckdb_session(wh.db_path, read_only=True):
-        monkeypatch.setattr(views, "_LOCK_RETRIES", 2)
+        monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 0.2)
         wh.write("t", [{"a": 2}], {"k": "x"})
         wh.write("t", [{"a": 3, "b": "new column"}], {"k": "y"})
         rows = query(tmp_path, "select k, a, b from t order by k").rows

@@ -147,7 +147,7 @@ def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}])
     with duckdb_session(wh.db_path, read_only=False):
-        monkeypatch.setattr(views, "_LOCK_RETRIES", 2)
+        monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 0.2)
         with pytest.raises(BackendError, match="stayed locked by another process"):
             wh.write("t", [{"a": 2}])
     # the Parquet file was replaced before the view refresh failed; the next refresh picks it up
