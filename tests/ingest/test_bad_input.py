@@ -4,6 +4,7 @@ nothing) and a document that failed to parse is never a deleted document; one ru
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -448,6 +449,43 @@ async def test_links_not_followed_and_folders_not_listed_keep_their_documents(
     gone = await run()
     assert (gone.deleted, gone.kept, gone.skipped) == (3, 0, [])
     assert await names(store) == ["Ann locked"]
+
+
+async def test_a_file_replaced_by_a_fifo_or_socket_is_a_skip_that_keeps_its_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A FIFO or socket where a file was (reading it could block) was left out of the listing in silence,
+    so the file's documents were retracted. Each is now a skip naming it and what it is, which keeps them;
+    once it is removed, the next run deletes them."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name, who in (("a.txt", "Ann Lee"), ("b.txt", "Bob Ray"), ("c.txt", "Cal Fox")):
+        (src / name).write_text(f"E {who}|person\n", encoding="utf-8")
+    store, extractor = MemoryGraphStore(), ScriptedExtractor()
+
+    async def run() -> IngestReport:
+        return await ingest(FileSource(src, source_id="docs"), store, extractor=extractor, routing="exact")
+
+    assert (await run()).new == 3
+    before = await graph_tables(store, "docs")
+    monkeypatch.chdir(src)  # a socket's path has a length limit: bound by its relative name
+    (src / "a.txt").unlink()
+    os.mkfifo(src / "a.txt")
+    (src / "b.txt").unlink()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind("b.txt")
+        report = await run()
+        assert [s.describe() for s in report.skipped] == [
+            "a.txt: a named pipe (FIFO), not a regular file: not read (reading it could block)",
+            "b.txt: a socket, not a regular file: not read (reading it could block)",
+        ]
+        assert (report.new, report.changed, report.deleted, report.kept) == (0, 0, 0, 2)
+        assert await graph_tables(store, "docs") == before
+    for name in ("a.txt", "b.txt"):
+        (src / name).unlink()
+    gone = await run()
+    assert (gone.deleted, gone.kept, gone.skipped) == (2, 0, [])
+    assert await names(store) == ["Cal Fox"]
 
 
 async def test_a_source_folder_that_cannot_be_listed_is_an_error(

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from graphwalk_core.eval.report import RESULTS_SCHEMA
 from graphwalk_core.eval.tables import result_problems
@@ -15,7 +16,7 @@ from graphwalk_core.ingest.graph_checks import (
     ledger_has_documents,
 )
 from graphwalk_core.ingest.sources.fingerprints import missing_paths, source_fingerprint
-from graphwalk_core.ingest.sources.specs import load_sources
+from graphwalk_core.ingest.sources.specs import SourceSpec, load_sources
 from graphwalk_core.warehouse import Warehouse
 
 
@@ -184,3 +185,33 @@ def test_a_sqlite_source_in_wal_mode_is_fingerprinted_with_its_log(tmp_path: Pat
         assert source_fingerprint(spec) != before
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("where", ["postgresql", "sqlite-url", "sqlite-path"])
+def test_a_sql_sources_mapping_file_is_part_of_its_fingerprint(
+    where: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A database reached by URL was fingerprinted by its documents' hashes alone: its mapping file was
+    left out, so editing the mapping (a type, which no row's hash holds) started no run. A remote
+    database's mapping file is hashed as a local database's is, and a missing one is named."""
+    import sqlalchemy as sa
+
+    if where == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'films.sqlite'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT)"))
+        conn.execute(sa.text("INSERT INTO films VALUES (1, 'Heat')"))
+    engine.dispose()
+    mapping = tmp_path / "films.yaml"
+    mapping.write_text("films: {name: title, type: film}\n", encoding="utf-8")
+    path = "films.sqlite" if where == "sqlite-path" else url
+    spec = SourceSpec(id="db", kind="sql", path_or_url=path, mapping="films.yaml", base_dir=str(tmp_path))
+    before = source_fingerprint(spec)
+    assert source_fingerprint(spec) == before
+    mapping.write_text("films: {name: title, type: movie}\n", encoding="utf-8")
+    assert source_fingerprint(spec) != before
+    mapping.unlink()
+    assert missing_paths(spec) == [("films.yaml", mapping)]

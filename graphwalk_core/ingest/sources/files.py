@@ -13,6 +13,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
@@ -62,6 +63,15 @@ MID_WRITE = (
 #: Entries of the folder that cannot be read: skips that keep their documents (``docs/guarantees.md``).
 LINKED_FOLDER = "a symbolic link to a folder, not followed (ingest its target as a source of its own)"
 DEAD_LINK = "a symbolic link to nothing (its target is missing, or it loops)"
+#: A FIFO, socket or device (or a link to one) where a file may have been: reading it could block.
+NOT_A_FILE = "a {kind}, not a regular file: not read (reading it could block)"
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "named pipe (FIFO)"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISDIR, "folder"),  # a file replaced by a folder while the folder was listed
+)
 #: A path that is not UTF-8 (Linux allows any bytes in a name): its document id could not be stored.
 NOT_UTF8_NAME = "its path is not UTF-8, so it cannot be a document id: rename it"
 #: A path holding a control character or line break (a newline is allowed in a Linux name): as a document
@@ -102,9 +112,9 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
     """``(relative path, path, why it cannot be read or None)`` of every file of a source folder (or the
     one file ``root``), sorted by path; hidden files and folders aside. Passed over in silence, these
     would lose their documents, so each is an entry whose skip keeps them: a link to a folder (not
-    followed: it may loop or leave the source), a link to nothing, a folder that cannot be listed, an
-    entry that cannot be examined (its folder lists but cannot be entered). An unlistable source folder
-    is an InputError."""
+    followed: it may loop or leave the source), a link to nothing, a FIFO, socket or device (not read: it
+    could block), a folder that cannot be listed, an entry that cannot be examined (its folder lists but
+    cannot be entered). An unlistable source folder is an InputError."""
     if root.is_file():
         return [(root.name, root, None)]
     out: list[tuple[str, Path, str | None]] = []
@@ -146,13 +156,20 @@ def source_files(root: Path) -> list[tuple[str, Path, str | None]]:
                 continue
             try:
                 dead = path.is_symlink() and not path.exists()
-                regular = path.is_file()
+                mode = 0 if dead else path.stat().st_mode
             except OSError as exc:
                 out.append((shown, path, f"cannot read: {exc.strerror or exc}"))
                 continue
-            if dead or regular:  # not a FIFO or socket: reading it could block
-                out.append((shown, path, DEAD_LINK if dead else None))
+            out.append((shown, path, DEAD_LINK if dead else _not_a_file(mode)))
     return sorted(out)
+
+
+def _not_a_file(mode: int) -> str | None:
+    """Why an entry of ``mode`` is not read (:data:`NOT_A_FILE`), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((kind for test, kind in _SPECIAL_KINDS if test(mode)), "special file")
+    return NOT_A_FILE.format(kind=kind)
 
 
 def _other_unicode(data: bytes) -> str | None:

@@ -46,17 +46,22 @@ def _files(root: Path) -> list[tuple[str, str]]:
     return out
 
 
-def _local_paths(spec: SourceSpec) -> list[tuple[str, Path]] | None:
-    """The files a source reads, each with its value as written in sources.yaml (a database reached by
-    URL: None)."""
-    paths: list[tuple[str, Path]] = []
+def _source_path(spec: SourceSpec) -> tuple[str, Path] | None:
+    """The source's folder, file or SQLite database, with its value as written in sources.yaml (a
+    database reached by URL: None)."""
     url = spec.path_or_url
     if spec.kind == "files" or "://" not in url:
-        paths.append((url, spec.resolve(url)))
-    elif url.startswith("sqlite:///") and url != "sqlite:///:memory:":
-        paths.append((url, Path(url[len("sqlite:///") :])))
-    else:
-        return None
+        return url, spec.resolve(url)
+    if url.startswith("sqlite:///") and url != "sqlite:///:memory:":
+        return url, Path(url[len("sqlite:///") :])
+    return None
+
+
+def _local_paths(spec: SourceSpec) -> list[tuple[str, Path]]:
+    """The files a source reads, each with its value as written in sources.yaml: its own path (unless a
+    database reached by URL), then its mapping file (for any source: a remote database's too)."""
+    source = _source_path(spec)
+    paths = [source] if source is not None else []
     if isinstance(spec.mapping, str):
         paths.append((spec.mapping, spec.resolve(spec.mapping)))
     return paths
@@ -64,9 +69,7 @@ def _local_paths(spec: SourceSpec) -> list[tuple[str, Path]] | None:
 
 def missing_paths(spec: SourceSpec) -> list[tuple[str, Path]]:
     """The paths a source reads that do not exist: (value as written in sources.yaml, resolved path)."""
-    return [
-        (written, path) for written, path in _local_paths(spec) or [] if not (path.is_file() or path.is_dir())
-    ]
+    return [(written, path) for written, path in _local_paths(spec) if not (path.is_file() or path.is_dir())]
 
 
 def missing_paths_message(spec: SourceSpec, sources_file: Path) -> str | None:
@@ -93,17 +96,18 @@ def _holds_graph(path: Path) -> bool:
 
 
 def source_fingerprint(spec: SourceSpec) -> str:
-    """A hash of the spec and every byte the source reads (a remote database, or a SQLite file that also
-    holds the graph, whose bytes every ingest changes: its documents' hashes)."""
+    """A hash of the spec and every byte the source reads, its mapping file's included (a remote database,
+    or a SQLite file that also holds the graph, whose bytes every ingest changes: its documents' hashes)."""
     # allow_empty only when set: a spec without it hashes as before the field was added (no re-run of
     # every source after an upgrade), and setting it is a change that starts the run it allows
     unset = set() if spec.allow_empty else {"allow_empty"}
     parts: list[object] = [spec.model_dump(mode="json", exclude={"base_dir", *unset})]
+    source = _source_path(spec)
     paths = _local_paths(spec)
-    database = paths[0][1] if paths is not None and spec.kind == "sql" else None
-    if paths is None or (database is not None and database.is_file() and _holds_graph(database)):
+    database = source[1] if source is not None and spec.kind == "sql" else None
+    if source is None or (database is not None and database.is_file() and _holds_graph(database)):
         parts.append(asyncio.run(_document_hashes(spec)))
-        paths = (paths or [])[1:]  # the mapping file's bytes
+        paths = [p for p in paths if p != source]  # the mapping file's bytes
     elif database is not None and (wal := database.with_name(database.name + "-wal")).is_file():
         parts.append(_files(wal))  # in WAL mode, the latest commits are there until a checkpoint
     parts += [_files(p) for _, p in paths]

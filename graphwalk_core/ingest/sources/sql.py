@@ -68,6 +68,13 @@ _NAME_COLUMNS = ("name", "title", "label")
 IGNORED_KEY = "its key column is ignored: a SQL row is identified by its table's primary key"
 #: How much of a primary key over the byte limit a skip shows.
 _SHOWN_KEY = 40
+#: The statement that makes a connection's queries read one snapshot, per backend: a pass then reads its
+#: tables, and the rows they point to, as the database was at one moment (a commit between two queries
+#: gave a pass of no state the database was ever in). pysqlite begins no transaction before a SELECT.
+_SNAPSHOT = {
+    "sqlite": "BEGIN",
+    "postgresql": "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY",
+}
 
 
 class _Table:
@@ -148,8 +155,22 @@ class SQLSource(SourceBase):
         finally:
             engine.dispose()
 
-    async def profile(self) -> SourceProfile:
+    @contextmanager
+    def _snapshot(self) -> Iterator[tuple[sa.Connection, sa.Connection]]:
+        """A pass's connections: one for the tables' rows, one for the rows they point to. SQLite and
+        PostgreSQL: one connection, in one read transaction (:data:`_SNAPSHOT`); another backend: two (a
+        streaming cursor may own its connection, e.g. on MySQL), each query reading its own moment."""
         with self._connected() as engine, engine.connect() as conn:
+            snapshot = _SNAPSHOT.get(engine.dialect.name)
+            if snapshot is not None:
+                conn.exec_driver_sql(snapshot)
+                yield conn, conn
+                return
+            with engine.connect() as lookup:
+                yield conn, lookup
+
+    async def profile(self) -> SourceProfile:
+        with self._snapshot() as (conn, _):
             tables = _tables(sa.inspect(conn))
             counts = {
                 t.name: conn.execute(sa.select(sa.func.count()).select_from(sa.table(t.name))).scalar_one()
@@ -201,12 +222,12 @@ class SQLSource(SourceBase):
         """Every row as a document: table by table in primary-key order, ``STREAM_BATCH`` rows per fetch.
 
         Only the current batch is held in memory; the rows its foreign keys point to are looked up per
-        batch on a second connection (a streaming cursor may own its connection, e.g. on MySQL). A table
+        batch. SQLite and PostgreSQL read every table in one snapshot (:meth:`_snapshot`). A table
         that fails to read part-way is a skip naming it and the last row read: its remaining rows are
         kept from earlier runs, never taken as deleted, and the other tables are read.
         """
         self._skipped = []
-        with self._connected() as engine, engine.connect() as conn, engine.connect() as lookup:
+        with self._snapshot() as (conn, lookup):
             tables = _tables(sa.inspect(conn))
             by_name = {t.name: t for t in tables}
             metadata = sa.MetaData()
@@ -218,13 +239,21 @@ class SQLSource(SourceBase):
                     self._skipped.append(SkippedItem(path=table.name, reason=reason))
                     continue
                 last: str | None = None
+                # one connection: a failed query rolls back to here, the snapshot kept (PostgreSQL aborts
+                # the transaction); two: each rolls back
+                savepoint = conn.begin_nested() if conn is lookup else None
                 try:
                     for doc in self._table_documents(table, by_name, metadata, conn, lookup):
                         last = str(doc.metadata["key"])
                         yield doc
+                    if savepoint is not None:
+                        savepoint.commit()
                 except SQLAlchemyError as exc:
-                    conn.rollback()
-                    lookup.rollback()
+                    if savepoint is not None:
+                        savepoint.rollback()
+                    else:
+                        conn.rollback()
+                        lookup.rollback()
                     # rows come STREAM_BATCH at a time: the failing one is in the batch after the last read
                     where = f"after row {last}, among the next" if last is not None else "among its first"
                     detail = str(self._error(exc)).split(": ", 1)[-1]
@@ -250,8 +279,9 @@ class SQLSource(SourceBase):
         lookup: sa.Connection,
     ) -> Iterator[SourceDocument]:
         t = metadata.tables[table.name]
-        result = conn.execution_options(yield_per=STREAM_BATCH).execute(
-            sa.select(t).order_by(*_order(t, table))
+        # the statement streams, not the connection (its other queries, a SAVEPOINT too, would stream)
+        result = conn.execute(
+            sa.select(t).order_by(*_order(t, table)).execution_options(yield_per=STREAM_BATCH)
         )
         index = 0
         for batch in result.partitions():
@@ -286,8 +316,8 @@ class SQLSource(SourceBase):
         t = metadata.tables[ref.name]
         columns = fk["referred_columns"]
         if not ref.pk:
-            scan = conn.execution_options(yield_per=STREAM_BATCH).execute(
-                sa.select(t).order_by(*_order(t, ref))
+            scan = conn.execute(
+                sa.select(t).order_by(*_order(t, ref)).execution_options(yield_per=STREAM_BATCH)
             )
             return self._first_matches(ref, columns, keys, enumerate(r._mapping for r in scan))
         found: dict[tuple[Any, ...], ExtractedEntity] = {}
