@@ -194,9 +194,9 @@ class NameEntryResolver:
         scored = []
         for n in pool:
             nw = set(self.index.name_words[n])
-            total = sum(idf.get(w, 0.0) for w in nw)
+            total = math.fsum(idf.get(w, 0.0) for w in nw)  # exactly rounded: the same in any set order
             if total > 0:
-                scored.append((sum(idf.get(w, 0.0) for w in nw & qwords) / total, n))
+                scored.append((math.fsum(idf.get(w, 0.0) for w in nw & qwords) / total, n))
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [EntryCandidate(node_id=n, name=self.index.names[n], score=s, how="fuzzy")
                 for s, n in scored[: self.max_candidates] if s >= self.min_fuzzy]  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 
 from graphwalk_core.decisions.base import top_label
@@ -34,7 +35,7 @@ def apply_top_p(dist: dict[str, float], top_p: float) -> dict[str, float]:
         mass += dist[label]
         if mass >= top_p - 1e-12:
             break
-    total = sum(dist[label] for label in kept)
+    total = math.fsum(dist[label] for label in kept)  # exactly rounded: the same in any set order
     return {label: (p / total if label in kept else 0.0) for label, p in dist.items()}
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,23 @@ from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.triples import read_triples
 
 MOVIES = Path(__file__).resolve().parents[1] / "fixtures" / "movies.txt"
+
+
+def printed_by_hash_seed(program: str, seeds: Iterable[int] = range(8)) -> set[str]:
+    """What the Python ``program`` prints, run once per ``PYTHONHASHSEED`` in ``seeds``: one output when
+    nothing it prints depends on the order of a set of strings."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for seed in seeds
+    ]
+    outputs = {proc.communicate(timeout=120)[0] for proc in procs}
+    assert all(proc.returncode == 0 for proc in procs)
+    return outputs
 
 
 def movie_type(relation: str, role: str) -> str:

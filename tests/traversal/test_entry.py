@@ -14,7 +14,7 @@ from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver
 
-from .conftest import graph
+from .conftest import graph, printed_by_hash_seed
 
 
 async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None:
@@ -63,6 +63,24 @@ async def test_fuzzy_name_words_weighted_by_idf(movies: MemoryGraphStore) -> Non
     assert [(c.node_id, c.how) for c in found] == [("Alejandro G. Inarritu", "fuzzy")]
     assert found[0].score == pytest.approx(2 / 3, abs=1e-12)  # 2 of 3 equally rare name words
     assert await resolver.resolve("films by Alejandro Inarritu") == ["Alejandro G. Inarritu"]
+
+
+def test_fuzzy_scores_alike_under_every_hash_seed() -> None:
+    # a name's IDF weights were summed over a set of its words, in an order PYTHONHASHSEED changes: a name
+    # all of whose words the question holds scored 1.0000000000000002 under some seeds, so it was linked
+    # ahead of the tie's lowest id, and which name that was depended on the seed
+    program = """
+from graphwalk_core.traversal.entry import NameEntryResolver, NameIndex
+index = NameIndex()
+words = "red green blue amber ochre teal plum rust".split()
+for i in range(len(words)):  # word k is in 2 * (k + 1) names: eight IDFs
+    index.add(f"n{i}", " ".join(words[i:]))
+    index.add(f"m{i}", " ".join(reversed(words[i:])))
+index.finish()
+found = NameEntryResolver(index, max_candidates=3).fuzzy(" ".join(words))
+print([(c.node_id, c.score) for c in found])
+"""
+    assert printed_by_hash_seed(program) == {"[('m0', 1.0), ('m1', 1.0), ('m2', 1.0)]\n"}
 
 
 async def test_embedding_fallback(movies: MemoryGraphStore) -> None:

@@ -20,6 +20,8 @@ from graphwalk_core.traversal.sampling import (
 )
 from graphwalk_core.traversal.scoring import Beam, normalized_score, rank_walks, step_logp
 
+from .conftest import printed_by_hash_seed
+
 
 def test_step_logp_floors_small_probabilities() -> None:
     assert step_logp(0.5, 1e-3) == math.log(0.5)
@@ -84,6 +86,16 @@ def test_top_p() -> None:
     assert apply_top_p({"x": 0.4, "y": 0.4, "z": 0.2}, 0.3) == {"x": 1.0, "y": 0.0, "z": 0.0}
     # temperature then top-p
     assert used_distribution(dist, 0.0, 0.9) == {"a": 0.0, "b": 1.0, "c": 0.0}
+
+
+def test_top_p_renormalizes_alike_under_every_hash_seed() -> None:
+    # the nucleus is a set of labels: its mass was summed in set order, which PYTHONHASHSEED changes,
+    # so the probabilities a sampled walk records (and draws from) varied in their last bits
+    program = (
+        "from graphwalk_core.traversal.sampling import apply_top_p\n"
+        "print(apply_top_p({'o1': 0.1, 'o2': 0.2, 'o3': 0.3, 'o4': 0.35, 'STOP': 0.05}, 0.99))"
+    )
+    assert printed_by_hash_seed(program) == {"{'o1': 0.1, 'o2': 0.2, 'o3': 0.3, 'o4': 0.35, 'STOP': 0.05}\n"}
 
 
 def test_draw_and_walk_rng_are_deterministic() -> None:
