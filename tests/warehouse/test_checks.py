@@ -84,6 +84,24 @@ def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
     assert source_fingerprint(spec) != before
 
 
+def test_fingerprint_sees_a_same_size_edit_whose_mtime_was_put_back(tmp_path: Path) -> None:
+    """The sensor memoized a file's hash on its size and mtime: an edit keeping the size, with the mtime
+    restored (``cp -p``, ``rsync -t``), kept the old fingerprint, so no run started until the daily one."""
+    (tmp_path / "docs").mkdir()
+    doc = tmp_path / "docs" / "a.txt"
+    doc.write_text("Inception is a film.", encoding="utf-8")
+    (tmp_path / "sources.yaml").write_text(
+        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
+    )
+    (spec,) = load_sources(tmp_path / "sources.yaml")
+    before = source_fingerprint(spec)
+    stat = doc.stat()
+    doc.write_text("Inception is a flim.", encoding="utf-8")
+    os.utime(doc, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert doc.stat().st_size == stat.st_size and doc.stat().st_mtime_ns == stat.st_mtime_ns
+    assert source_fingerprint(spec) != before
+
+
 def test_fingerprint_sees_what_the_source_cannot_read(tmp_path: Path) -> None:
     """The sensor's fingerprint lists the source as the ingest does: a link to a folder (a skip that keeps
     documents) appearing, or turning into the folder itself, is a change that starts a run."""

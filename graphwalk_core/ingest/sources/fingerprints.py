@@ -13,17 +13,21 @@ from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
 from graphwalk_core.model import content_hash, text_hash
 from graphwalk_core.stores.sql_tables import holds_graph
 
-#: (path, size, mtime_ns) -> sha256 of the bytes: a touched but unchanged file hashes the same.
-_FILE_HASHES: dict[tuple[str, int, int], str] = {}
+#: path -> (its inode, size, mtime and ctime, sha256 of its bytes when it had them): one entry per path.
+_FILE_HASHES: dict[str, tuple[tuple[int, int, int, int], str]] = {}
 
 
 def file_hash(path: Path) -> str:
-    """sha256 of the file's bytes (memoized on path, size and mtime)."""
+    """sha256 of the file's bytes, memoized on its inode, size, mtime and ctime: a same-size edit whose
+    mtime was put back (``cp -p``, ``rsync -t``, ``touch -r``) still changes the ctime, which nobody sets."""
     stat = path.stat()
-    key = (str(path), stat.st_size, stat.st_mtime_ns)
-    if key not in _FILE_HASHES:
-        _FILE_HASHES[key] = text_hash(path.read_bytes())
-    return _FILE_HASHES[key]
+    key = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    known = _FILE_HASHES.get(str(path))
+    if known is not None and known[0] == key:
+        return known[1]
+    digest = text_hash(path.read_bytes())
+    _FILE_HASHES[str(path)] = (key, digest)
+    return digest
 
 
 def _files(root: Path) -> list[tuple[str, str]]:
