@@ -3,9 +3,12 @@ nothing) and a document that failed to parse is never a deleted document; one ru
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import socket
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -486,6 +489,41 @@ async def test_a_file_replaced_by_a_fifo_or_socket_is_a_skip_that_keeps_its_docu
     gone = await run()
     assert (gone.deleted, gone.kept, gone.skipped) == (2, 0, [])
     assert await names(store) == ["Cal Fox"]
+
+
+async def test_a_file_that_turns_into_a_fifo_after_the_listing_is_a_skip_not_a_hang(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing saw a regular file, then a FIFO took its place before it was read: the read blocked
+    forever (no writer ever came). It is now opened without blocking and skipped as what it is."""
+    from graphwalk_core.ingest.sources import files
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.txt").write_text("E Ann Lee|person\n", encoding="utf-8")
+    (src / "b.txt").write_text("E Bob Ray|person\n", encoding="utf-8")
+    store, extractor = MemoryGraphStore(), ScriptedExtractor()
+    listed = files.source_files(src)
+    (src / "a.txt").unlink()
+    os.mkfifo(src / "a.txt")
+    monkeypatch.setattr(files, "source_files", lambda root: listed)
+    done: list[IngestReport] = []
+
+    def run() -> None:
+        source = FileSource(src, source_id="docs")
+        done.append(asyncio.run(ingest(source, store, extractor=extractor, routing="exact")))
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(60)
+    if not done:  # the old code blocks in the FIFO's open: a writer (if it is there) lets it go on
+        with contextlib.suppress(OSError):
+            os.close(os.open(src / "a.txt", os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading a FIFO listed as a file blocked the run")
+    assert [s.describe() for s in done[0].skipped] == [
+        "a.txt: a named pipe (FIFO), not a regular file: not read (reading it could block)"
+    ]
+    assert await names(store) == ["Bob Ray"]
 
 
 async def test_a_source_folder_that_cannot_be_listed_is_an_error(

@@ -9,6 +9,7 @@ Unreadable input becomes a :class:`SkippedItem` naming the file (and line); the 
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 import os
@@ -172,6 +173,34 @@ def _not_a_file(mode: int) -> str | None:
     return NOT_A_FILE.format(kind=kind)
 
 
+class Unread(Exception):
+    """A listed file that cannot be read as one (what it is now, or its size): the skip's reason."""
+
+
+def read_regular(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of the regular file at ``path`` (a link followed), read through one descriptor opened
+    without blocking: a FIFO, socket or device put in its place since it was listed raises :class:`Unread`
+    instead of blocking the run, and so does a file over ``limit`` bytes (by what it holds when read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        reason = _not_a_file(os.stat(path).st_mode) if exc.errno == errno.ENXIO else None  # a socket
+        if reason is not None:
+            raise Unread(reason) from None
+        raise
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        reason = _not_a_file(info.st_mode)
+        if reason is not None:
+            raise Unread(reason)
+        if limit is not None and info.st_size > limit:
+            raise Unread(f"file is {info.st_size} bytes, over the limit of {limit}")
+        data = file.read() if limit is None else file.read(limit + 1)
+    if limit is not None and len(data) > limit:  # it grew since
+        raise Unread(f"file is over the limit of {limit} bytes")
+    return data
+
+
 def _other_unicode(data: bytes) -> str | None:
     """``"UTF-16"`` or ``"UTF-32"`` when ``data`` starts with that encoding's byte-order mark and reads in
     it, else None."""
@@ -272,13 +301,10 @@ class FileSource(SourceBase):
 
     def _read_text(self, rel: str, path: Path, scan: _Scan) -> str | None:
         try:
-            size = path.stat().st_size
-            if size > self.max_bytes:
-                scan.skipped.append(
-                    SkippedItem(path=rel, reason=f"file is {size} bytes, over the limit of {self.max_bytes}")
-                )
-                return None
-            data = path.read_bytes()
+            data = read_regular(path, self.max_bytes)
+        except Unread as exc:
+            scan.skipped.append(SkippedItem(path=rel, reason=str(exc)))
+            return None
         except OSError as exc:
             scan.skipped.append(SkippedItem(path=rel, reason=f"cannot read: {exc.strerror}"))
             return None

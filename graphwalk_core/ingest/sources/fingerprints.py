@@ -8,7 +8,7 @@ from contextlib import closing
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.ingest.sources.files import source_files
+from graphwalk_core.ingest.sources.files import Unread, read_regular, source_files
 from graphwalk_core.ingest.sources.specs import SourceSpec, open_source
 from graphwalk_core.model import content_hash, text_hash
 from graphwalk_core.stores.sql_tables import holds_graph
@@ -25,7 +25,7 @@ def file_hash(path: Path) -> str:
     known = _FILE_HASHES.get(str(path))
     if known is not None and known[0] == key:
         return known[1]
-    digest = text_hash(path.read_bytes())
+    digest = text_hash(read_regular(path))
     _FILE_HASHES[str(path)] = (key, digest)
     return digest
 
@@ -44,6 +44,8 @@ def _files(root: Path) -> list[tuple[str, str]]:
         if problem is None:
             try:
                 problem = file_hash(path)
+            except Unread as exc:
+                problem = str(exc)
             except OSError as exc:
                 problem = f"cannot read: {exc.strerror or exc}"
         out.append((rel, problem))
