@@ -1,5 +1,6 @@
 """Where the warehouse keeps training data: the ``decision_examples`` table (model folders:
-:mod:`graphwalk_core.warehouse.models`), and what a model folder says of its accuracy."""
+:mod:`graphwalk_core.warehouse.models`), what a model folder says of its accuracy, and which model
+becomes the warehouse's newest (the one evaluations walk with by default)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from graphwalk_core.decisions.trained import MANIFEST, learned_ids
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
-from graphwalk_core.warehouse.models import latest_model
+from graphwalk_core.warehouse.models import latest_model, mark_latest
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
 EXAMPLES = "decision_examples"
+#: Overall validation accuracy (top choice = the target's top) a model needs to become the newest.
+VALIDATION_FLOOR = 0.8
 
 
 def write_decision_examples(warehouse: Warehouse, examples: list[DecisionExample]) -> Path:
@@ -58,3 +61,19 @@ def validation_accuracy(folder: Path) -> float | None:
     manifest's; none when it held none out)."""
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     return manifest["validation_accuracy"]["all"]
+
+
+def reaches_floor(accuracy: float | None) -> bool:
+    """Whether a validation accuracy reaches :data:`VALIDATION_FLOOR` (None, no validation question:
+    unknown, so no)."""
+    return accuracy is not None and accuracy >= VALIDATION_FLOOR
+
+
+def promote(warehouse: Warehouse, folder: Path) -> bool:
+    """Make the model in ``folder`` the warehouse's newest (what ``-trained`` evaluations and
+    ``--decider trained`` walk with) when its validation accuracy reaches the floor; a model below it is
+    kept but not made the newest, so they go on walking with the earlier one. Whether it was made so."""
+    if not reaches_floor(validation_accuracy(folder)):
+        return False
+    mark_latest(warehouse, folder)
+    return True

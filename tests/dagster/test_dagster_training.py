@@ -202,7 +202,10 @@ def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path)
     (folder / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": 51 / 52}}))
     mark_latest(Warehouse(root), folder)
     spec = next(iter(validation_floor.check_specs))
-    assert spec.description == ("The newest model's validation accuracy over all decisions is at least 0.8.")
+    assert spec.description == (
+        "The newest trained model's validation accuracy over all decisions is at least 0.8 (a model below "
+        "it is not the one evaluations walk with)."
+    )
     result = dg.materialize(
         [trained_decider.to_source_assets()[0], validation_floor],
         resources=offline_resources(root),
@@ -216,16 +219,56 @@ def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path)
     }
 
 
+def test_a_model_below_the_floor_is_kept_but_not_made_the_newest(
+    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose validation accuracy is below the floor (here a floor no model reaches) is saved but
+    LATEST keeps naming the earlier model, so ``-trained`` partitions and ``--decider trained`` go on
+    walking with it; the check fails on the new model (before: LATEST moved to it while the check
+    failed, so evaluations walked with the model the check rejected)."""
+    import json
+
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
+
+    root = tmp_path / "warehouse"
+    good = model_folder(Warehouse(root), "0123456789abcdef")
+    good.mkdir(parents=True)
+    (good / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": 0.9}}))
+    mark_latest(Warehouse(root), good)
+    monkeypatch.setattr("graphwalk_core.training.store.VALIDATION_FLOOR", 1.01)
+    ops = {
+        "decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}},
+        "trained_decider": {"config": {"max_iter": 3}},
+    }
+    with dg.instance_for_test() as instance:
+        run = dg.materialize(
+            [decision_examples, trained_decider, validation_floor],
+            resources=offline_resources(root),
+            instance=instance,
+            run_config={"ops": ops},
+            raise_on_error=False,
+        )
+    meta = metadata_values(run, "trained_decider")
+    trained = Path(str(meta["model_path"]))
+    assert latest_model(Warehouse(root)) == good and (trained / "manifest.json").is_file()
+    assert meta["promoted"] is False
+    (check,) = run.get_asset_check_evaluations()
+    assert not check.passed and check.metadata["model"].value == trained.name
+
+
 def test_retraining_on_the_same_examples_keeps_the_earlier_model(
-    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path
+    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """trained_decider re-run with other settings on the same decision_examples writes a new folder and
     then points LATEST at it: the earlier model is kept, never rewritten in place while LATEST names it
-    (where a run cut short would leave the newest model half written)."""
+    (where a run cut short would leave the newest model half written). A few epochs on 20 questions
+    reach no real floor: here every model does."""
     from graphwalk_core.decisions.trained import DeciderModel
     from graphwalk_core.warehouse import Warehouse
     from graphwalk_core.warehouse.models import latest_model
 
+    monkeypatch.setattr("graphwalk_core.training.store.VALIDATION_FLOOR", 0.0)
     root = tmp_path / "warehouse"
     resources = offline_resources(root)
     examples = {"decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}}}

@@ -97,6 +97,23 @@ def test_the_leak_guard_checks_the_questions_the_model_learned_from_not_todays_e
     assert learned_questions(wh, [dataset]) == ["dir-20", "year-20"]
 
 
+def test_only_a_model_reaching_the_validation_floor_becomes_the_newest(tmp_path: Path) -> None:
+    """``promote`` points LATEST at a model whose validation accuracy reaches the floor (0.8); one below it,
+    or with no validation question (unknown), is left out and LATEST keeps the earlier model."""
+    from graphwalk_core.training.store import promote
+    from graphwalk_core.warehouse.models import latest_model, model_folder
+    from graphwalk_core.warehouse.tables import Warehouse
+
+    wh = Warehouse(tmp_path / "warehouse")
+    made = []
+    for name, accuracy in (("a", 0.8), ("b", 0.79), ("c", None), ("d", 0.95)):
+        folder = model_folder(wh, name * 12)
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": accuracy}}))
+        made.append((promote(wh, folder), latest_model(wh).name))  # type: ignore[union-attr]
+    assert made == [(True, "a" * 12), (False, "a" * 12), (False, "a" * 12), (True, "d" * 12)]
+
+
 def test_a_model_whose_questions_are_unknown_saves_no_list(model_dir: Path, tmp_path: Path) -> None:
     """A folder saved before models kept their questions, loaded and saved again, still has no list (the
     leak guard then falls back to decision_examples): an empty list would say it learned from nothing.
