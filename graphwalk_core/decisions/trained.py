@@ -67,6 +67,17 @@ def learned_ids(folder: Path) -> list[str] | None:
     return ids
 
 
+def read_manifest(path: Path) -> dict[str, Any]:
+    """A model's ``manifest.json``; one that is no JSON object is a ConfigError naming the file."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: not a JSON object")
+    return manifest
+
+
 @dataclass(frozen=True)
 class DeciderModel:
     """Coverage model, scaler + MLP layers (ReLU hidden, one logit out), path planner and the manifest
@@ -134,12 +145,7 @@ class DeciderModel:
         manifest_path, weights_path = folder / MANIFEST, folder / WEIGHTS
         if not manifest_path.is_file() or not weights_path.is_file():
             raise ConfigError(f"{folder}: not a trained decider (needs {MANIFEST} and {WEIGHTS})")
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
-        if not isinstance(manifest, dict):
-            raise ConfigError(f"{manifest_path}: not a JSON object")
+        manifest = read_manifest(manifest_path)
         if manifest.get("format") != MODEL_FORMAT:
             raise ConfigError(
                 f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r} "

@@ -20,18 +20,28 @@ from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 EXAMPLES = "decision_examples"
 #: Overall validation accuracy (top choice = the target's top) a model needs to become the newest.
 VALIDATION_FLOOR = 0.8
+#: The ``decision_examples`` file's metadata key naming the graph its weak labels were read over.
+GRAPH_KEY = b"graphwalk.graph"
 
 
-def write_decision_examples(warehouse: Warehouse, examples: list[DecisionExample]) -> Path:
-    """Replace the ``decision_examples`` table."""
-    return warehouse.write(EXAMPLES, to_table(examples))
+def write_decision_examples(
+    warehouse: Warehouse, examples: list[DecisionExample], graph: str | None = None
+) -> Path:
+    """Replace the ``decision_examples`` table; ``graph``: the identity of the graph the examples were
+    labeled over (kept in the file's metadata for the model trained on them)."""
+    table = to_table(examples)
+    if graph is not None:
+        table = table.replace_schema_metadata({GRAPH_KEY: graph.encode()})
+    return warehouse.write(EXAMPLES, table)
 
 
-def read_decision_examples(warehouse: Warehouse) -> list[DecisionExample]:
+def read_decision_examples(warehouse: Warehouse) -> tuple[list[DecisionExample], str | None]:
+    """The ``decision_examples`` table and the graph they were labeled over (None: not recorded)."""
     path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
     if not path.is_file():
         raise InputError(f"{path}: no decision_examples table: materialize decision_examples first")
-    return read_examples(path)
+    graph = (pq.read_schema(path).metadata or {}).get(GRAPH_KEY)
+    return read_examples(path), None if graph is None else graph.decode()
 
 
 def learned_questions(

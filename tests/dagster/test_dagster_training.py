@@ -18,6 +18,12 @@ from graphwalk_dagster.demo import EVAL, offline_resources
 def test_train_then_evaluate_with_the_trained_decider(
     tmp_path: Path, metaqa_dir: Path, minilm_dir: Path
 ) -> None:
+    import json
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.warehouse import Warehouse
+
     root = tmp_path / "warehouse"
     resources = offline_resources(root)
     config = {
@@ -37,7 +43,9 @@ def test_train_then_evaluate_with_the_trained_decider(
         meta = metadata_values(trained, "trained_decider")
         assert meta["examples"] == examples["examples"]
         assert float(meta["validation_accuracy_all"]) >= VALIDATION_FLOOR
-        assert Path(str(meta["model_path"]), "manifest.json").is_file()
+        manifest = json.loads(Path(str(meta["model_path"]), "manifest.json").read_text())
+        metaqa = load_partition_dataset("metaqa-1hop", Warehouse(root), n=1, split="dev").knowledge
+        assert manifest["graph"] == graph_identity(metaqa)  # the graph decision_examples labeled over
         (check,) = trained.get_asset_check_evaluations()
         assert check.passed and check.check_name == "validation_floor"
 
@@ -49,6 +57,7 @@ def test_train_then_evaluate_with_the_trained_decider(
             run_config={"ops": {"eval_questions": {"config": {"n": 10}}}},
         )
         assert evaluated.success
+        assert "warning" not in metadata_values(evaluated, "eval_results")  # the graph it learned over
     rows = warehouse_rows(root, "SELECT split, system, decider, count(*) FROM eval_results GROUP BY ALL")
     assert rows == [  # a -trained partition scores test unless told otherwise: its decider learned dev
         (
@@ -131,6 +140,38 @@ def test_a_model_named_by_the_decider_resource_refuses_the_questions_it_learned_
         "eval_results metaqa-1hop × relation-greedy: 4 of 20 questions are ones the trained decider learned "
         f"from (first: {dev[5].id}); score questions it has not seen (eval_questions run config: split: test)"
     )
+
+
+def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path, metaqa_dir: Path) -> None:
+    """A model whose manifest names another graph than the partition's (trained on another KB) still
+    walks, with a warning naming the model and the dataset (logged, and the partition's ``warning``
+    metadata); one over the partition's graph, or one that does not say, gives none."""
+    import json
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_dagster.defs.eval.assets import _check_trained
+    from graphwalk_dagster.defs.shared.resources import DeciderResource
+
+    root = tmp_path / "warehouse"
+    dataset = load_partition_dataset("metaqa-1hop", Warehouse(root), n=5, split="test")
+    model = tmp_path / "model"
+    model.mkdir()
+    dims = {"dataset": "metaqa-1hop", "system": "relation-greedy"}
+    resources = offline_resources(root)
+    notes = []
+    for graph in ("0" * 64, graph_identity(dataset.knowledge), None):
+        (model / "manifest.json").write_text(json.dumps({"graph": graph}), encoding="utf-8")
+        decider = DeciderResource(backend="trained", model_path=str(model))
+        notes.append(_check_trained(dims, dataset, decider, resources["warehouse"]))
+    assert notes == [
+        f"the trained decider {model} learned over another graph than metaqa-1hop-test's: it knows that "
+        "graph's relations and question phrasings, not these (train one on this graph: graphwalk train "
+        "decider --graph ... --questions ...)",
+        None,
+        None,
+    ]
 
 
 def test_metaqa_partitions_score_test_by_default_whatever_the_system() -> None:

@@ -11,6 +11,7 @@ from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.training.build import dataset_examples, folder_trace_examples
 from graphwalk_core.training.fit import FitConfig, fit_decider
+from graphwalk_core.training.graphs import GRAPH, graph_identity
 from graphwalk_core.training.store import (
     VALIDATION_FLOOR,
     promote,
@@ -55,7 +56,7 @@ def decision_examples(
     examples, unlabeled = asyncio.run(dataset_examples(sets, store))
     if config.traces:
         examples += folder_trace_examples(Path(config.traces))
-    path = write_decision_examples(wh, examples)
+    path = write_decision_examples(wh, examples, graph_identity(sets[0].knowledge))
     kinds = {kind: sum(ex.kind == kind for ex in examples) for kind in ("first", "later", "stop")}
     sources = {src: sum(ex.source == src for ex in examples) for src in ("weak", "trace")}
     context.log.info("%d examples, %d questions without a path to a gold answer", len(examples), unlabeled)
@@ -81,8 +82,9 @@ def trained_decider(
     """A decider trained on decision_examples; a versioned model folder in the warehouse, made the newest
     (``promoted``) only when its validation accuracy reaches the floor of the ``validation_floor`` check."""
     wh = warehouse.warehouse()
+    examples, graph = read_decision_examples(wh)
     report = fit_decider(
-        read_decision_examples(wh), embedder.make(), config=FitConfig(max_iter=config.max_iter)
+        examples, embedder.make(), config=FitConfig(max_iter=config.max_iter), extra_manifest={GRAPH: graph}
     )
     assert report.model is not None
     folder = report.model.save(model_folder(wh, report.model.fingerprint))
