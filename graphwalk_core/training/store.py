@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from graphwalk_core.decisions.trained import MANIFEST, learned_ids
+from graphwalk_core.decisions.trained import MANIFEST, learned_ids, question_key
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
@@ -48,9 +48,10 @@ def learned_questions(
     warehouse: Warehouse, datasets: Iterable[Dataset], model: Path | None = None
 ) -> list[str]:
     """The ids of ``datasets``' questions that ``model`` (a folder; default: the warehouse's newest trained
-    model) learned from, in order: the ids its folder lists. The warehouse's newest model saved before
-    models kept them is checked against the warehouse's ``decision_examples`` (which it was trained on
-    unless that table changed since); another such folder, against nothing."""
+    model) learned from, in order: those its folder lists (by id and text, :func:`question_key`; a folder
+    saved before keys, by id). The warehouse's newest model saved before models kept them is checked
+    against the warehouse's ``decision_examples`` ids (which it was trained on unless that table changed
+    since); another such folder, against nothing."""
     folder = model or latest_model(warehouse)
     if folder is None:
         return []
@@ -63,7 +64,12 @@ def learned_questions(
             return []
         ids = pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
     learned = frozenset(ids)
-    return [q.id for dataset in datasets for q in dataset.questions if q.id in learned]
+    return [
+        q.id
+        for dataset in datasets
+        for q in dataset.questions
+        if question_key(q.id, q.text) in learned or q.id in learned
+    ]
 
 
 def validation_accuracy(folder: Path) -> float | None:

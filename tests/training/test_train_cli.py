@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
-from graphwalk_core.decisions.trained import DeciderModel
+from graphwalk_core.decisions.trained import DeciderModel, question_key
 
 from .kb import TRIPLES, questions
 
@@ -40,7 +40,8 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "questions without a path to a gold answer: 0" in result.stdout
     assert "| stop | 1.000 |" in result.stdout
     assert (out / "manifest.json").is_file() and examples.is_file()
-    assert json.loads((out / "questions.json").read_text()) == sorted(q.id for q in questions(range(9)))
+    learned = json.loads((out / "questions.json").read_text())
+    assert learned == sorted(question_key(q.id, q.text) for q in questions(range(9)))
 
     trace = tmp_path / "traces" / "q1.json"
     trace.parent.mkdir()
