@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, Question
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.training.examples import (
     DecisionExample,
@@ -33,6 +33,24 @@ def labeled(questions: Iterable[Question], split: str, where: Path | None = None
     return out
 
 
+def labeled_graph(datasets: Sequence[Dataset]) -> Knowledge:
+    """The one graph ``datasets`` are over, to label their questions on; a dataset over another graph than
+    the first, or over passages (no graph before ingestion, no start nodes), is an InputError naming it."""
+    first = datasets[0]
+    for ds in datasets:
+        if ds.knowledge.graph == "passages":
+            raise InputError(
+                f"{ds.name}-{ds.split} is answered from passages, not a graph: weak supervision labels "
+                "questions over a graph from their start node (metaqa, 2wiki, custom)"
+            )
+        if ds.knowledge != first.knowledge:
+            raise InputError(
+                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
+                "graph's datasets at a time"
+            )
+    return first.knowledge
+
+
 async def dataset_examples(
     datasets: Sequence[Dataset],
     store: GraphStore,
@@ -41,14 +59,8 @@ async def dataset_examples(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[DecisionExample], int]:
     """Weak-supervision examples of the questions of ``datasets`` (all over the graph ``store`` holds) over
-    ``store``, and how many had none; a dataset over another graph than the first is an InputError."""
-    for ds in datasets[1:]:
-        if ds.knowledge != datasets[0].knowledge:
-            first = datasets[0]
-            raise InputError(
-                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
-                "graph's datasets at a time"
-            )
+    ``store``, and how many had none; datasets :func:`labeled_graph` refuses are an InputError."""
+    labeled_graph(datasets)
     questions = [q for ds in datasets for q in labeled(ds.questions, ds.split)]
     return await weak_examples(store, questions, max_depth=max_depth, progress=progress)
 

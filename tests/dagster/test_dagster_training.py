@@ -174,6 +174,27 @@ def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path
     ]
 
 
+def test_decision_examples_of_a_passage_dataset_is_an_error_naming_it(tmp_path: Path) -> None:
+    """HotpotQA is answered from passages: no graph to label over before ingestion, no start nodes. The
+    run fails with an InputError naming the dataset (before: a ValueError from opening its graph, "a
+    passage corpus needs an ingest function")."""
+    from conftest import shared_path
+
+    shared_path("data", "hotpotqa")
+    config = {"ops": {"decision_examples": {"config": {"datasets": ["hotpotqa"], "n": 5}}}}
+    with dg.instance_for_test() as instance, pytest.raises(Exception) as failed:
+        dg.materialize(
+            [decision_examples],
+            resources=offline_resources(tmp_path / "wh"),
+            instance=instance,
+            run_config=config,
+        )
+    assert str(failed.value) == (
+        "hotpotqa-dev is answered from passages, not a graph: weak supervision labels questions over a graph "
+        "from their start node (metaqa, 2wiki, custom)"
+    )
+
+
 def test_metaqa_partitions_score_test_by_default_whatever_the_system() -> None:
     """MetaQA has a test split in the data folder: all its partitions score it by default, so an automated
     refresh of the demo's local-decider rows scores what the trained rows score. The other datasets' test

@@ -9,7 +9,7 @@ from pydantic import Field
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.systems.graphs import open_graph
-from graphwalk_core.training.build import dataset_examples, folder_trace_examples
+from graphwalk_core.training.build import dataset_examples, folder_trace_examples, labeled_graph
 from graphwalk_core.training.fit import FitConfig, fit_decider
 from graphwalk_core.training.graphs import GRAPH, graph_identity
 from graphwalk_core.training.store import (
@@ -52,11 +52,12 @@ def decision_examples(
     sets = [
         load_partition_dataset(name, wh, questions=config.questions, **common) for name in config.datasets
     ]
-    store = asyncio.run(open_graph(sets[0].knowledge))
+    knowledge = labeled_graph(sets)
+    store = asyncio.run(open_graph(knowledge))
     examples, unlabeled = asyncio.run(dataset_examples(sets, store))
     if config.traces:
         examples += folder_trace_examples(Path(config.traces))
-    path = write_decision_examples(wh, examples, graph_identity(sets[0].knowledge))
+    path = write_decision_examples(wh, examples, graph_identity(knowledge))
     kinds = {kind: sum(ex.kind == kind for ex in examples) for kind in ("first", "later", "stop")}
     sources = {src: sum(ex.source == src for ex in examples) for src in ("weak", "trace")}
     context.log.info("%d examples, %d questions without a path to a gold answer", len(examples), unlabeled)
