@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from graphwalk_core.decisions.trained import MANIFEST, learned_ids, question_key
+from graphwalk_core.decisions.trained import MANIFEST, DeciderModel, learned_ids, question_key
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
-from graphwalk_core.warehouse.models import latest_model, mark_latest
+from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
 EXAMPLES = "decision_examples"
@@ -77,6 +77,14 @@ def validation_accuracy(folder: Path) -> float | None:
     manifest's; none when it held none out)."""
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     return manifest["validation_accuracy"]["all"]
+
+
+def save_model(warehouse: Warehouse, model: DeciderModel) -> Path:
+    """Save ``model`` in its versioned folder of the warehouse; a folder that holds a model already holds
+    this one (its name is the model's fingerprint) and is left as it is, never saved over in place while
+    LATEST may name it (a save cut short there would leave the newest model half written)."""
+    folder = model_folder(warehouse, model.fingerprint)
+    return folder if (folder / MANIFEST).is_file() else model.save(folder)
 
 
 def reaches_floor(accuracy: float | None) -> bool:

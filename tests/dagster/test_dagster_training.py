@@ -324,8 +324,9 @@ def test_retraining_on_the_same_examples_keeps_the_earlier_model(
 ) -> None:
     """trained_decider re-run with other settings on the same decision_examples writes a new folder and
     then points LATEST at it: the earlier model is kept, never rewritten in place while LATEST names it
-    (where a run cut short would leave the newest model half written). A few epochs on 20 questions
-    reach no real floor: here every model does."""
+    (where a run cut short would leave the newest model half written). Re-run with the same settings it
+    trains the same model, whose folder is there already: left as it is (before: saved over in place).
+    A few epochs on 20 questions reach no real floor: here every model does."""
     from graphwalk_core.decisions.trained import DeciderModel
     from graphwalk_core.warehouse import Warehouse
     from graphwalk_core.warehouse.models import latest_model
@@ -334,16 +335,18 @@ def test_retraining_on_the_same_examples_keeps_the_earlier_model(
     root = tmp_path / "warehouse"
     resources = offline_resources(root)
     examples = {"decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}}}
-    folders = []
+    folders, saved = [], []
     with dg.instance_for_test() as instance:
-        for epochs in (3, 4):
-            first_run = epochs == 3
+        for run_number, epochs in enumerate((3, 4, 4)):
+            first_run = run_number == 0
             ops = {**(examples if first_run else {}), "trained_decider": {"config": {"max_iter": epochs}}}
             assets = [decision_examples, trained_decider] if first_run else [trained_decider]
             run = dg.materialize(assets, resources=resources, instance=instance, run_config={"ops": ops})
             assert run.success
             folders.append(Path(str(metadata_values(run, "trained_decider")["model_path"])))
-    first, second = folders
+            saved.append([(p.name, p.stat().st_mtime_ns) for p in sorted(folders[-1].iterdir())])
+    first, second, again = folders
     assert first != second and latest_model(Warehouse(root)) == second
+    assert again == second and saved[2] == saved[1]
     assert DeciderModel.load(first).manifest["learner"]["max_iter"] == 3
     assert DeciderModel.load(second).manifest["learner"]["max_iter"] == 4

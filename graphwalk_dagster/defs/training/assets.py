@@ -16,9 +16,9 @@ from graphwalk_core.training.store import (
     VALIDATION_FLOOR,
     promote,
     read_decision_examples,
+    save_model,
     write_decision_examples,
 )
-from graphwalk_core.warehouse.models import model_folder
 from graphwalk_dagster.defs.shared.resources import EmbedderResource, WarehouseResource
 from graphwalk_dagster.metadata import to_metadata
 
@@ -88,7 +88,7 @@ def trained_decider(
         examples, embedder.make(), config=FitConfig(max_iter=config.max_iter), extra_manifest={GRAPH: graph}
     )
     assert report.model is not None
-    folder = report.model.save(model_folder(wh, report.model.fingerprint))
+    folder = save_model(wh, report.model)
     promoted = promote(wh, folder)
     if not promoted:
         context.log.warning(
