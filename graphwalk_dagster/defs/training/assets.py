@@ -92,7 +92,7 @@ def trained_decider(
     promoted = promote(wh, folder)
     if not promoted:
         context.log.warning(
-            "validation accuracy %s is below the floor %s: %s is kept but not made the newest model",
+            "validation accuracy %s does not reach the floor %s: %s is kept but not made the newest model",
             report.validation_accuracy["all"], VALIDATION_FLOOR, folder.name,
         )  # fmt: skip
     return dg.MaterializeResult(
