@@ -44,7 +44,7 @@ def main() -> int:
     watch = Stopwatch()
     laps, lap = watch.laps, watch.lap
 
-    store, questions = asyncio.run(
+    store, questions, _ = asyncio.run(
         labeled_sources(dataset="metaqa", questions=None, graph=None, split="dev", hops=args.hops, n=args.n)
     )
     embedder = _embedder(None)

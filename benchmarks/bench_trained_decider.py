@@ -67,7 +67,7 @@ def quick_model(folder: Path) -> Path:
     from graphwalk_core.training.examples import weak_examples
     from graphwalk_core.training.fit import fit_decider
 
-    store, questions = asyncio.run(
+    store, questions, _ = asyncio.run(
         labeled_sources(dataset="metaqa", questions=None, graph=None, split="dev", n=300)
     )
     examples, _ = asyncio.run(weak_examples(store, questions))

@@ -171,12 +171,14 @@ class Shared:
             systems, self.decider
         )
 
-    def refuse_learned(self, datasets: list[Any]) -> None:
+    def check_trained(self, datasets: list[Any]) -> None:
         """With a trained decider (``--decider-model``, else the warehouse's newest model), refuse to score
-        questions that model learned from."""
+        questions that model learned from, and warn when it learned over another graph than theirs."""
         from graphwalk_core.backends import settings_with
+        from graphwalk_core.training.graphs import datasets_note
         from graphwalk_core.training.store import learned_questions
         from graphwalk_core.warehouse import Warehouse
+        from graphwalk_core.warehouse.models import latest_model
 
         settings = settings_with(decider_model=self.decider_model)
         if (self.decider or settings.resolved_decider()) != "trained":
@@ -190,6 +192,8 @@ class Shared:
                 f"{len(seen)} of these questions are ones {which} learned from (first: {seen[0]}): score "
                 "questions it has not learned from (--split test)"
             )
+        if note := datasets_note(model or latest_model(warehouse), datasets):
+            typer.echo(f"warning: {note}", err=True)
 
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
@@ -240,7 +244,7 @@ def parse_sets(items: list[str] | None) -> dict[str, Any]:
 def _evaluate(datasets: list[Any], systems: list[str], out: Path, shared: Shared) -> None:
     from graphwalk_core.eval.evaluate import evaluate
 
-    shared.refuse_learned(datasets)
+    shared.check_trained(datasets)
     summary = evaluate(datasets, systems, shared.backends(systems), shared.run(out))
     typer.echo(summary.read_text(encoding="utf-8"))
 

@@ -28,6 +28,7 @@ async def _run(
     decider_model: Path | None = None,
 ) -> WalkResult:
     from graphwalk_core.backends import Backends, settings_with
+    from graphwalk_core.training.graphs import walk_note
     from graphwalk_core.traversal.ask import answer
     from graphwalk_core.traversal.engine import Traverser
 
@@ -35,7 +36,10 @@ async def _run(
     store = backends.store(graph)
     try:
         embedder = backends.embedder
-        walker = Traverser(store, backends.decider(decider_name, embedder=embedder), embedder, config)
+        decider = backends.decider(decider_name, embedder=embedder)
+        if note := walk_note(decider, graph):
+            Console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(note)}", soft_wrap=True)
+        walker = Traverser(store, decider, embedder, config)
         asked = await answer(walker, question, start)
         if asked.result is None:
             raise InputError("no graph node is named in the question: pass --start NODE_ID")

@@ -103,6 +103,7 @@ async def _train(
     from graphwalk_core.training.build import folder_trace_examples, labeled_sources
     from graphwalk_core.training.examples import weak_examples, write_examples
     from graphwalk_core.training.fit import FitConfig, fit_decider
+    from graphwalk_core.training.graphs import GRAPH
     from graphwalk_core.training.templates import hold_out_templates
 
     if split == "test":
@@ -117,9 +118,10 @@ async def _train(
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     examples = []
     unlabeled = 0
+    graph_id = None
     with Progress(*columns, console=console, disable=quiet) as progress:
         if dataset is not None or questions is not None:
-            store, labeled_questions = await labeled_sources(
+            store, labeled_questions, graph_id = await labeled_sources(
                 dataset=dataset,
                 questions=questions,
                 graph=graph,
@@ -157,7 +159,7 @@ async def _train(
             config=config,
             out=out,
             progress=tick,
-            extra_manifest={"held_out_templates": held} if held else None,
+            extra_manifest={GRAPH: graph_id, **({"held_out_templates": held} if held else {})},
         )
     typer.echo(_summary(report, unlabeled, time.perf_counter() - started))
 

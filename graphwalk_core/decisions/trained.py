@@ -3,10 +3,10 @@ path planner's distribution (a product of experts, :mod:`graphwalk_core.decision
 
 The model folder (written by :mod:`graphwalk_core.training.fit`) holds ``weights.npz`` (the feature
 scaler, the network's layers, the coverage model's weights and the path planner's gains),
-``questions.json`` (the ids of the questions it learned from) and ``manifest.json`` (format, embedder id,
-training data hash, example counts, validation metrics, library versions). The network's inference is
-two matrix products in numpy; the question, path and option texts are embedded once and cached by
-content, so a walk embeds its question once and known option texts never again.
+``questions.json`` (the questions it learned from, :func:`question_key`) and ``manifest.json``
+(format, embedder id, training data hash, example counts, validation metrics, library versions). The
+network's inference is two matrix products in numpy; the question, path and option texts are embedded
+once and cached by content, so a walk embeds its question once and known option texts never again.
 """
 
 from __future__ import annotations
@@ -48,12 +48,20 @@ from graphwalk_core.files import atomic_path, write_text_atomic
 MODEL_FORMAT = "graphwalk-trained-decider/4"
 MANIFEST = "manifest.json"
 WEIGHTS = "weights.npz"
-#: The ids of the questions a model learned from, a JSON list (folders saved before it have none).
+#: The questions a model learned from (:func:`question_key`; plain ids in folders saved before keys were),
+#: a JSON list (folders saved before it have none).
 QUESTIONS = "questions.json"
 
 
+def question_key(question_id: str, text: str) -> str:
+    """A learned question as ``questions.json`` lists it: ``<id>#<12 hex digits of its text's sha256>``, so
+    another dataset's question that reuses the id (custom files number theirs q00001, q00002, …) is not
+    taken for it."""
+    return f"{question_id}#{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
 def learned_ids(folder: Path) -> list[str] | None:
-    """The ids of the questions the model in ``folder`` learned from; None for a folder saved before
+    """The questions (keys) the model in ``folder`` learned from; None for a folder saved before
     models kept them. An unreadable list is a ConfigError naming the file."""
     path = folder / QUESTIONS
     if not path.is_file():
@@ -63,8 +71,19 @@ def learned_ids(folder: Path) -> list[str] | None:
     except (OSError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path}: unreadable list of learned questions ({exc})") from exc
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise ConfigError(f"{path}: not a JSON list of question ids")
+        raise ConfigError(f"{path}: not a JSON list of question keys")
     return ids
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """A model's ``manifest.json``; one that is no JSON object is a ConfigError naming the file."""
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise ConfigError(f"{path}: not a JSON object")
+    return manifest
 
 
 @dataclass(frozen=True)
@@ -79,8 +98,9 @@ class DeciderModel:
     coverage: Coverage
     planner: Planner
     manifest: dict[str, Any]
-    #: the ids of the questions its examples came from (validation ones included), sorted; None: not
-    #: known (a folder saved before models kept them), which is not "none" (an empty list refuses nothing)
+    #: the keys (:func:`question_key`) of the questions its examples came from (validation ones included),
+    #: sorted; None: not known (a folder saved before models kept them), which is not "none" (an empty
+    #: list refuses nothing)
     questions: tuple[str, ...] | None = None
 
     @property
@@ -134,12 +154,7 @@ class DeciderModel:
         manifest_path, weights_path = folder / MANIFEST, folder / WEIGHTS
         if not manifest_path.is_file() or not weights_path.is_file():
             raise ConfigError(f"{folder}: not a trained decider (needs {MANIFEST} and {WEIGHTS})")
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{manifest_path}: not valid JSON ({exc})") from exc
-        if not isinstance(manifest, dict):
-            raise ConfigError(f"{manifest_path}: not a JSON object")
+        manifest = read_manifest(manifest_path)
         if manifest.get("format") != MODEL_FORMAT:
             raise ConfigError(
                 f"{manifest_path}: format {manifest.get('format')!r}, expected {MODEL_FORMAT!r} "

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.eval.datasets.base import Dataset, Question
+from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.training.examples import (
     DecisionExample,
@@ -33,6 +33,24 @@ def labeled(questions: Iterable[Question], split: str, where: Path | None = None
     return out
 
 
+def labeled_graph(datasets: Sequence[Dataset]) -> Knowledge:
+    """The one graph ``datasets`` are over, to label their questions on; a dataset over another graph than
+    the first, or over passages (no graph before ingestion, no start nodes), is an InputError naming it."""
+    first = datasets[0]
+    for ds in datasets:
+        if ds.knowledge.graph == "passages":
+            raise InputError(
+                f"{ds.name}-{ds.split} is answered from passages, not a graph: weak supervision labels "
+                "questions over a graph from their start node (metaqa, 2wiki, custom)"
+            )
+        if ds.knowledge != first.knowledge:
+            raise InputError(
+                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
+                "graph's datasets at a time"
+            )
+    return first.knowledge
+
+
 async def dataset_examples(
     datasets: Sequence[Dataset],
     store: GraphStore,
@@ -41,14 +59,8 @@ async def dataset_examples(
     progress: Callable[[int], None] | None = None,
 ) -> tuple[list[DecisionExample], int]:
     """Weak-supervision examples of the questions of ``datasets`` (all over the graph ``store`` holds) over
-    ``store``, and how many had none; a dataset over another graph than the first is an InputError."""
-    for ds in datasets[1:]:
-        if ds.knowledge != datasets[0].knowledge:
-            first = datasets[0]
-            raise InputError(
-                f"{ds.name}-{ds.split} is over another graph than {first.name}-{first.split}: label one "
-                "graph's datasets at a time"
-            )
+    ``store``, and how many had none; datasets :func:`labeled_graph` refuses are an InputError."""
+    labeled_graph(datasets)
     questions = [q for ds in datasets for q in labeled(ds.questions, ds.split)]
     return await weak_examples(store, questions, max_depth=max_depth, progress=progress)
 
@@ -71,12 +83,15 @@ async def labeled_sources(
     hops: Sequence[int] | None = None,
     n: int | None = None,
     data_dir: Path | None = None,
-) -> tuple[GraphStore, list[LabeledQuestion]]:
-    """The graph and labeled questions: a built-in ``dataset``, or a ``questions`` file over ``graph``."""
+) -> tuple[GraphStore, list[LabeledQuestion], str | None]:
+    """The graph, labeled questions (a built-in ``dataset``, or a ``questions`` file over ``graph``) and the
+    graph's identity for the model's manifest (:func:`~graphwalk_core.training.graphs.graph_identity`;
+    None for a graph that is no triples file)."""
     from graphwalk_core.eval.datasets.custom import read_custom_questions
     from graphwalk_core.eval.datasets.registry import load_dataset
     from graphwalk_core.eval.systems.graphs import graph_from_triples
     from graphwalk_core.stores.open import open_store
+    from graphwalk_core.training.graphs import graph_identity, spec_identity
 
     if (dataset is None) == (questions is None):
         raise InputError("give exactly one of --dataset NAME or --questions FILE")
@@ -86,15 +101,19 @@ async def labeled_sources(
         sets = [
             load_dataset(f"metaqa-{h}hop", split=split, n=n, data_dir=data_dir) for h in hops or (1, 2, 3)
         ]
-        store = open_store(graph) if graph is not None else graph_from_triples(sets[0].knowledge)
-        return store, [q for ds in sets for q in labeled(ds.questions, split)]
+        labeled_questions = [q for ds in sets for q in labeled(ds.questions, split)]
+        if graph is not None:
+            return open_store(graph), labeled_questions, spec_identity(graph)
+        knowledge = sets[0].knowledge
+        return graph_from_triples(knowledge), labeled_questions, graph_identity(knowledge)
     assert questions is not None
     if graph is None:
         raise InputError("--questions needs --graph (the graph the questions are about)")
     store = open_store(graph)
-    return store, await starts_by_name(
+    found = await starts_by_name(
         store, labeled(read_custom_questions(questions), split, questions), questions
     )
+    return store, found, spec_identity(graph)
 
 
 async def starts_by_name(

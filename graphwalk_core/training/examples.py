@@ -2,9 +2,10 @@
 
 *Weak supervision* (``source="weak"``): for a question with start node(s) and gold answers, every
 relation path from the start up to ``max_depth`` hops is followed over the store's grouped adjacency
-(a set larger than ``max_expand`` nodes is not expanded further), each end set is scored against
-the gold answers by F1, and the best paths (highest F1, then fewest hops) become per-step targets:
-at each step the share of best paths taking each offered move, STOP where they end. Only the question
+in the engine's order (:func:`~graphwalk_core.traversal.engine.sorted_groups`: every store gives the
+same examples; a set larger than ``max_expand`` nodes is not expanded further), each end set is scored
+against the gold answers by F1, and the best paths (highest F1, then fewest hops) become per-step
+targets: at each step the share of best paths taking each offered move, STOP where they end. Only the question
 text, its start and its gold answers are used, so the method works on any graph.
 
 *Traces* (``source="trace"``): every step a decider answered in a walk's trace becomes a row whose
@@ -29,6 +30,7 @@ from graphwalk_core.eval.metrics import normalize_answer
 from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore, neighbor_groups
 from graphwalk_core.traversal import prompts
+from graphwalk_core.traversal.engine import sorted_groups
 from graphwalk_core.traversal.trace import Trace
 
 #: Decision kinds, for accuracy per kind: the first move, a later move, STOP.
@@ -135,7 +137,7 @@ class PathLabeler:
     async def _expand(self, node: _Node, start: frozenset[NodeId]) -> None:
         groups = await neighbor_groups(self.store, node.frontier, direction="both")
         node.options = []
-        for key, targets in groups.items():
+        for key, targets in sorted_groups(groups).items():  # the engine's order, whatever the store's
             kept = targets if start.isdisjoint(targets) else [t for t in targets if t not in start]
             if kept:
                 move: Move = (key[0], key[1])

@@ -25,7 +25,7 @@ import numpy as np
 from graphwalk_core.decisions.coverage import Coverage, move_key
 from graphwalk_core.decisions.features import BLOCKS, FEATURE_VERSION, SCALARS, distinct_texts, view_features
 from graphwalk_core.decisions.plan import Planner, schema_of
-from graphwalk_core.decisions.trained import MODEL_FORMAT, DeciderModel
+from graphwalk_core.decisions.trained import MODEL_FORMAT, DeciderModel, question_key
 from graphwalk_core.decisions.views import DecisionView, Move
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError, OptionError
@@ -269,7 +269,7 @@ def fit_decider(
         coverage=coverage,
         planner=planner,
         manifest=model_manifest,
-        questions=tuple(sorted({ex.question_id for ex in examples})),
+        questions=tuple(sorted({question_key(ex.question_id, ex.question) for ex in examples})),
     )
 
     t2 = time.perf_counter()

@@ -18,6 +18,12 @@ from graphwalk_dagster.demo import EVAL, offline_resources
 def test_train_then_evaluate_with_the_trained_decider(
     tmp_path: Path, metaqa_dir: Path, minilm_dir: Path
 ) -> None:
+    import json
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.warehouse import Warehouse
+
     root = tmp_path / "warehouse"
     resources = offline_resources(root)
     config = {
@@ -37,7 +43,9 @@ def test_train_then_evaluate_with_the_trained_decider(
         meta = metadata_values(trained, "trained_decider")
         assert meta["examples"] == examples["examples"]
         assert float(meta["validation_accuracy_all"]) >= VALIDATION_FLOOR
-        assert Path(str(meta["model_path"]), "manifest.json").is_file()
+        manifest = json.loads(Path(str(meta["model_path"]), "manifest.json").read_text())
+        metaqa = load_partition_dataset("metaqa-1hop", Warehouse(root), n=1, split="dev").knowledge
+        assert manifest["graph"] == graph_identity(metaqa)  # the graph decision_examples labeled over
         (check,) = trained.get_asset_check_evaluations()
         assert check.passed and check.check_name == "validation_floor"
 
@@ -49,6 +57,7 @@ def test_train_then_evaluate_with_the_trained_decider(
             run_config={"ops": {"eval_questions": {"config": {"n": 10}}}},
         )
         assert evaluated.success
+        assert "warning" not in metadata_values(evaluated, "eval_results")  # the graph it learned over
     rows = warehouse_rows(root, "SELECT split, system, decider, count(*) FROM eval_results GROUP BY ALL")
     assert rows == [  # a -trained partition scores test unless told otherwise: its decider learned dev
         (
@@ -133,6 +142,59 @@ def test_a_model_named_by_the_decider_resource_refuses_the_questions_it_learned_
     )
 
 
+def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path, metaqa_dir: Path) -> None:
+    """A model whose manifest names another graph than the partition's (trained on another KB) still
+    walks, with a warning naming the model and the dataset (logged, and the partition's ``warning``
+    metadata); one over the partition's graph, or one that does not say, gives none."""
+    import json
+
+    from graphwalk_core.eval.partition_dataset import load_partition_dataset
+    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_dagster.defs.eval.assets import _check_trained
+    from graphwalk_dagster.defs.shared.resources import DeciderResource
+
+    root = tmp_path / "warehouse"
+    dataset = load_partition_dataset("metaqa-1hop", Warehouse(root), n=5, split="test")
+    model = tmp_path / "model"
+    model.mkdir()
+    dims = {"dataset": "metaqa-1hop", "system": "relation-greedy"}
+    resources = offline_resources(root)
+    notes = []
+    for graph in ("0" * 64, graph_identity(dataset.knowledge), None):
+        (model / "manifest.json").write_text(json.dumps({"graph": graph}), encoding="utf-8")
+        decider = DeciderResource(backend="trained", model_path=str(model))
+        notes.append(_check_trained(dims, dataset, decider, resources["warehouse"]))
+    assert notes == [
+        f"the trained decider {model} learned over another graph than metaqa-1hop-test's: it knows that "
+        "graph's relations and question phrasings, not these (train one on this graph: graphwalk train "
+        "decider --graph ... --questions ...)",
+        None,
+        None,
+    ]
+
+
+def test_decision_examples_of_a_passage_dataset_is_an_error_naming_it(tmp_path: Path) -> None:
+    """HotpotQA is answered from passages: no graph to label over before ingestion, no start nodes. The
+    run fails with an InputError naming the dataset (before: a ValueError from opening its graph, "a
+    passage corpus needs an ingest function")."""
+    from conftest import shared_path
+
+    shared_path("data", "hotpotqa")
+    config = {"ops": {"decision_examples": {"config": {"datasets": ["hotpotqa"], "n": 5}}}}
+    with dg.instance_for_test() as instance, pytest.raises(Exception) as failed:
+        dg.materialize(
+            [decision_examples],
+            resources=offline_resources(tmp_path / "wh"),
+            instance=instance,
+            run_config=config,
+        )
+    assert str(failed.value) == (
+        "hotpotqa-dev is answered from passages, not a graph: weak supervision labels questions over a graph "
+        "from their start node (metaqa, 2wiki, custom)"
+    )
+
+
 def test_metaqa_partitions_score_test_by_default_whatever_the_system() -> None:
     """MetaQA has a test split in the data folder: all its partitions score it by default, so an automated
     refresh of the demo's local-decider rows scores what the trained rows score. The other datasets' test
@@ -202,7 +264,10 @@ def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path)
     (folder / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": 51 / 52}}))
     mark_latest(Warehouse(root), folder)
     spec = next(iter(validation_floor.check_specs))
-    assert spec.description == ("The newest model's validation accuracy over all decisions is at least 0.8.")
+    assert spec.description == (
+        "The newest trained model's validation accuracy over all decisions is at least 0.8 (a model below "
+        "it is not the one evaluations walk with)."
+    )
     result = dg.materialize(
         [trained_decider.to_source_assets()[0], validation_floor],
         resources=offline_resources(root),
@@ -216,29 +281,72 @@ def test_validation_floor_shows_its_floor_and_a_rounded_accuracy(tmp_path: Path)
     }
 
 
+def test_a_model_below_the_floor_is_kept_but_not_made_the_newest(
+    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model whose validation accuracy is below the floor (here a floor no model reaches) is saved but
+    LATEST keeps naming the earlier model, so ``-trained`` partitions and ``--decider trained`` go on
+    walking with it; the check fails on the new model (before: LATEST moved to it while the check
+    failed, so evaluations walked with the model the check rejected)."""
+    import json
+
+    from graphwalk_core.warehouse import Warehouse
+    from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
+
+    root = tmp_path / "warehouse"
+    good = model_folder(Warehouse(root), "0123456789abcdef")
+    good.mkdir(parents=True)
+    (good / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": 0.9}}))
+    mark_latest(Warehouse(root), good)
+    monkeypatch.setattr("graphwalk_core.training.store.VALIDATION_FLOOR", 1.01)
+    ops = {
+        "decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}},
+        "trained_decider": {"config": {"max_iter": 3}},
+    }
+    with dg.instance_for_test() as instance:
+        run = dg.materialize(
+            [decision_examples, trained_decider, validation_floor],
+            resources=offline_resources(root),
+            instance=instance,
+            run_config={"ops": ops},
+            raise_on_error=False,
+        )
+    meta = metadata_values(run, "trained_decider")
+    trained = Path(str(meta["model_path"]))
+    assert latest_model(Warehouse(root)) == good and (trained / "manifest.json").is_file()
+    assert meta["promoted"] is False
+    (check,) = run.get_asset_check_evaluations()
+    assert not check.passed and check.metadata["model"].value == trained.name
+
+
 def test_retraining_on_the_same_examples_keeps_the_earlier_model(
-    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path
+    tmp_path: Path, metaqa_dir: Path, minilm_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """trained_decider re-run with other settings on the same decision_examples writes a new folder and
     then points LATEST at it: the earlier model is kept, never rewritten in place while LATEST names it
-    (where a run cut short would leave the newest model half written)."""
+    (where a run cut short would leave the newest model half written). Re-run with the same settings it
+    trains the same model, whose folder is there already: left as it is (before: saved over in place).
+    A few epochs on 20 questions reach no real floor: here every model does."""
     from graphwalk_core.decisions.trained import DeciderModel
     from graphwalk_core.warehouse import Warehouse
     from graphwalk_core.warehouse.models import latest_model
 
+    monkeypatch.setattr("graphwalk_core.training.store.VALIDATION_FLOOR", 0.0)
     root = tmp_path / "warehouse"
     resources = offline_resources(root)
     examples = {"decision_examples": {"config": {"n": 20, "datasets": ["metaqa-1hop"]}}}
-    folders = []
+    folders, saved = [], []
     with dg.instance_for_test() as instance:
-        for epochs in (3, 4):
-            first_run = epochs == 3
+        for run_number, epochs in enumerate((3, 4, 4)):
+            first_run = run_number == 0
             ops = {**(examples if first_run else {}), "trained_decider": {"config": {"max_iter": epochs}}}
             assets = [decision_examples, trained_decider] if first_run else [trained_decider]
             run = dg.materialize(assets, resources=resources, instance=instance, run_config={"ops": ops})
             assert run.success
             folders.append(Path(str(metadata_values(run, "trained_decider")["model_path"])))
-    first, second = folders
+            saved.append([(p.name, p.stat().st_mtime_ns) for p in sorted(folders[-1].iterdir())])
+    first, second, again = folders
     assert first != second and latest_model(Warehouse(root)) == second
+    assert again == second and saved[2] == saved[1]
     assert DeciderModel.load(first).manifest["learner"]["max_iter"] == 3
     assert DeciderModel.load(second).manifest["learner"]["max_iter"] == 4

@@ -20,7 +20,7 @@ from graphwalk_core.traversal.engine import Traverser
 
 from .kb import questions, store
 
-FILM_MOVES = (("directed_by", "out"), ("starred_actors", "out"), ("release_year", "out"))
+FILM_MOVES = (("directed_by", "out"), ("release_year", "out"), ("starred_actors", "out"))
 
 
 async def test_one_hop_question_gives_the_move_then_stop() -> None:
@@ -62,6 +62,25 @@ async def test_tied_paths_share_the_target() -> None:
         ("release_year", "out"): 0.0,
         ("written_by", "out"): 0.5,
     }
+
+
+async def test_one_graph_gives_the_same_example_bytes_from_memory_and_sqlite(tmp_path: Path) -> None:
+    """Moves are offered in the engine's order (outgoing, then by relation), not in the store's (the
+    memory store keeps insertion order, the SQL store key order): the same graph read from a triples
+    file and from SQLite gives the same examples, so the same table and the same model."""
+    from graphwalk_core.stores.base import upsert_many
+    from graphwalk_core.stores.sql import SQLGraphStore
+
+    memory = store()
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'kb.sqlite'}")
+    await upsert_many(sql, [n async for n in memory.iter_nodes()], [e async for e in memory.iter_edges()])
+    tables = []
+    for graph in (memory, sql):
+        examples, unlabeled = await weak_examples(graph, questions(range(12)))
+        assert unlabeled == 0 and len(examples) == 84
+        tables.append(write_examples(examples, tmp_path / f"{len(tables)}.parquet").read_bytes())
+    await sql.close()
+    assert tables[0] == tables[1]
 
 
 async def test_unreachable_gold_gives_no_example() -> None:

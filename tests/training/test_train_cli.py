@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
+from graphwalk_core.decisions.trained import DeciderModel, question_key
 
 from .kb import TRIPLES, questions
 
@@ -39,7 +40,8 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert "questions without a path to a gold answer: 0" in result.stdout
     assert "| stop | 1.000 |" in result.stdout
     assert (out / "manifest.json").is_file() and examples.is_file()
-    assert json.loads((out / "questions.json").read_text()) == sorted(q.id for q in questions(range(9)))
+    learned = json.loads((out / "questions.json").read_text())
+    assert learned == sorted(question_key(q.id, q.text) for q in questions(range(9)))
 
     trace = tmp_path / "traces" / "q1.json"
     trace.parent.mkdir()
@@ -58,6 +60,48 @@ def test_train_then_query(files: tuple[Path, Path], tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "source_weak=0, source_trace=3" in result.stdout
+
+
+def test_a_model_walking_another_graph_than_it_learned_over_says_so(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The manifest records the graph the model learned over (the triples file's content, whichever
+    dataset reads it); ``query`` and ``eval`` walking another graph with it warn on stderr, naming the
+    model and the graph, and still answer; over the graph it learned over they say nothing."""
+    from graphwalk_core.eval.datasets.base import Knowledge
+    from graphwalk_core.training.graphs import graph_identity
+
+    kb, qs = files
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["graph"] == graph_identity(Knowledge(graph="triples", kb_path=kb, source="metaqa"))
+    other = tmp_path / "other.txt"
+    other.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
+    query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
+             "--decider", "trained", "--decider-model", str(out), "--json"]  # fmt: skip
+    same = runner.invoke(app, ["query", str(kb), *query])
+    assert same.exit_code == 0 and same.stderr == ""
+    moved = runner.invoke(app, ["query", str(other), *query])
+    assert moved.exit_code == 0, moved.output
+    hint = "that graph's relations and question phrasings, not these (train one on this graph: graphwalk"
+    assert " ".join(moved.stderr.split()).startswith(
+        f"warning: the trained decider model@{DeciderModel.load(out).fingerprint[:12]} learned over another "
+        f"graph than {other}'s: it knows {hint}"
+    )
+    unseen = tmp_path / "unseen.jsonl"
+    unseen.write_text('{"id": "u1", "question": "who directed Film 10", "answers": ["Director 2"], '
+                      '"start": "Film 10"}\n', encoding="utf-8")  # fmt: skip
+    evaluate = ["eval", "custom", "--questions", str(unseen), "--system", "relation-greedy", "--decider",
+                "trained", "--decider-model", str(out), "--quiet"]  # fmt: skip
+    result = runner.invoke(app, [*evaluate, "--kb", str(other), "--out", str(tmp_path / "e1")])
+    assert result.exit_code == 0, result.output
+    assert " ".join(result.stderr.split()).startswith(
+        f"warning: the trained decider {out} learned over another graph than custom-dev's: it knows {hint}"
+    )
+    result = runner.invoke(app, [*evaluate, "--kb", str(kb), "--out", str(tmp_path / "e2")])
+    assert result.exit_code == 0 and "warning" not in result.stderr
 
 
 def test_no_training_epochs_is_an_error_naming_the_option(files: tuple[Path, Path], tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -13,7 +14,7 @@ import pytest
 from graphwalk_core.decisions import ChoiceQuestion, DecisionRequest
 from graphwalk_core.decisions.base import model_fingerprint
 from graphwalk_core.decisions.factory import make_decider
-from graphwalk_core.decisions.trained import DeciderModel, TrainedDecisionBackend
+from graphwalk_core.decisions.trained import DeciderModel, TrainedDecisionBackend, question_key
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import ConfigError
 from graphwalk_core.settings import GraphwalkSettings
@@ -65,7 +66,8 @@ def test_manifest_records_what_it_was_trained_on(model_dir: Path) -> None:
     assert len(manifest["data_hash"]) == 64
     assert set(manifest["validation_accuracy"]) == {"first", "later", "stop", "all"}
     learned = json.loads((model_dir / "questions.json").read_text())
-    assert learned == sorted(f"{kind}-{i}" for kind in ("dir", "same", "year") for i in range(9))
+    assert learned == sorted(question_key(q.id, q.text) for q in questions(range(9)))
+    assert learned[0] == "dir-0#" + hashlib.sha256(b"who directed Film 0").hexdigest()[:12]
     assert DeciderModel.load(model_dir).questions == tuple(learned)
 
 
@@ -90,11 +92,53 @@ def test_the_leak_guard_checks_the_questions_the_model_learned_from_not_todays_e
     examples = wh.partition_dir(EXAMPLES, None) / PART_FILE
     examples.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.table({"question_id": ["dir-20", "year-20"]}), examples)  # examples since changed
-    asked = [Question(id=i, text=i, gold=[]) for i in ("dir-20", "dir-3", "year-5", "year-20")]
+    texts = {q.id: q.text for q in questions(range(21))}
+    asked = [Question(id=i, text=texts[i], gold=[]) for i in ("dir-20", "dir-3", "year-5", "year-20")]
     dataset = Dataset(name="d", split="dev", questions=asked, knowledge=Knowledge(graph="triples"))
     assert learned_questions(wh, [dataset]) == ["dir-3", "year-5"]
     (folder / "questions.json").unlink()
     assert learned_questions(wh, [dataset]) == ["dir-20", "year-20"]
+
+
+def test_only_a_model_reaching_the_validation_floor_becomes_the_newest(tmp_path: Path) -> None:
+    """``promote`` points LATEST at a model whose validation accuracy reaches the floor (0.8); one below it,
+    or with no validation question (unknown), is left out and LATEST keeps the earlier model."""
+    from graphwalk_core.training.store import promote
+    from graphwalk_core.warehouse.models import latest_model, model_folder
+    from graphwalk_core.warehouse.tables import Warehouse
+
+    wh = Warehouse(tmp_path / "warehouse")
+    made = []
+    for name, accuracy in (("a", 0.8), ("b", 0.79), ("c", None), ("d", 0.95)):
+        folder = model_folder(wh, name * 12)
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"validation_accuracy": {"all": accuracy}}))
+        made.append((promote(wh, folder), latest_model(wh).name))  # type: ignore[union-attr]
+    assert made == [(True, "a" * 12), (False, "a" * 12), (False, "a" * 12), (True, "d" * 12)]
+
+
+def test_the_leak_guard_tells_another_datasets_question_with_a_learned_id_apart(
+    model_dir: Path, tmp_path: Path
+) -> None:
+    """Custom question files number their questions (q00001, q00002, … or the user's 1, 2, 3): a model
+    lists each learned question by id and text, so another file's question that reuses a learned id is
+    scored, not refused (before: every question of a second file was "one it learned from"); the same
+    question (id and text) is still refused, and a folder listing plain ids (saved before keys) by id."""
+    from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Question
+    from graphwalk_core.training.store import learned_questions
+    from graphwalk_core.warehouse.tables import Warehouse
+
+    asked = [
+        Question(id="dir-3", text="who directed Film 3", gold=[]),  # learned
+        Question(id="dir-4", text="who wrote Book 4", gold=[]),  # another file's question numbered alike
+    ]
+    dataset = Dataset(name="custom", split="dev", questions=asked, knowledge=Knowledge(graph="triples"))
+    wh = Warehouse(tmp_path / "warehouse")
+    assert learned_questions(wh, [dataset], model_dir) == ["dir-3"]
+    old = tmp_path / "old"
+    shutil.copytree(model_dir, old)
+    (old / "questions.json").write_text(json.dumps(["dir-3", "dir-4"]))
+    assert learned_questions(wh, [dataset], old) == ["dir-3", "dir-4"]
 
 
 def test_a_model_whose_questions_are_unknown_saves_no_list(model_dir: Path, tmp_path: Path) -> None:

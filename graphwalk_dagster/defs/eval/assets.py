@@ -11,7 +11,9 @@ from graphwalk_core.eval.report import results_table
 from graphwalk_core.eval.runner import run_eval
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.eval.tables import partition_stats, summarize, write_results
+from graphwalk_core.training.graphs import datasets_note
 from graphwalk_core.training.store import learned_questions
+from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import (
     TRAINED,
@@ -166,17 +168,18 @@ def _backends(
     return Backends(found.settings.model_copy(update=update))
 
 
-def _refuse_learned(
+def _check_trained(
     dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
-) -> None:
+) -> str | None:
     """A partition walking with a trained decider (a ``-trained`` one, or the decider resource's
     ``trained`` backend; its ``model_path``, else the warehouse's newest model) must not score questions
     that model learned from (the ids its folder lists): with ``split: dev`` (the default off MetaQA),
     eval_questions' seed 0 picks 20 of the 200 dev questions decision_examples' defaults learn from, and
-    the automation reruns a partition with the defaults."""
+    the automation reruns a partition with the defaults. Returns a warning when the model learned over
+    another graph than the dataset's."""
     settings = decider.settings()
     if not dims["system"].endswith(TRAINED) and settings.resolved_decider() != "trained":
-        return
+        return None
     seen = learned_questions(warehouse.warehouse(), [dataset], settings.decider_model)
     if seen:
         raise InputError(
@@ -184,6 +187,7 @@ def _refuse_learned(
             f"questions are ones the trained decider learned from (first: {seen[0]}); "
             f"score questions it has not seen ({unseen_questions_hint(dims['dataset'])})"
         )
+    return datasets_note(settings.decider_model or latest_model(warehouse.warehouse()), [dataset])
 
 
 @dg.asset(
@@ -208,7 +212,9 @@ def eval_results(
     answers were ``reused`` from an earlier run over the same graph.
     """
     dims = _dims(context)
-    _refuse_learned(dims, eval_questions, decider, warehouse)
+    note = _check_trained(dims, eval_questions, decider, warehouse)
+    if note:
+        context.log.warning(note)
     name = dims["system"].removesuffix(TRAINED)
     found = _backends(dims["system"], decider, llm, embedder, warehouse).for_systems([name])
     system = build_system(
@@ -232,6 +238,7 @@ def eval_results(
             "answered": sum(not r.reused and r.status != "skipped" for r in run.results),
             "run_id": run.metadata.run_id,
             "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
+            **({"warning": note} if note else {}),
             "path": dg.MetadataValue.path(str(path)),
             "preview": preview(rows),
         }

@@ -9,10 +9,16 @@ from pydantic import Field
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.systems.graphs import open_graph
-from graphwalk_core.training.build import dataset_examples, folder_trace_examples
+from graphwalk_core.training.build import dataset_examples, folder_trace_examples, labeled_graph
 from graphwalk_core.training.fit import FitConfig, fit_decider
-from graphwalk_core.training.store import read_decision_examples, write_decision_examples
-from graphwalk_core.warehouse.models import mark_latest, model_folder
+from graphwalk_core.training.graphs import GRAPH, graph_identity
+from graphwalk_core.training.store import (
+    VALIDATION_FLOOR,
+    promote,
+    read_decision_examples,
+    save_model,
+    write_decision_examples,
+)
 from graphwalk_dagster.defs.shared.resources import EmbedderResource, WarehouseResource
 from graphwalk_dagster.metadata import to_metadata
 
@@ -46,11 +52,12 @@ def decision_examples(
     sets = [
         load_partition_dataset(name, wh, questions=config.questions, **common) for name in config.datasets
     ]
-    store = asyncio.run(open_graph(sets[0].knowledge))
+    knowledge = labeled_graph(sets)
+    store = asyncio.run(open_graph(knowledge))
     examples, unlabeled = asyncio.run(dataset_examples(sets, store))
     if config.traces:
         examples += folder_trace_examples(Path(config.traces))
-    path = write_decision_examples(wh, examples)
+    path = write_decision_examples(wh, examples, graph_identity(knowledge))
     kinds = {kind: sum(ex.kind == kind for ex in examples) for kind in ("first", "later", "stop")}
     sources = {src: sum(ex.source == src for ex in examples) for src in ("weak", "trace")}
     context.log.info("%d examples, %d questions without a path to a gold answer", len(examples), unlabeled)
@@ -68,16 +75,26 @@ def decision_examples(
 
 @dg.asset(group_name="training", deps=[decision_examples], kinds={"python", "scikitlearn"})
 def trained_decider(
-    config: TrainedDeciderConfig, warehouse: WarehouseResource, embedder: EmbedderResource
+    context: dg.AssetExecutionContext,
+    config: TrainedDeciderConfig,
+    warehouse: WarehouseResource,
+    embedder: EmbedderResource,
 ) -> dg.MaterializeResult:
-    """A decider trained on decision_examples; a versioned model folder in the warehouse."""
+    """A decider trained on decision_examples; a versioned model folder in the warehouse, made the newest
+    (``promoted``) only when its validation accuracy reaches the floor of the ``validation_floor`` check."""
     wh = warehouse.warehouse()
+    examples, graph = read_decision_examples(wh)
     report = fit_decider(
-        read_decision_examples(wh), embedder.make(), config=FitConfig(max_iter=config.max_iter)
+        examples, embedder.make(), config=FitConfig(max_iter=config.max_iter), extra_manifest={GRAPH: graph}
     )
     assert report.model is not None
-    folder = report.model.save(model_folder(wh, report.model.fingerprint))
-    mark_latest(wh, folder)
+    folder = save_model(wh, report.model)
+    promoted = promote(wh, folder)
+    if not promoted:
+        context.log.warning(
+            "validation accuracy %s does not reach the floor %s: %s is kept but not made the newest model",
+            report.validation_accuracy["all"], VALIDATION_FLOOR, folder.name,
+        )  # fmt: skip
     return dg.MaterializeResult(
         metadata={
             **to_metadata(report.examples),
@@ -86,5 +103,6 @@ def trained_decider(
             "training_seconds": round(sum(report.seconds.values()), 2),
             "model_id": report.model.name,
             "model_path": dg.MetadataValue.path(str(folder)),
+            "promoted": promoted,
         }
     )
