@@ -45,15 +45,13 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
     there is an InputError unless ``replace``."""
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
-    from graphwalk_core.stores.parquet import table_path
+    from graphwalk_core.stores.parquet import table_rows
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
         if is_parquet_graph(Path(text)) and not replace:
-            nodes, edges, metadata = (
-                _rows(table_path(Path(text), t)) for t in ("nodes", "edges", "metadata")
-            )
+            nodes, edges, metadata = (table_rows(Path(text), t) for t in ("nodes", "edges", "metadata"))
             raise _held(text, (nodes, edges), metadata)
         store.save(text)
         return await store.counts()
@@ -78,13 +76,6 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         await target.close()
         if new_file and not written:  # a failed first import leaves no empty graph file
             Path(text).unlink(missing_ok=True)
-
-
-def _rows(table: Path) -> int:
-    """A Parquet table's rows, from its footer (0 when the file is not there)."""
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(table).metadata.num_rows if table.is_file() else 0
 
 
 def _shown(graph: str) -> str:

@@ -330,6 +330,22 @@ def table_path(folder: Path, name: str) -> Path:
     return pending if (folder / _SAVING).exists() and pending.is_file() else folder / f"{name}.parquet"
 
 
+def _unreadable(path: Path, exc: Exception) -> InputError:
+    """The error for a table pyarrow cannot read (a truncated file, another format)."""
+    return InputError(f"cannot read {path}: {exc}")
+
+
+def table_rows(folder: Path, name: str) -> int:
+    """The rows of the folder's table ``name``, from its footer (0 when it has none)."""
+    path = table_path(folder, name)
+    if not path.is_file():
+        return 0
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(path, exc) from exc
+
+
 def _read_table(directory: Path, name: str) -> pa.Table:
     path = table_path(directory, name)
     if not path.is_file():
@@ -337,7 +353,7 @@ def _read_table(directory: Path, name: str) -> pa.Table:
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
+        raise _unreadable(path, exc) from exc
     missing = set(SCHEMAS[name].names) - set(table.column_names)
     if missing:
         raise InputError(f"{path} lacks columns {sorted(missing)}")

@@ -280,3 +280,19 @@ def test_a_failed_import_into_a_new_sqlite_file_leaves_no_file(tmp_path: Path) -
         f"error: node: its id '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at most 1,024\n",
     )
     assert not db.exists()
+
+
+def test_import_over_a_parquet_graph_with_a_truncated_table_names_the_file(tmp_path: Path) -> None:
+    """Counting the rows of the graph an import would replace read each table's footer: a truncated
+    nodes.parquet ended the import in pyarrow's traceback ("Parquet magic bytes not found in footer")."""
+    folder = tmp_path / "g"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)]).exit_code == 0
+    nodes = folder / "nodes.parquet"
+    nodes.write_bytes(nodes.read_bytes()[:100])
+    result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: cannot read {nodes}: Parquet magic bytes not found in footer. Either the file is corrupted "
+        "or this is not a parquet file.\n",
+    )
+    assert len(nodes.read_bytes()) == 100
