@@ -45,14 +45,12 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
     there is an InputError unless ``replace``."""
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
-    from graphwalk_core.stores.parquet import table_rows
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
         if is_parquet_graph(Path(text)) and not replace:
-            nodes, edges, metadata = (table_rows(Path(text), t) for t in ("nodes", "edges", "metadata"))
-            raise _held(text, (nodes, edges), metadata)
+            raise _parquet_held(Path(text), "import")
         store.save(text)
         return await store.counts()
     new_file = "://" not in text and not Path(text).exists()
@@ -63,7 +61,7 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         async with target.transaction():
             held, keys = await target.counts(), len(await target.metadata_keys())
             if not replace and (held != (0, 0) or keys):
-                raise _held(_shown(text), held, keys)
+                raise _held(_shown(text), held, keys, "import")
             await target.clear()
             await target.upsert_many(
                 [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
@@ -85,13 +83,21 @@ def _shown(graph: str) -> str:
     return redact_url(graph) if "://" in graph else graph
 
 
-def _held(graph: str, counts: tuple[int, int], metadata: int) -> InputError:
-    """The refusal to import over what ``graph`` holds: nodes, edges and metadata entries (the ingest
-    ledger among them; a graph whose documents gave no element holds only those)."""
+def _held(graph: str, counts: tuple[int, int], metadata: int, action: str) -> InputError:
+    """The refusal to ``action`` (import, export) over what ``graph`` holds: nodes, edges and metadata
+    entries (the ingest ledger among them; a graph whose documents gave no element holds only those)."""
     return InputError(
         f"{graph} already holds a graph ({counts[0]:,} nodes, {counts[1]:,} edges, {metadata:,} metadata "
-        "entries): pass --replace to replace it with the import"
+        f"entries): pass --replace to replace it with the {action}"
     )
+
+
+def _parquet_held(folder: Path, action: str) -> InputError:
+    """:func:`_held` for the Parquet graph in ``folder``, counted from its tables' footers."""
+    from graphwalk_core.stores.parquet import table_rows
+
+    nodes, edges, metadata = (table_rows(folder, t) for t in ("nodes", "edges", "metadata"))
+    return _held(str(folder), (nodes, edges), metadata, action)
 
 
 @app.command("import")
@@ -141,6 +147,13 @@ def export_graph(
     format: Annotated[InputFormat, typer.Option("--format", "-f", help="format to write")] = (
         InputFormat.parquet
     ),
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="replace the Parquet graph OUT holds (without it, another graph there is an error)",
+        ),
+    ] = False,
 ) -> None:
     """Export GRAPH as Parquet tables or as a triples file."""
     from graphwalk_core.stores.base import one_state
@@ -149,7 +162,7 @@ def export_graph(
     from graphwalk_core.stores.triples import write_triples
 
     async def run() -> str:
-        _check_export_target(out, format)
+        _check_export_target(graph, out, format, replace=replace)
         store = open_store(graph)
         try:
             async with one_state(store):  # what other processes commit meanwhile is not half in it
@@ -173,12 +186,19 @@ def export_graph(
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _check_export_target(out: Path, format: InputFormat) -> None:
-    """An InputError when ``out`` cannot take the export: a folder for triples, a file for Parquet
-    tables, or a graph database (the graph exported among them), which a triples file would replace."""
+def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace: bool) -> None:
+    """An InputError when ``out`` cannot take the export of ``graph``: a folder for triples, a file for
+    Parquet tables, a graph database (the graph exported among them), which a triples file would replace,
+    or a folder holding another Parquet graph than ``graph`` unless ``replace``."""
+    from graphwalk_core.stores.open import is_parquet_graph
+
     if format is InputFormat.parquet:
         if out.exists() and not out.is_dir():
             raise InputError(f"{out} is a file: a Parquet export writes a folder of tables")
+        if replace or not is_parquet_graph(out):
+            return
+        if "://" in graph or not Path(graph).exists() or not out.samefile(graph):  # itself is no loss
+            raise _parquet_held(out, "export")
         return
     if out.is_dir():
         raise InputError(f"{out} is a folder: a triples export writes a file")

@@ -296,3 +296,27 @@ def test_import_over_a_parquet_graph_with_a_truncated_table_names_the_file(tmp_p
         "or this is not a parquet file.\n",
     )
     assert len(nodes.read_bytes()) == 100
+
+
+def test_a_parquet_export_refuses_a_folder_holding_another_graph_unless_asked(tmp_path: Path) -> None:
+    """``export g.db -o folder`` replaced the Parquet graph the folder held without a word (a mistyped -o),
+    where import refuses to. The folder's own graph exported onto itself is no loss; --replace replaces."""
+    db, folder = tmp_path / "g.db", tmp_path / "folder"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(db)]).exit_code == 0
+    other = tmp_path / "other.txt"
+    other.write_text("A|r|B\n", encoding="utf-8")
+    assert runner.invoke(app, ["graph", "import", str(other), "-o", str(folder)]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    refused = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder)])
+    assert (refused.exit_code, refused.output) == (
+        1,
+        f"error: {folder} already holds a graph (2 nodes, 1 edges, 0 metadata entries): pass --replace to "
+        "replace it with the export\n",
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    itself = runner.invoke(app, ["graph", "export", str(folder), "-o", str(folder)])
+    assert (itself.exit_code, itself.output) == (0, f"wrote 2 nodes and 1 edges to {folder}\n")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    replaced = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder), "--replace"])
+    assert (replaced.exit_code, replaced.output) == (0, f"wrote 6 nodes and 5 edges to {folder}\n")
+    assert asyncio.run(open_store(folder).counts()) == (6, 5)
