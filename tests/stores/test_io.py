@@ -115,6 +115,24 @@ def test_read_triples_drops_a_bom_and_ends_lines_at_newlines_only(tmp_path: Path
         list(read_triples(cr))
 
 
+def test_read_triples_strips_the_whitespace_around_each_field(tmp_path: Path) -> None:
+    """'Alice | knows | Bob' gave the nodes 'Alice ' and ' Bob' and the relation ' knows ': 'Alice ' was a
+    node apart from the 'Alice' of the next line, and no name lookup of 'Bob' found ' Bob'. Whitespace
+    inside a field is kept; a field of only whitespace is an empty field."""
+    path = tmp_path / "kb.txt"
+    path.write_text(
+        "Alice | knows | Bob\n\tAlice|knows|Carol Ann \u00a0\r\nBob|knows|Alice\n", encoding="utf-8"
+    )
+    assert list(read_triples(path)) == [
+        ("Alice", "knows", "Bob"),
+        ("Alice", "knows", "Carol Ann"),
+        ("Bob", "knows", "Alice"),
+    ]
+    path.write_text("a|r|b\na| |b\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kb\.txt:2: expected .* 3 non-empty fields, got 'a\| \|b'$"):
+        list(read_triples(path))
+
+
 def test_read_triples_refuses_what_no_store_keeps_at_its_line(tmp_path: Path) -> None:
     """A name over the node id limit, a relation over the type limit or a NUL imported into a Parquet
     folder (the memory store took them) but not into SQLite, whose error named no file or line and left an
