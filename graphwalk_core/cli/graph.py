@@ -49,6 +49,7 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
+        _check_folder(Path(text), "import", f" (a SQLite graph is a {'/'.join(SQLITE_SUFFIXES)} file)")
         if is_parquet_graph(Path(text)) and not replace:
             raise _parquet_held(Path(text), "import")
         store.save(text)
@@ -182,6 +183,12 @@ def export_graph(
     typer.echo(message)
 
 
+def _check_folder(out: Path, action: str, hint: str = "") -> None:
+    """An InputError when ``out``, where a Parquet ``action`` writes its folder of tables, is a file."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file: a Parquet {action} writes a folder of tables{hint}")
+
+
 #: The first bytes of every SQLite database file.
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
@@ -193,8 +200,7 @@ def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace:
     from graphwalk_core.stores.open import is_parquet_graph
 
     if format is InputFormat.parquet:
-        if out.exists() and not out.is_dir():
-            raise InputError(f"{out} is a file: a Parquet export writes a folder of tables")
+        _check_folder(out, "export")
         if replace or not is_parquet_graph(out):
             return
         if "://" in graph or not Path(graph).exists() or not out.samefile(graph):  # itself is no loss

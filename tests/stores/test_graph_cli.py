@@ -320,3 +320,18 @@ def test_a_parquet_export_refuses_a_folder_holding_another_graph_unless_asked(tm
     replaced = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder), "--replace"])
     assert (replaced.exit_code, replaced.output) == (0, f"wrote 6 nodes and 5 edges to {folder}\n")
     assert asyncio.run(open_store(folder).counts()) == (6, 5)
+
+
+def test_import_refuses_a_file_that_is_no_graph_and_leaves_it(tmp_path: Path) -> None:
+    """-o naming an existing file that is no SQLite graph (a .txt, a .parquet) ended in a FileExistsError
+    traceback: the import writes a Parquet folder there. It is an error naming the file, which is kept."""
+    for name in ("notes.txt", "nodes.parquet"):
+        target = tmp_path / name
+        target.write_text("keep\n", encoding="utf-8")
+        result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)])
+        assert (result.exit_code, result.output) == (
+            1,
+            f"error: {target} is a file: a Parquet import writes a folder of tables (a SQLite graph is a "
+            ".db/.sqlite/.sqlite3 file)\n",
+        )
+        assert target.read_text(encoding="utf-8") == "keep\n"
