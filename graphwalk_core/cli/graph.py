@@ -126,6 +126,7 @@ def import_graph(
     from graphwalk_core.stores.triples import read_triples
 
     try:
+        _check_source(source, format)
         if format is InputFormat.triples:
             type_for = None
             if node_types is NodeTypes.metaqa:
@@ -139,6 +140,18 @@ def import_graph(
     except GraphwalkError as exc:
         raise _fail(exc) from None
     typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
+
+
+def _check_source(source: Path, format: InputFormat) -> None:
+    """An InputError when ``source`` is of the other kind than ``format`` reads (a folder for triples, a
+    file for Parquet tables); one that is not there is the reader's error."""
+    if format is InputFormat.triples and source.is_dir():
+        raise InputError(f"{source} is a folder: pass --format parquet to import a Parquet graph folder")
+    if format is InputFormat.parquet and source.is_file():
+        raise InputError(
+            f"{source} is a file: --format parquet imports a folder of Parquet tables (`graphwalk graph "
+            "export` writes one from any graph)"
+        )
 
 
 @app.command("export")

@@ -335,3 +335,25 @@ def test_import_refuses_a_file_that_is_no_graph_and_leaves_it(tmp_path: Path) ->
             ".db/.sqlite/.sqlite3 file)\n",
         )
         assert target.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_import_of_a_source_of_the_other_format_says_so(tmp_path: Path) -> None:
+    """A Parquet graph folder imported as triples (the default format) said 'triples file not found', and a
+    graph database imported as Parquet 'graph folder not found': both are there, of the other kind."""
+    folder, db = tmp_path / "folder", tmp_path / "g.db"
+    for target in (folder, db):
+        assert (
+            runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)]).exit_code == 0
+        )
+    cases = [
+        ([str(folder)], f"{folder} is a folder: pass --format parquet to import a Parquet graph folder"),
+        (
+            [str(db), "-f", "parquet"],
+            f"{db} is a file: --format parquet imports a folder of Parquet tables (`graphwalk graph export` "
+            "writes one from any graph)",
+        ),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["graph", "import", *args, "-o", str(tmp_path / "new")])
+        assert (result.exit_code, result.output) == (1, f"error: {message}\n")
+        assert not (tmp_path / "new").exists()
