@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic, write_text_atomic
@@ -49,6 +50,7 @@ from graphwalk_core.model import (
     canonical_json,
 )
 from graphwalk_core.stores.base import GraphStore, ParquetExport, offers, one_state
+from graphwalk_core.stores.keys import shown
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -346,7 +348,18 @@ def table_rows(folder: Path, name: str) -> int:
         raise _unreadable(path, exc) from exc
 
 
+#: The columns of each table that may hold a null (the others always hold a value).
+_NULLABLE = {
+    "nodes": {"summary", "aliases"},
+    "provenance": {"key", *_PROV_NAMES},
+    "conflicts": set(_PROV_NAMES),
+}
+
+
 def _read_table(directory: Path, name: str) -> pa.Table:
+    """Table ``name`` of the folder's graph, in its layout's column order and types: another type that
+    casts to it (a DuckDB ``int64`` position) is cast; one that does not, or a null where the layout has
+    none, is an InputError naming the file and column."""
     path = table_path(directory, name)
     if not path.is_file():
         raise InputError(f"graph folder {directory} has no {name}.parquet")
@@ -357,7 +370,20 @@ def _read_table(directory: Path, name: str) -> pa.Table:
     missing = set(SCHEMAS[name].names) - set(table.column_names)
     if missing:
         raise InputError(f"{path} lacks columns {sorted(missing)}")
-    return table.select(SCHEMAS[name].names)
+    table = table.select(SCHEMAS[name].names)
+    for index, field in enumerate(SCHEMAS[name]):
+        column = table.column(index)
+        if column.type != field.type:
+            try:
+                table = table.set_column(index, field, pc.cast(column, field.type))
+            except pa.ArrowException:
+                raise InputError(
+                    f"{path}: column {field.name!r} holds {column.type}, not {field.type}"
+                ) from None
+        if column.null_count and field.name not in _NULLABLE.get(name, ()):
+            row = pc.index(pc.is_null(column), True).as_py()
+            raise InputError(f"{path}: column {field.name!r} holds a null (row {row + 1:,})")
+    return table
 
 
 def _columns(table: pa.Table) -> dict[str, list[Any]]:
@@ -459,6 +485,23 @@ def _element_fields(
     }
 
 
+def _attributes(text: str) -> Any:
+    """An ``attributes`` cell, parsed (a ValueError saying so when it is not JSON)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"attributes: {exc}") from None
+
+
+def _reason(exc: ValueError) -> str:
+    """What is wrong with a row, from what reading it raised: pydantic's first error as ``field: problem``
+    (not its multi-line report), else the error's text."""
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+    return str(exc)
+
+
 def read_parquet_graph(
     directory: str | Path,
 ) -> tuple[list[Node | SimpleNode], list[Edge | SimpleEdge], dict[str, str]]:
@@ -473,9 +516,15 @@ def read_parquet_graph(
     raw = {name: _read_table(folder, name) for name in TABLES}
     read = _ProvenanceReader()
     is_element = pc.equal(raw["provenance"].column("scope"), "element")
-    element_provenance = _element_provenance(raw["provenance"].filter(is_element), read)
-    groups = _group_provenance(_columns(raw["provenance"].filter(pc.invert(is_element))), read)
-    conflicts = _group_conflicts(_columns(raw["conflicts"]), read)
+    try:
+        element_provenance = _element_provenance(raw["provenance"].filter(is_element), read)
+        groups = _group_provenance(_columns(raw["provenance"].filter(pc.invert(is_element))), read)
+    except ValueError as exc:
+        raise InputError(f"{table_path(folder, 'provenance')}: {_reason(exc)}") from None
+    try:
+        conflicts = _group_conflicts(_columns(raw["conflicts"]), read)
+    except ValueError as exc:
+        raise InputError(f"{table_path(folder, 'conflicts')}: {_reason(exc)}") from None
     tables = {name: _columns(raw[name]) for name in ("nodes", "edges", "metadata")}
     nodes: list[Node | SimpleNode] = []
     n = tables["nodes"]
@@ -497,17 +546,21 @@ def read_parquet_graph(
         fields = _element_fields(element, scopes, conflicts.get(("node", node_id), {}))
         fields["name_sources"] = {k: tuple(v) for k, v in scopes.get("name", {}).items()}
         fields["summary_sources"] = {k: tuple(v) for k, v in scopes.get("summary", {}).items()}
-        nodes.append(
-            Node(
+        try:
+            node = Node(
                 id=node_id,
                 type=kind,
                 name=name,
                 summary=summary,
                 aliases=tuple(aliases or ()),
-                attributes=json.loads(attributes),
+                attributes=_attributes(attributes),
                 **fields,
             )
-        )
+        except ValueError as exc:
+            raise InputError(
+                f"{table_path(folder, 'nodes')}: node {shown(node_id)}: {_reason(exc)}"
+            ) from None
+        nodes.append(node)
     edges: list[Edge | SimpleEdge] = []
     e = tables["edges"]
     for eid, source, target, kind, attributes in zip(
@@ -519,8 +572,13 @@ def read_parquet_graph(
             edges.append(SimpleEdge(source, kind, target, element))
             continue
         fields = _element_fields(element, scopes, conflicts.get(("edge", eid), {}))
-        attrs = json.loads(attributes)
-        edges.append(Edge(source=source, target=target, type=kind, attributes=attrs, **fields))
+        try:
+            edges.append(
+                Edge(source=source, target=target, type=kind, attributes=_attributes(attributes), **fields)
+            )
+        except ValueError as exc:
+            where = f"{table_path(folder, 'edges')}: edge {shown(source)} -> {shown(target)}"
+            raise InputError(f"{where}: {_reason(exc)}") from None
     metadata = dict(zip(tables["metadata"]["key"], tables["metadata"]["value"], strict=True))
     return nodes, edges, metadata
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from graphwalk_core.stores.parquet import (
     export_parquet,
     import_parquet,
     read_parquet_graph,
+    write_parquet_graph,
 )
 from graphwalk_core.stores.triples import read_triples, write_triples
 
@@ -267,6 +269,52 @@ def test_read_parquet_graph_errors(tmp_path: Path) -> None:
     (tmp_path / "g" / "edges.parquet").write_text("not parquet")
     with pytest.raises(InputError, match=r"cannot read .*edges\.parquet"):
         read_parquet_graph(tmp_path / "g")
+
+
+def test_a_parquet_table_of_other_types_or_values_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A graph folder written by another tool (or edited) whose tables do not hold what the layout says
+    failed in a json or pydantic traceback, or was read wrong: an aliases column of strings gave each
+    node its name's letters as aliases. Each is an error naming the file (and the element)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    nodes, edges = rich_graph()
+    good = tmp_path / "good"
+    write_parquet_graph(good, nodes, edges, {})
+
+    def edited(table: str, column: str, values: list[object]) -> Path:
+        folder = tmp_path / f"{table}-{column}"
+        shutil.copytree(good, folder)
+        data = pq.read_table(folder / f"{table}.parquet")
+        values = values * (data.num_rows // len(values))
+        data = data.set_column(data.column_names.index(column), column, pa.array(values))
+        pq.write_table(data, folder / f"{table}.parquet")
+        return folder
+
+    cases = [
+        (
+            edited("nodes", "aliases", ["a", "b", "c"]),
+            "nodes.parquet: column 'aliases' holds string, not list<item: string>",
+        ),
+        (edited("nodes", "id", ["Memento", None, "x"]), "nodes.parquet: column 'id' holds a null (row 2)"),
+        (
+            edited("nodes", "attributes", ["{}", "{x", "{}"]),
+            "nodes.parquet: node 'n1': attributes: Expecting property name enclosed in double quotes: line 1 "
+            "column 2 (char 1)",
+        ),
+        (
+            edited("edges", "attributes", ['{"w":0.5}', "[1]", "{}"]),
+            "edges.parquet: edge 'x' -> 'Memento': attributes: Input should be a valid dictionary",
+        ),
+        (
+            edited("provenance", "confidence", [2.0]),
+            "provenance.parquet: confidence: Input should be less than or equal to 1",
+        ),
+    ]
+    for folder, message in cases:
+        with pytest.raises(InputError) as caught:
+            read_parquet_graph(folder)
+        assert str(caught.value) == f"{folder}/{message}"
 
 
 async def test_open_store_specs(tmp_path: Path) -> None:
