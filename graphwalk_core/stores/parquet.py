@@ -266,17 +266,25 @@ def write_parquet_graph(
     edges: Iterable[Edge | SimpleEdge],
     metadata: Mapping[str, str],
 ) -> Path:
-    """Write the five Parquet tables into ``directory`` (created if needed), each file atomically."""
+    """Write the five Parquet tables into ``directory`` (created if needed), each file atomically; a text
+    Parquet cannot hold (a lone surrogate: no UTF-8 form) is an InputError, and nothing is written."""
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     columns = _Columns()
-    for node in nodes:
-        columns.node(node)
-    for edge in edges:
-        columns.edge(edge)
-    for key, value in metadata.items():
-        columns.rows["metadata"].append((key, value))
-    tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    try:
+        for node in nodes:
+            columns.node(node)
+        for edge in edges:
+            columns.edge(edge)
+        for key, value in metadata.items():
+            columns.rows["metadata"].append((key, value))
+        tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    except UnicodeEncodeError as exc:
+        text = str(exc.object)
+        raise InputError(
+            f"cannot save the graph to {out}: {shown(text)} holds a lone surrogate "
+            f"(U+{ord(text[exc.start]):04X}), which no graph store keeps"
+        ) from None
+    out.mkdir(parents=True, exist_ok=True)
     _finish_save(out)  # one cut short before this one
     for name, table in tables.items():
         write_table_atomic(table, _pending(out, name))

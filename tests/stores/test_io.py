@@ -271,6 +271,26 @@ def test_read_parquet_graph_errors(tmp_path: Path) -> None:
         read_parquet_graph(tmp_path / "g")
 
 
+async def test_a_save_of_a_text_parquet_cannot_hold_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    """The memory store keeps a lone surrogate where it does not look for one (a provenance record; an id
+    loaded in bulk): saving it ended in a UnicodeEncodeError traceback and left an empty folder."""
+    store = MemoryGraphStore()
+    await store.upsert_node(Node(id="n", name="n", provenance=(Provenance(source_id="doc\ud800"),)))
+    bulk = MemoryGraphStore.from_triples([("a\udc00", "r", "b")], source_id="kb")
+    cases = [
+        (store, "'doc\\ud800' holds a lone surrogate (U+D800)"),
+        (bulk, """'["a\\udc00","r","b"]' holds a lone surrogate (U+DC00)"""),
+    ]
+    for graph, problem in cases:
+        with pytest.raises(InputError) as caught:
+            graph.save(tmp_path / "g")
+        assert (
+            str(caught.value)
+            == f"cannot save the graph to {tmp_path / 'g'}: {problem}, which no graph store keeps"
+        )
+        assert not (tmp_path / "g").exists()
+
+
 def test_a_parquet_table_of_other_types_or_values_is_an_error_naming_it(tmp_path: Path) -> None:
     """A graph folder written by another tool (or edited) whose tables do not hold what the layout says
     failed in a json or pydantic traceback, or was read wrong: an aliases column of strings gave each
