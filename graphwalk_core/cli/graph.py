@@ -45,16 +45,13 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     """Write an in-memory store to ``out`` (a Parquet folder, a SQLite file or a URL); a graph already
     there is an InputError unless ``replace``."""
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
-    from graphwalk_core.stores.parquet import table_path
     from graphwalk_core.stores.sql import SQLGraphStore
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
+        _check_folder(Path(text), "import", f" (a SQLite graph is a {'/'.join(SQLITE_SUFFIXES)} file)")
         if is_parquet_graph(Path(text)) and not replace:
-            nodes, edges, metadata = (
-                _rows(table_path(Path(text), t)) for t in ("nodes", "edges", "metadata")
-            )
-            raise _held(text, (nodes, edges), metadata)
+            raise _parquet_held(Path(text), "import")
         store.save(text)
         return await store.counts()
     new_file = "://" not in text and not Path(text).exists()
@@ -65,7 +62,7 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         async with target.transaction():
             held, keys = await target.counts(), len(await target.metadata_keys())
             if not replace and (held != (0, 0) or keys):
-                raise _held(_shown(text), held, keys)
+                raise _held(_shown(text), held, keys, "import")
             await target.clear()
             await target.upsert_many(
                 [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
@@ -80,13 +77,6 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
             Path(text).unlink(missing_ok=True)
 
 
-def _rows(table: Path) -> int:
-    """A Parquet table's rows, from its footer (0 when the file is not there)."""
-    import pyarrow.parquet as pq
-
-    return pq.ParquetFile(table).metadata.num_rows if table.is_file() else 0
-
-
 def _shown(graph: str) -> str:
     """``graph`` for a message: a URL without its password."""
     from graphwalk_core.stores.sql_engine import redact_url
@@ -94,13 +84,21 @@ def _shown(graph: str) -> str:
     return redact_url(graph) if "://" in graph else graph
 
 
-def _held(graph: str, counts: tuple[int, int], metadata: int) -> InputError:
-    """The refusal to import over what ``graph`` holds: nodes, edges and metadata entries (the ingest
-    ledger among them; a graph whose documents gave no element holds only those)."""
+def _held(graph: str, counts: tuple[int, int], metadata: int, action: str) -> InputError:
+    """The refusal to ``action`` (import, export) over what ``graph`` holds: nodes, edges and metadata
+    entries (the ingest ledger among them; a graph whose documents gave no element holds only those)."""
     return InputError(
         f"{graph} already holds a graph ({counts[0]:,} nodes, {counts[1]:,} edges, {metadata:,} metadata "
-        "entries): pass --replace to replace it with the import"
+        f"entries): pass --replace to replace it with the {action}"
     )
+
+
+def _parquet_held(folder: Path, action: str) -> InputError:
+    """:func:`_held` for the Parquet graph in ``folder``, counted from its tables' footers."""
+    from graphwalk_core.stores.parquet import table_rows
+
+    nodes, edges, metadata = (table_rows(folder, t) for t in ("nodes", "edges", "metadata"))
+    return _held(str(folder), (nodes, edges), metadata, action)
 
 
 @app.command("import")
@@ -128,6 +126,7 @@ def import_graph(
     from graphwalk_core.stores.triples import read_triples
 
     try:
+        _check_source(source, format)
         if format is InputFormat.triples:
             type_for = None
             if node_types is NodeTypes.metaqa:
@@ -143,6 +142,18 @@ def import_graph(
     typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
 
 
+def _check_source(source: Path, format: InputFormat) -> None:
+    """An InputError when ``source`` is of the other kind than ``format`` reads (a folder for triples, a
+    file for Parquet tables); one that is not there is the reader's error."""
+    if format is InputFormat.triples and source.is_dir():
+        raise InputError(f"{source} is a folder: pass --format parquet to import a Parquet graph folder")
+    if format is InputFormat.parquet and source.is_file():
+        raise InputError(
+            f"{source} is a file: --format parquet imports a folder of Parquet tables (`graphwalk graph "
+            "export` writes one from any graph)"
+        )
+
+
 @app.command("export")
 def export_graph(
     graph: Annotated[str, typer.Argument(help="GRAPH to read")],
@@ -150,6 +161,13 @@ def export_graph(
     format: Annotated[InputFormat, typer.Option("--format", "-f", help="format to write")] = (
         InputFormat.parquet
     ),
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="replace the Parquet graph OUT holds (without it, another graph there is an error)",
+        ),
+    ] = False,
 ) -> None:
     """Export GRAPH as Parquet tables or as a triples file."""
     from graphwalk_core.stores.base import one_state
@@ -158,7 +176,7 @@ def export_graph(
     from graphwalk_core.stores.triples import write_triples
 
     async def run() -> str:
-        _check_export_target(out, format)
+        _check_export_target(graph, out, format, replace=replace)
         store = open_store(graph)
         try:
             async with one_state(store):  # what other processes commit meanwhile is not half in it
@@ -178,16 +196,28 @@ def export_graph(
     typer.echo(message)
 
 
+def _check_folder(out: Path, action: str, hint: str = "") -> None:
+    """An InputError when ``out``, where a Parquet ``action`` writes its folder of tables, is a file."""
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file: a Parquet {action} writes a folder of tables{hint}")
+
+
 #: The first bytes of every SQLite database file.
 _SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _check_export_target(out: Path, format: InputFormat) -> None:
-    """An InputError when ``out`` cannot take the export: a folder for triples, a file for Parquet
-    tables, or a graph database (the graph exported among them), which a triples file would replace."""
+def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace: bool) -> None:
+    """An InputError when ``out`` cannot take the export of ``graph``: a folder for triples, a file for
+    Parquet tables, a graph database (the graph exported among them), which a triples file would replace,
+    or a folder holding another Parquet graph than ``graph`` unless ``replace``."""
+    from graphwalk_core.stores.open import is_parquet_graph
+
     if format is InputFormat.parquet:
-        if out.exists() and not out.is_dir():
-            raise InputError(f"{out} is a file: a Parquet export writes a folder of tables")
+        _check_folder(out, "export")
+        if replace or not is_parquet_graph(out):
+            return
+        if "://" in graph or not Path(graph).exists() or not out.samefile(graph):  # itself is no loss
+            raise _parquet_held(out, "export")
         return
     if out.is_dir():
         raise InputError(f"{out} is a folder: a triples export writes a file")

@@ -7,12 +7,15 @@ node ids, node and edge types and metadata keys have a maximum UTF-8 length, and
 name, an alias or a metadata value, may hold a NUL or a lone surrogate (see :func:`storable`). Names,
 aliases and provenance source ids are data of any length: the SQL store indexes them under
 :func:`index_key`, which bounds them (the memory store keys its dictionaries on the strings themselves).
+An element's summary, attributes and conflicting values hold no lone surrogate either: neither JSON (the
+SQL store's records) nor Parquet holds one (a NUL there is escaped, and kept).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import Edge, Node
@@ -30,6 +33,8 @@ DIGEST_MARK = "#sha256:"
 
 #: Characters no database keeps in text: NUL (PostgreSQL), lone surrogates (not UTF-8).
 UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: Lone surrogates: no UTF-8 form, so no JSON record or Parquet table holds one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def storable(text: str) -> bool:
@@ -74,9 +79,10 @@ def shown(text: str) -> str:
     return repr(text) if len(text) <= 60 else repr(text[:60]) + "…"
 
 
-def _problem(what: str, text: str, limit: int | None) -> str | None:
-    """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most), or None."""
-    bad = UNSTORABLE.search(text)
+def _problem(what: str, text: str, limit: int | None, unstorable: re.Pattern[str] = UNSTORABLE) -> str | None:
+    """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most; characters
+    matching ``unstorable`` are kept nowhere), or None."""
+    bad = unstorable.search(text)
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
         return f"its {what} {shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
@@ -84,6 +90,40 @@ def _problem(what: str, text: str, limit: int | None) -> str | None:
         size = utf8_size(text)
         return f"its {what} {shown(text)} is {size:,} bytes in UTF-8; a graph store keeps at most {limit:,}"
     return None
+
+
+def _strings(value: Any, into: list[str]) -> list[str]:
+    """``into`` with every string in the JSON value ``value`` (object keys included) added."""
+    kind = type(value)
+    if kind is str:
+        into.append(value)
+    elif kind is dict:
+        into += value
+        for item in value.values():
+            _strings(item, into)
+    elif kind is list or kind is tuple:
+        for item in value:
+            _strings(item, into)
+    return into
+
+
+def _data_problem(element: Node | Edge) -> str | None:
+    """Why no store keeps ``element``'s data: a lone surrogate in its summary, an attribute's key or value
+    or a conflicting value (its provenance is not walked: a write costs what its data holds)."""
+    summary = element.summary if isinstance(element, Node) else None
+    conflicts = {key: [cv.value for cv in c.values] for key, c in element.conflicts.items()}
+    texts = _strings([summary, element.attributes, conflicts], [])
+    if _SURROGATE.search("".join(texts)) is None:  # the usual case: one search
+        return None
+    parts: list[tuple[str, Any]] = [("summary", summary)]
+    for what, data in (("attribute", element.attributes), ("conflicting attribute", conflicts)):
+        for key, value in data.items():
+            parts += [(what, key), (f"{what} {shown(key)} value", value)]
+    for what, value in parts:
+        for text in _strings(value, []):
+            if _SURROGATE.search(text):
+                return _problem(what, text, None, _SURROGATE)
+    raise AssertionError("unreachable: a text above holds a surrogate")
 
 
 def check_node(node: Node) -> None:
@@ -94,7 +134,7 @@ def check_node(node: Node) -> None:
     problem = _problem("type", node.type, MAX_TYPE_BYTES) or _problem("name", node.name, None)
     for alias in node.aliases:
         problem = problem or _problem("alias", alias, None)
-    if problem is not None:
+    if (problem := problem or _data_problem(node)) is not None:
         raise InputError(f"node {shown(node.id)}: {problem}")
 
 
@@ -112,7 +152,7 @@ def edge_problem(
 
 def check_edge(edge: Edge) -> None:
     """Raise InputError when no store may keep ``edge`` (whose endpoints must be nodes a store keeps)."""
-    if (problem := edge_problem(edge.source, edge.type, edge.target)) is not None:
+    if (problem := edge_problem(edge.source, edge.type, edge.target) or _data_problem(edge)) is not None:
         raise InputError(f"edge {shown(edge.source)} -> {shown(edge.target)}: {problem}")
 
 

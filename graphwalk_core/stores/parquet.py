@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic, write_text_atomic
@@ -49,6 +50,7 @@ from graphwalk_core.model import (
     canonical_json,
 )
 from graphwalk_core.stores.base import GraphStore, ParquetExport, offers, one_state
+from graphwalk_core.stores.keys import shown
 
 TABLES = ("nodes", "edges", "provenance", "conflicts", "metadata")
 _PROV_FIELDS = [
@@ -264,17 +266,25 @@ def write_parquet_graph(
     edges: Iterable[Edge | SimpleEdge],
     metadata: Mapping[str, str],
 ) -> Path:
-    """Write the five Parquet tables into ``directory`` (created if needed), each file atomically."""
+    """Write the five Parquet tables into ``directory`` (created if needed), each file atomically; a text
+    Parquet cannot hold (a lone surrogate: no UTF-8 form) is an InputError, and nothing is written."""
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     columns = _Columns()
-    for node in nodes:
-        columns.node(node)
-    for edge in edges:
-        columns.edge(edge)
-    for key, value in metadata.items():
-        columns.rows["metadata"].append((key, value))
-    tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    try:
+        for node in nodes:
+            columns.node(node)
+        for edge in edges:
+            columns.edge(edge)
+        for key, value in metadata.items():
+            columns.rows["metadata"].append((key, value))
+        tables = {name: columns.table(name) for name in TABLES}  # built before any file is replaced
+    except UnicodeEncodeError as exc:
+        text = str(exc.object)
+        raise InputError(
+            f"cannot save the graph to {out}: {shown(text)} holds a lone surrogate "
+            f"(U+{ord(text[exc.start]):04X}), which no graph store keeps"
+        ) from None
+    out.mkdir(parents=True, exist_ok=True)
     _finish_save(out)  # one cut short before this one
     for name, table in tables.items():
         write_table_atomic(table, _pending(out, name))
@@ -330,18 +340,58 @@ def table_path(folder: Path, name: str) -> Path:
     return pending if (folder / _SAVING).exists() and pending.is_file() else folder / f"{name}.parquet"
 
 
+def _unreadable(path: Path, exc: Exception) -> InputError:
+    """The error for a table pyarrow cannot read (a truncated file, another format)."""
+    return InputError(f"cannot read {path}: {exc}")
+
+
+def table_rows(folder: Path, name: str) -> int:
+    """The rows of the folder's table ``name``, from its footer (0 when it has none)."""
+    path = table_path(folder, name)
+    if not path.is_file():
+        return 0
+    try:
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as exc:
+        raise _unreadable(path, exc) from exc
+
+
+#: The columns of each table that may hold a null (the others always hold a value).
+_NULLABLE = {
+    "nodes": {"summary", "aliases"},
+    "provenance": {"key", *_PROV_NAMES},
+    "conflicts": set(_PROV_NAMES),
+}
+
+
 def _read_table(directory: Path, name: str) -> pa.Table:
+    """Table ``name`` of the folder's graph, in its layout's column order and types: another type that
+    casts to it (a DuckDB ``int64`` position) is cast; one that does not, or a null where the layout has
+    none, is an InputError naming the file and column."""
     path = table_path(directory, name)
     if not path.is_file():
         raise InputError(f"graph folder {directory} has no {name}.parquet")
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
+        raise _unreadable(path, exc) from exc
     missing = set(SCHEMAS[name].names) - set(table.column_names)
     if missing:
         raise InputError(f"{path} lacks columns {sorted(missing)}")
-    return table.select(SCHEMAS[name].names)
+    table = table.select(SCHEMAS[name].names)
+    for index, field in enumerate(SCHEMAS[name]):
+        column = table.column(index)
+        if column.type != field.type:
+            try:
+                table = table.set_column(index, field, pc.cast(column, field.type))
+            except pa.ArrowException:
+                raise InputError(
+                    f"{path}: column {field.name!r} holds {column.type}, not {field.type}"
+                ) from None
+        if column.null_count and field.name not in _NULLABLE.get(name, ()):
+            row = pc.index(pc.is_null(column), True).as_py()
+            raise InputError(f"{path}: column {field.name!r} holds a null (row {row + 1:,})")
+    return table
 
 
 def _columns(table: pa.Table) -> dict[str, list[Any]]:
@@ -443,6 +493,23 @@ def _element_fields(
     }
 
 
+def _attributes(text: str) -> Any:
+    """An ``attributes`` cell, parsed (a ValueError saying so when it is not JSON)."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"attributes: {exc}") from None
+
+
+def _reason(exc: ValueError) -> str:
+    """What is wrong with a row, from what reading it raised: pydantic's first error as ``field: problem``
+    (not its multi-line report), else the error's text."""
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        return f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+    return str(exc)
+
+
 def read_parquet_graph(
     directory: str | Path,
 ) -> tuple[list[Node | SimpleNode], list[Edge | SimpleEdge], dict[str, str]]:
@@ -457,9 +524,15 @@ def read_parquet_graph(
     raw = {name: _read_table(folder, name) for name in TABLES}
     read = _ProvenanceReader()
     is_element = pc.equal(raw["provenance"].column("scope"), "element")
-    element_provenance = _element_provenance(raw["provenance"].filter(is_element), read)
-    groups = _group_provenance(_columns(raw["provenance"].filter(pc.invert(is_element))), read)
-    conflicts = _group_conflicts(_columns(raw["conflicts"]), read)
+    try:
+        element_provenance = _element_provenance(raw["provenance"].filter(is_element), read)
+        groups = _group_provenance(_columns(raw["provenance"].filter(pc.invert(is_element))), read)
+    except ValueError as exc:
+        raise InputError(f"{table_path(folder, 'provenance')}: {_reason(exc)}") from None
+    try:
+        conflicts = _group_conflicts(_columns(raw["conflicts"]), read)
+    except ValueError as exc:
+        raise InputError(f"{table_path(folder, 'conflicts')}: {_reason(exc)}") from None
     tables = {name: _columns(raw[name]) for name in ("nodes", "edges", "metadata")}
     nodes: list[Node | SimpleNode] = []
     n = tables["nodes"]
@@ -481,17 +554,21 @@ def read_parquet_graph(
         fields = _element_fields(element, scopes, conflicts.get(("node", node_id), {}))
         fields["name_sources"] = {k: tuple(v) for k, v in scopes.get("name", {}).items()}
         fields["summary_sources"] = {k: tuple(v) for k, v in scopes.get("summary", {}).items()}
-        nodes.append(
-            Node(
+        try:
+            node = Node(
                 id=node_id,
                 type=kind,
                 name=name,
                 summary=summary,
                 aliases=tuple(aliases or ()),
-                attributes=json.loads(attributes),
+                attributes=_attributes(attributes),
                 **fields,
             )
-        )
+        except ValueError as exc:
+            raise InputError(
+                f"{table_path(folder, 'nodes')}: node {shown(node_id)}: {_reason(exc)}"
+            ) from None
+        nodes.append(node)
     edges: list[Edge | SimpleEdge] = []
     e = tables["edges"]
     for eid, source, target, kind, attributes in zip(
@@ -503,8 +580,13 @@ def read_parquet_graph(
             edges.append(SimpleEdge(source, kind, target, element))
             continue
         fields = _element_fields(element, scopes, conflicts.get(("edge", eid), {}))
-        attrs = json.loads(attributes)
-        edges.append(Edge(source=source, target=target, type=kind, attributes=attrs, **fields))
+        try:
+            edges.append(
+                Edge(source=source, target=target, type=kind, attributes=_attributes(attributes), **fields)
+            )
+        except ValueError as exc:
+            where = f"{table_path(folder, 'edges')}: edge {shown(source)} -> {shown(target)}"
+            raise InputError(f"{where}: {_reason(exc)}") from None
     metadata = dict(zip(tables["metadata"]["key"], tables["metadata"]["value"], strict=True))
     return nodes, edges, metadata
 

@@ -17,7 +17,8 @@ _SHORT = MAX_TYPE_BYTES // 4
 
 def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
     """``subject|relation|object`` lines (MetaQA KB format); blank lines are skipped. Lines end at ``\\n``
-    (or ``\\r\\n``) only, and a UTF-8 BOM is dropped, as ingest reads files.
+    (or ``\\r\\n``) only, and a UTF-8 BOM is dropped, as ingest reads files. Whitespace around a field
+    is layout, not part of it (``Alice | knows | Bob`` is ``Alice|knows|Bob``), as ingest strips names.
 
     A malformed line, a field no graph store keeps (a name over the node id limit, a relation over the
     type limit, a NUL: see :mod:`graphwalk_core.stores.keys`), or bytes that are not UTF-8 (a binary
@@ -29,7 +30,7 @@ def read_triples(path: str | Path) -> Iterator[tuple[str, str, str]]:
     try:
         with path.open(encoding="utf-8-sig", newline="\n") as lines:
             for number, line in enumerate(lines, 1):
-                parts = line.rstrip("\r\n").split("|")
+                parts = [field.strip() for field in line.split("|")]  # the last one's line end too
                 if len(parts) == 3 and all(parts):
                     # text decoded from UTF-8 holds no lone surrogate; a short line without NUL is keepable
                     if (len(line) > _SHORT or "\x00" in line) and (

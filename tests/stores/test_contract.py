@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import Edge, Node, Provenance, edge_id
+from graphwalk_core.model import AttributeConflict, ConflictValue, Edge, Node, Provenance, edge_id
 from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
 from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore, node_parts
 from graphwalk_core.stores.base import (
@@ -531,6 +531,47 @@ async def test_nul_characters_are_refused_or_kept_the_same_everywhere(store: Gra
     await store.upsert_node(cited)
     assert await store.elements_from_source("doc\x00/1") == ([cited], [])
     assert await store.elements_from_source("doc") == ([], [])
+
+
+async def test_lone_surrogates_in_an_elements_data_are_refused_everywhere(store: GraphStore) -> None:
+    """A lone surrogate (from a JSON escape such as "\\ud800": no UTF-8 form, so neither JSON nor Parquet
+    holds one) in a summary, an attribute or a conflicting value: the memory store kept it (and failed to
+    save it), SQLite and PostgreSQL refused it naming no field, and kept one in an attribute's key as
+    U+FFFD. Every store refuses it alike and writes nothing; a NUL there is kept by every store."""
+    await store.upsert_node(node("a"))
+    values = (ConflictValue(value=1, provenance=()), ConflictValue(value=["\udfff"], provenance=()))
+    clash = AttributeConflict(key="k", values=values)
+    tail = "holds a lone surrogate (U+{}), which no graph store keeps"
+    calls = [
+        (
+            store.upsert_node(node("n", summary="s\ud800")),
+            "node 'n': its summary 's\\ud800' " + tail.format("D800"),
+        ),
+        (
+            store.upsert_node(node("n", attributes={"k": ["x", {"y": "\udc00z"}]})),
+            "node 'n': its attribute 'k' value '\\udc00z' " + tail.format("DC00"),
+        ),
+        (
+            store.upsert_node(node("n", attributes={"\ud800": 1})),
+            "node 'n': its attribute '\\ud800' " + tail.format("D800"),
+        ),
+        (
+            store.upsert_node(node("n", conflicts={"k": clash})),
+            "node 'n': its conflicting attribute 'k' value '\\udfff' " + tail.format("DFFF"),
+        ),
+        (
+            store.upsert_edge(edge("a", "r", "a", attributes={"w": "\ud800"})),
+            "edge 'a' -> 'a': its attribute 'w' value '\\ud800' " + tail.format("D800"),
+        ),
+    ]
+    for call, message in calls:
+        with pytest.raises(InputError) as caught:
+            await call
+        assert str(caught.value) == message
+    assert await store.counts() == (1, 0)
+    kept = node("n", summary="s\x00", attributes={"k\x00": ["\x00"]})
+    await store.upsert_node(kept)
+    assert await store.get_node("n") == kept
 
 
 @pytest.mark.parametrize("bad", ["\x00", "a\ud800"])

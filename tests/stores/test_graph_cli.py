@@ -280,3 +280,80 @@ def test_a_failed_import_into_a_new_sqlite_file_leaves_no_file(tmp_path: Path) -
         f"error: node: its id '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at most 1,024\n",
     )
     assert not db.exists()
+
+
+def test_import_over_a_parquet_graph_with_a_truncated_table_names_the_file(tmp_path: Path) -> None:
+    """Counting the rows of the graph an import would replace read each table's footer: a truncated
+    nodes.parquet ended the import in pyarrow's traceback ("Parquet magic bytes not found in footer")."""
+    folder = tmp_path / "g"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)]).exit_code == 0
+    nodes = folder / "nodes.parquet"
+    nodes.write_bytes(nodes.read_bytes()[:100])
+    result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: cannot read {nodes}: Parquet magic bytes not found in footer. Either the file is corrupted "
+        "or this is not a parquet file.\n",
+    )
+    assert len(nodes.read_bytes()) == 100
+
+
+def test_a_parquet_export_refuses_a_folder_holding_another_graph_unless_asked(tmp_path: Path) -> None:
+    """``export g.db -o folder`` replaced the Parquet graph the folder held without a word (a mistyped -o),
+    where import refuses to. The folder's own graph exported onto itself is no loss; --replace replaces."""
+    db, folder = tmp_path / "g.db", tmp_path / "folder"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(db)]).exit_code == 0
+    other = tmp_path / "other.txt"
+    other.write_text("A|r|B\n", encoding="utf-8")
+    assert runner.invoke(app, ["graph", "import", str(other), "-o", str(folder)]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    refused = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder)])
+    assert (refused.exit_code, refused.output) == (
+        1,
+        f"error: {folder} already holds a graph (2 nodes, 1 edges, 0 metadata entries): pass --replace to "
+        "replace it with the export\n",
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    itself = runner.invoke(app, ["graph", "export", str(folder), "-o", str(folder)])
+    assert (itself.exit_code, itself.output) == (0, f"wrote 2 nodes and 1 edges to {folder}\n")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    replaced = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder), "--replace"])
+    assert (replaced.exit_code, replaced.output) == (0, f"wrote 6 nodes and 5 edges to {folder}\n")
+    assert asyncio.run(open_store(folder).counts()) == (6, 5)
+
+
+def test_import_refuses_a_file_that_is_no_graph_and_leaves_it(tmp_path: Path) -> None:
+    """-o naming an existing file that is no SQLite graph (a .txt, a .parquet) ended in a FileExistsError
+    traceback: the import writes a Parquet folder there. It is an error naming the file, which is kept."""
+    for name in ("notes.txt", "nodes.parquet"):
+        target = tmp_path / name
+        target.write_text("keep\n", encoding="utf-8")
+        result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)])
+        assert (result.exit_code, result.output) == (
+            1,
+            f"error: {target} is a file: a Parquet import writes a folder of tables (a SQLite graph is a "
+            ".db/.sqlite/.sqlite3 file)\n",
+        )
+        assert target.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_import_of_a_source_of_the_other_format_says_so(tmp_path: Path) -> None:
+    """A Parquet graph folder imported as triples (the default format) said 'triples file not found', and a
+    graph database imported as Parquet 'graph folder not found': both are there, of the other kind."""
+    folder, db = tmp_path / "folder", tmp_path / "g.db"
+    for target in (folder, db):
+        assert (
+            runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)]).exit_code == 0
+        )
+    cases = [
+        ([str(folder)], f"{folder} is a folder: pass --format parquet to import a Parquet graph folder"),
+        (
+            [str(db), "-f", "parquet"],
+            f"{db} is a file: --format parquet imports a folder of Parquet tables (`graphwalk graph export` "
+            "writes one from any graph)",
+        ),
+    ]
+    for args, message in cases:
+        result = runner.invoke(app, ["graph", "import", *args, "-o", str(tmp_path / "new")])
+        assert (result.exit_code, result.output) == (1, f"error: {message}\n")
+        assert not (tmp_path / "new").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from graphwalk_core.stores.parquet import (
     export_parquet,
     import_parquet,
     read_parquet_graph,
+    write_parquet_graph,
 )
 from graphwalk_core.stores.triples import read_triples, write_triples
 
@@ -113,6 +115,24 @@ def test_read_triples_drops_a_bom_and_ends_lines_at_newlines_only(tmp_path: Path
     cr.write_bytes(b"a|r|b\rc\nx|y\n")
     with pytest.raises(InputError, match=r"cr\.txt:2: expected .* got 'x\|y'"):
         list(read_triples(cr))
+
+
+def test_read_triples_strips_the_whitespace_around_each_field(tmp_path: Path) -> None:
+    """'Alice | knows | Bob' gave the nodes 'Alice ' and ' Bob' and the relation ' knows ': 'Alice ' was a
+    node apart from the 'Alice' of the next line, and no name lookup of 'Bob' found ' Bob'. Whitespace
+    inside a field is kept; a field of only whitespace is an empty field."""
+    path = tmp_path / "kb.txt"
+    path.write_text(
+        "Alice | knows | Bob\n\tAlice|knows|Carol Ann \u00a0\r\nBob|knows|Alice\n", encoding="utf-8"
+    )
+    assert list(read_triples(path)) == [
+        ("Alice", "knows", "Bob"),
+        ("Alice", "knows", "Carol Ann"),
+        ("Bob", "knows", "Alice"),
+    ]
+    path.write_text("a|r|b\na| |b\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kb\.txt:2: expected .* 3 non-empty fields, got 'a\| \|b'$"):
+        list(read_triples(path))
 
 
 def test_read_triples_refuses_what_no_store_keeps_at_its_line(tmp_path: Path) -> None:
@@ -249,6 +269,72 @@ def test_read_parquet_graph_errors(tmp_path: Path) -> None:
     (tmp_path / "g" / "edges.parquet").write_text("not parquet")
     with pytest.raises(InputError, match=r"cannot read .*edges\.parquet"):
         read_parquet_graph(tmp_path / "g")
+
+
+async def test_a_save_of_a_text_parquet_cannot_hold_is_an_error_and_writes_nothing(tmp_path: Path) -> None:
+    """The memory store keeps a lone surrogate where it does not look for one (a provenance record; an id
+    loaded in bulk): saving it ended in a UnicodeEncodeError traceback and left an empty folder."""
+    store = MemoryGraphStore()
+    await store.upsert_node(Node(id="n", name="n", provenance=(Provenance(source_id="doc\ud800"),)))
+    bulk = MemoryGraphStore.from_triples([("a\udc00", "r", "b")], source_id="kb")
+    cases = [
+        (store, "'doc\\ud800' holds a lone surrogate (U+D800)"),
+        (bulk, """'["a\\udc00","r","b"]' holds a lone surrogate (U+DC00)"""),
+    ]
+    for graph, problem in cases:
+        with pytest.raises(InputError) as caught:
+            graph.save(tmp_path / "g")
+        assert (
+            str(caught.value)
+            == f"cannot save the graph to {tmp_path / 'g'}: {problem}, which no graph store keeps"
+        )
+        assert not (tmp_path / "g").exists()
+
+
+def test_a_parquet_table_of_other_types_or_values_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A graph folder written by another tool (or edited) whose tables do not hold what the layout says
+    failed in a json or pydantic traceback, or was read wrong: an aliases column of strings gave each
+    node its name's letters as aliases. Each is an error naming the file (and the element)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    nodes, edges = rich_graph()
+    good = tmp_path / "good"
+    write_parquet_graph(good, nodes, edges, {})
+
+    def edited(table: str, column: str, values: list[object]) -> Path:
+        folder = tmp_path / f"{table}-{column}"
+        shutil.copytree(good, folder)
+        data = pq.read_table(folder / f"{table}.parquet")
+        values = values * (data.num_rows // len(values))
+        data = data.set_column(data.column_names.index(column), column, pa.array(values))
+        pq.write_table(data, folder / f"{table}.parquet")
+        return folder
+
+    cases = [
+        (
+            edited("nodes", "aliases", ["a", "b", "c"]),
+            "nodes.parquet: column 'aliases' holds string, not list<item: string>",
+        ),
+        (edited("nodes", "id", ["Memento", None, "x"]), "nodes.parquet: column 'id' holds a null (row 2)"),
+        (
+            edited("nodes", "attributes", ["{}", "{x", "{}"]),
+            "nodes.parquet: node 'n1': attributes: Expecting property name enclosed in double quotes: line 1 "
+            "column 2 (char 1)",
+        ),
+        (
+            edited("edges", "attributes", ['{"w":0.5}', "[1]", "{}"]),
+            "edges.parquet: edge 'x' -> 'Memento': attributes: Input should be a valid dictionary",
+        ),
+        (
+            edited("provenance", "confidence", [2.0]),
+            "provenance.parquet: confidence: Input should be less than or equal to 1",
+        ),
+    ]
+    for folder, message in cases:
+        with pytest.raises(InputError) as caught:
+            read_parquet_graph(folder)
+        assert str(caught.value) == f"{folder}/{message}"
 
 
 async def test_open_store_specs(tmp_path: Path) -> None:

@@ -94,12 +94,13 @@ async def test_each_batch_is_one_statement_per_table(
 
 
 async def test_an_element_json_cannot_hold_is_an_input_error_naming_it(sql_url: str) -> None:
-    """A lone surrogate (Python reads the JSON escape ``"\\ud800"``) in an attribute is no UTF-8: the
-    store names the node instead of failing with the serializer's error, and writes nothing."""
+    """A lone surrogate (Python reads the JSON escape ``"\\ud800"``) in a provenance record is no UTF-8 (one
+    in an attribute is refused before, by every store: ``test_contract``): the store names the node
+    instead of failing with the serializer's error, and writes nothing."""
     from graphwalk_core.errors import InputError
 
     store = SQLGraphStore(sql_url)
-    bad = Node(id="n1", name="x", attributes={"k": "a\udc00"})
+    bad = Node(id="n1", name="x", provenance=(Provenance(source_id="doc", extractor="a\udc00"),))
     with pytest.raises(InputError, match=r"^node 'n1' cannot be stored as JSON: Error serializing to JSON: "):
         await store.upsert_many([Node(id="n0", name="y"), bad])
     with pytest.raises(InputError, match=r"^node 'n1' cannot be stored as JSON"):
