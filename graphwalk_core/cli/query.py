@@ -96,7 +96,11 @@ def query(
     question: Annotated[str, typer.Argument(help="the question to answer")],
     start: Annotated[
         list[str] | None,
-        typer.Option("--start", help="start node id (repeatable); default: from the question"),
+        typer.Option(
+            "--start",
+            help="start node: its id, or a node's exact name or alias (repeatable); "
+            "default: from the question",
+        ),
     ] = None,
     preset: Annotated[
         str | None,
