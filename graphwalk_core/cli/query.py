@@ -109,10 +109,10 @@ def query(
             "entity-beam (instead of --strategy and --hop-mode)"
         ),
     ] = None,
-    strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample [default: greedy]")] = None,
+    strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
     beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
     hop_mode: Annotated[
-        str | None, typer.Option("--hop-mode", help="entity | relation [default: entity]")
+        str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,
     glosses: Annotated[
         str | None,
