@@ -31,3 +31,9 @@ def test_query_help_names_the_defaults_of_strategy_and_hop_mode() -> None:
     assert result.exit_code == 0
     assert "greedy | beam | sample (default: greedy)" in result.output
     assert "entity | relation (default: entity)" in result.output
+
+
+def test_help_texts_are_for_users_not_docstring_markup() -> None:
+    """No reStructuredText (the module docstrings' ````name````) in what ``--help`` prints."""
+    texts = _help_texts(typer.main.get_command(app), "graphwalk")
+    assert [where for where, text in texts if "``" in text] == []
