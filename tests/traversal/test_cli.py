@@ -135,3 +135,22 @@ def test_query_starts_from_a_node_named_by_its_name_or_alias(tmp_path: Path) -> 
     result = runner.invoke(app, [*base, "--start", "Avatr"])
     assert result.exit_code == 2
     assert "error: start node not in the graph: 'Avatr' (did you mean: Avatar?)" in result.output
+
+
+def test_query_prints_nodes_by_name_where_ids_are_hashes(tmp_path: Path) -> None:
+    """The printout names the start and witness nodes (an ingested graph's ids are hashes); --json keeps
+    the ids."""
+    store = MemoryGraphStore()
+    for node in (Node(id="n_1", name="Avatar"), Node(id="n_3", name="James Cameron")):
+        asyncio.run(store.upsert_node(node))
+    asyncio.run(store.upsert_edge(Edge(source="n_1", target="n_3", type="directed_by")))
+    folder = store.save(tmp_path / "g")
+    args = ["query", str(folder), "who directed Avatar", "--preset", "relation-greedy", "--decider", "fake"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "status ok  decider=fake:seed=0  start=['Avatar']"
+    assert lines[2] == "     Avatar --directed_by--> James Cameron  e_e82ca343fe3118f5215f1d70 []"
+    assert lines[3] == "who directed Avatar  start=['Avatar']  models=['fake:seed=0']"
+    result = runner.invoke(app, [*args, "--json"])
+    assert json.loads(result.stdout.strip().splitlines()[-1])["start"] == ["n_1"]
