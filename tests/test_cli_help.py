@@ -37,3 +37,17 @@ def test_help_texts_are_for_users_not_docstring_markup() -> None:
     """No reStructuredText (the module docstrings' ````name````) in what ``--help`` prints."""
     texts = _help_texts(typer.main.get_command(app), "graphwalk")
     assert [where for where, text in texts if "``" in text] == []
+
+
+def test_every_data_dir_option_names_its_environment_default() -> None:
+    """Every command reading the data folder falls back to $GRAPHWALK_DATA_DIR (``default_data_dir``)."""
+    texts = _help_texts(typer.main.get_command(app), "graphwalk")
+    data_dirs = {where: text for where, text in texts if where.endswith(" data_dir")}
+    assert sorted(data_dirs) == [
+        "graphwalk eval 2wiki data_dir",
+        "graphwalk eval 2wiki-retrieval data_dir",
+        "graphwalk eval hotpotqa data_dir",
+        "graphwalk eval metaqa data_dir",
+        "graphwalk train decider data_dir",
+    ]
+    assert set(data_dirs.values()) == {"data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)"}
