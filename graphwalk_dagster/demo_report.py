@@ -36,8 +36,12 @@ SELECT dataset, system, count(*) AS n,
        round(median(latency_s), 3) AS p50_s, round(avg(decision_calls), 2) AS calls_per_q
 FROM eval_results WHERE status <> 'skipped' GROUP BY ALL ORDER BY dataset, system
 """
-#: The query the report suggests over ``eval_summary`` (its columns that fit a terminal).
-SUMMARY_QUERY = "select dataset, system, n, n_ok, n_skipped, f1, em, hits_at_1 from eval_summary"
+#: The query the report suggests over ``eval_summary`` (its columns that fit a terminal). It has a row per
+#: dataset × split × hops × system, so ``hops`` tells apart a system's rows of a dataset mixing hop counts
+#: (the sample questions do).
+SUMMARY_QUERY = (
+    "select dataset, hops, system, n, n_ok, n_skipped, f1, em, hits_at_1 from eval_summary order by all"
+)
 SKIPPED_SQL = """
 SELECT any_value(error) AS reason, string_agg(DISTINCT system, ', ' ORDER BY system) AS systems
 FROM eval_results WHERE status = 'skipped' GROUP BY error ORDER BY reason

@@ -15,7 +15,12 @@ from graphwalk_core.cli import graph, ingest, query, sql, train
 
 COMMANDS_GROUP = "graphwalk.commands"
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Answer questions by walking a knowledge graph: ingest sources into it, query it, evaluate and "
+    "train deciders, and read the results with SQL. `graphwalk COMMAND --help` for each command.",
+)
 app.add_typer(graph.app, name="graph", help="Import, export and inspect graphs.")
 app.command("query")(query.query)
 app.command("ingest")(ingest.ingest)

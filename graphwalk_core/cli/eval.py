@@ -36,7 +36,7 @@ Systems = Annotated[
     typer.Option("--system", help=f"repeatable; one of: {', '.join(SYSTEM_CHOICES)}"),
 ]
 Out = Annotated[Path, typer.Option(help="output folder (results.parquet, summary.md, runs/)")]
-N = Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset")]
+N = Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset (default: all)")]
 Seed = Annotated[int, typer.Option(help="subset seed")]
 
 #: The options the eval commands share, declared once: name -> (annotation, default).
@@ -262,7 +262,9 @@ def metaqa(
     system: Systems,
     out: Out,
     shared: Shared,
-    hops: Annotated[list[int] | None, typer.Option("--hops", help="1, 2 and/or 3 (repeatable)")] = None,
+    hops: Annotated[
+        list[int] | None, typer.Option("--hops", help="1, 2 and/or 3 (repeatable; default: 1)")
+    ] = None,
     n: N = None,
     seed: Seed = 0,
     kb: Annotated[Path | None, typer.Option(help="the KB file (default: metaqa/kb.txt)")] = None,
@@ -401,7 +403,7 @@ def twowiki_retrieval(
     ] = None,
     preset: Annotated[
         str | None,
-        typer.Option(help="the walk run when no --system is given [default: entity-beam]"),
+        typer.Option(help="the walk run when no --system is given (default: entity-beam)"),
     ] = None,
     n: N = None,
     seed: Seed = 0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, get_args
 
@@ -26,8 +27,11 @@ async def _run(
     config: TraversalConfig,
     decider_name: str | None,
     decider_model: Path | None = None,
-) -> WalkResult:
+) -> tuple[WalkResult, dict[NodeId, str]]:
+    """The walk's result and the names of its start and witness nodes (an ingested graph's ids are
+    hashes, so the printout names them)."""
     from graphwalk_core.backends import Backends, settings_with
+    from graphwalk_core.stores.base import node_names
     from graphwalk_core.training.graphs import walk_note
     from graphwalk_core.traversal.ask import answer
     from graphwalk_core.traversal.engine import Traverser
@@ -43,14 +47,20 @@ async def _run(
         asked = await answer(walker, question, start)
         if asked.result is None:
             raise InputError("no graph node is named in the question: pass --start NODE_ID")
-        return asked.result
+        result = asked.result
+        hops = [hop for found in result.answers for hop in found.witness]
+        ids = list(dict.fromkeys([*result.start, *(n for hop in hops for n in (hop.source, hop.target))]))
+        return result, await node_names(store, ids)
     finally:
         await store.close()
 
 
-def print_result(result: WalkResult, console: Console) -> None:
-    """Answers with their witness paths, then the readable trace."""
-    head = f"{result.status}  decider={result.decider}  start={result.start}"
+def print_result(result: WalkResult, console: Console, names: Mapping[NodeId, str] | None = None) -> None:
+    """Answers with their witness paths, then the readable trace; nodes by their ``names`` (by id where
+    a name is missing)."""
+    named = names or {}
+    start = [named.get(node, node) for node in result.start]
+    head = f"{result.status}  decider={result.decider}  start={start}"
     console.print(f"[bold]status[/bold] {escape(head)}")
     if result.abort_reason:
         console.print(f"[yellow]aborted:[/yellow] {escape(result.abort_reason)}")
@@ -66,11 +76,12 @@ def print_result(result: WalkResult, console: Console) -> None:
         )
         for hop in answer.witness:
             arrow = f"--{hop.relation}-->" if hop.direction == "out" else f"<--{hop.relation}--"
+            source, target = named.get(hop.source, hop.source), named.get(hop.target, hop.target)
             console.print(
-                f"     {escape(f'{hop.source} {arrow} {hop.target}')}  [dim]{hop.edge_id} "
+                f"     {escape(f'{source} {arrow} {target}')}  [dim]{hop.edge_id} "
                 f"{escape(str(hop.source_ids))}[/dim]"
             )
-    render_trace(result.trace, console)
+    render_trace(result.trace, console, start=start)
 
 
 def _config(
@@ -100,7 +111,11 @@ def query(
     question: Annotated[str, typer.Argument(help="the question to answer")],
     start: Annotated[
         list[str] | None,
-        typer.Option("--start", help="start node id (repeatable); default: from the question"),
+        typer.Option(
+            "--start",
+            help="start node: its id, or a node's exact name or alias (repeatable); "
+            "default: from the question",
+        ),
     ] = None,
     preset: Annotated[
         str | None,
@@ -109,10 +124,10 @@ def query(
             "entity-beam (instead of --strategy and --hop-mode)"
         ),
     ] = None,
-    strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample [default: greedy]")] = None,
+    strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
     beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
     hop_mode: Annotated[
-        str | None, typer.Option("--hop-mode", help="entity | relation [default: entity]")
+        str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,
     glosses: Annotated[
         str | None,
@@ -139,7 +154,7 @@ def query(
         config = _config(preset, strategy, hop_mode, beam_width, glosses)
         if decider is not None:
             choice(decider, get_args(DeciderName), "--decider")
-        result = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
+        result, names = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}")
         raise typer.Exit(code=2) from err
@@ -148,6 +163,6 @@ def query(
     if as_json:
         typer.echo(result.model_dump_json())
     else:
-        print_result(result, console)
+        print_result(result, console, names)
     if result.status == "error":
         raise typer.Exit(code=1)

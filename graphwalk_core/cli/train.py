@@ -52,8 +52,12 @@ def decider(
     hops: Annotated[
         list[int] | None, typer.Option("--hops", help="MetaQA hop counts (default 1 2 3)")
     ] = None,
-    n: Annotated[int | None, typer.Option("--n", help="seeded subset size per dataset")] = None,
-    data_dir: Annotated[Path | None, typer.Option(help="data folder (default: ../shared/data)")] = None,
+    n: Annotated[
+        int | None, typer.Option("--n", help="seeded subset size per dataset (default: all)")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help="data folder (default: $GRAPHWALK_DATA_DIR or ../shared/data)")
+    ] = None,
     traces: Annotated[
         Path | None, typer.Option(help="folder of walk traces (*.json) to learn from as soft labels")
     ] = None,

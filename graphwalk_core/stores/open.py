@@ -34,9 +34,10 @@ def open_store(
 ) -> GraphStore:
     """The store ``spec`` names.
 
-    - a SQLAlchemy URL (contains ``://``) -> :class:`SQLGraphStore`;
+    - a SQLAlchemy URL (contains ``://``) -> :class:`SQLGraphStore` (its tables created when
+      ``create``; else the database must hold a graph, and one that does not is left untouched);
     - a ``.db`` / ``.sqlite`` / ``.sqlite3`` file -> :class:`SQLGraphStore` on SQLite
-      (created when ``create``; else it must exist);
+      (created when ``create``; else it must exist and hold a graph);
     - a folder of Parquet tables (``nodes.parquet`` ...) -> :class:`MemoryGraphStore`
       (an empty store when ``create`` and the folder does not exist yet);
     - a ``.txt`` / ``.triples`` file of ``subject|relation|object`` lines -> :class:`MemoryGraphStore`
@@ -44,14 +45,14 @@ def open_store(
     """
     text = str(spec)
     if "://" in text:
-        return SQLGraphStore(text)
+        return SQLGraphStore(text, create=create)
     path = Path(spec)
     if path.suffix.lower() in SQLITE_SUFFIXES:
         if not path.is_file() and not create:
             raise InputError(f"graph database not found: {path}")
         if create:
             path.parent.mkdir(parents=True, exist_ok=True)
-        return SQLGraphStore(sqlite_url(path))
+        return SQLGraphStore(sqlite_url(path), create=create)
     if path.is_dir():
         if create and not is_parquet_graph(path):
             return MemoryGraphStore()

@@ -72,12 +72,14 @@ from graphwalk_core.stores.sql_engine import (
     open_engine,
     parse_url,
     redact_url,
+    table_names,
     upsert_statement,
 )
 from graphwalk_core.stores.sql_tables import (
     create_schema,
     edges_table,
     generation_table,
+    holds_graph,
     metadata_table,
     node_names_table,
     node_parts_table,
@@ -153,11 +155,18 @@ def _changes(old: set[str], new: set[str]) -> tuple[list[str], list[str]]:
 class SQLGraphStore:
     """A :class:`~graphwalk_core.stores.base.GraphStore` in a SQL database (see the module docstring)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        """The graph at ``url``, its tables created when missing; without ``create``, a database holding
+        no graph is an InputError and is left as it was (a source database given by mistake)."""
         self.url = url
         shown = redact_url(url)
         parse_url(url, "graph store")
         try:
+            if not create and not holds_graph(table_names(url)):
+                raise InputError(
+                    f"no graphwalk graph in {shown} (left as it was): build one there with graphwalk ingest "
+                    "or graphwalk graph import"
+                )
             self._engine = open_engine(url)
             self._writer = self._engine.execution_options(**{WRITER_OPTION: True})
             #: reads outside a transaction see one snapshot (SQLite's deferred transactions always do)

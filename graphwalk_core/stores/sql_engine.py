@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, create_engine, event
+from sqlalchemy import Connection, Engine, Table, create_engine, event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -170,6 +170,23 @@ def array_statement(action: str, table: Table, quote: Callable[[str], str]) -> t
         )
         sql += f" ON CONFLICT ({keys}) DO UPDATE SET {updates}"
     return sql, columns
+
+
+def table_names(url: str) -> list[str]:
+    """The tables of the database ``url`` names, read with none of this store's connection settings (the
+    WAL mode they switch SQLite to stays in the file). A SQLite file that does not exist is an InputError,
+    not a new empty database."""
+    parsed = make_url(url)
+    database = parsed.database or ":memory:"
+    file = parsed.get_backend_name() == "sqlite" and not database.startswith((":memory:", "file:"))
+    if file and not Path(database).is_file():
+        raise InputError(f"graph database not found: {database}")
+    engine = create_engine(url, connect_args=_connect_args(url))
+    try:
+        with engine.connect() as conn:
+            return inspect(conn).get_table_names()
+    finally:
+        engine.dispose()
 
 
 def open_engine(url: str) -> Engine:

@@ -124,24 +124,16 @@ async def starts_by_name(
     neither is an InputError naming ``where``, the question and close names."""
     from dataclasses import replace
 
-    from graphwalk_core.traversal.ask import did_you_mean
-    from graphwalk_core.traversal.entry import NameIndex
+    from graphwalk_core.traversal.ask import did_you_mean, named_starts
 
-    found = await store.get_nodes(sorted({s for q in questions for s in q.start}))
-    if all(s in found for q in questions for s in q.start):
-        return questions
-    index = await NameIndex.build(store)
+    named, names = await named_starts(store, [s for q in questions for s in q.start])
     out = []
     for q in questions:
-        ids: list[str] = []
         for start in q.start:
-            named = [start] if start in found else sorted(set(index.by_exact.get(start, ())))
-            if not named:
-                hint = did_you_mean(start, sorted(set(index.names.values())))
+            if not named[start]:
                 raise InputError(
                     f"{where}: question {q.id}: start {start!r} is neither a node id nor a node name of the "
-                    f"graph{hint}"
+                    f"graph{did_you_mean(start, names)}"
                 )
-            ids += named
-        out.append(replace(q, start=list(dict.fromkeys(ids))))
+        out.append(replace(q, start=list(dict.fromkeys(node for s in q.start for node in named[s]))))
     return out

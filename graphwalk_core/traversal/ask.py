@@ -29,16 +29,28 @@ def did_you_mean(name: str, names: Sequence[str]) -> str:
     return f" (did you mean: {', '.join(close)}?)" if close else ""
 
 
-async def check_start(store: GraphStore, start: Sequence[NodeId]) -> None:
-    """Raise InputError naming each unknown start node, with close names from the graph."""
-    found = await store.get_nodes(list(start))
-    missing = [s for s in start if s not in found]
-    if not missing:
-        return
+async def named_starts(store: GraphStore, starts: Sequence[str]) -> tuple[dict[str, list[NodeId]], list[str]]:
+    """Each of ``starts`` -> the nodes it names: itself when it is a node id of ``store``, else the nodes of
+    that exact name or alias, in id order (an ingested graph's ids are hashes), [] when neither; and the
+    graph's node names for close-name hints (empty when every start is a node id)."""
+    unique = sorted(set(starts))
+    found = await store.get_nodes(unique)
+    if all(s in found for s in unique):
+        return {s: [s] for s in unique}, []
     index = await NameIndex.build(store)
-    names = list(index.names.values())
-    hints = [f"{node!r}{did_you_mean(node, names)}" for node in missing]
-    raise InputError(f"start node not in the graph: {'; '.join(hints)}")
+    named = {s: [s] if s in found else sorted(set(index.by_exact.get(s, ()))) for s in unique}
+    return named, sorted(set(index.names.values()))
+
+
+async def start_nodes(store: GraphStore, start: Sequence[str]) -> list[NodeId]:
+    """The nodes ``start`` names (ids, or exact names or aliases: :func:`named_starts`); an InputError
+    naming each start that is neither, with close names from the graph."""
+    named, names = await named_starts(store, start)
+    missing = [s for s in start if not named[s]]
+    if missing:
+        hints = [f"{node!r}{did_you_mean(node, names)}" for node in missing]
+        raise InputError(f"start node not in the graph: {'; '.join(hints)}")
+    return list(dict.fromkeys(node for s in start for node in named[s]))
 
 
 async def answer(
@@ -50,15 +62,14 @@ async def answer(
 ) -> Asked:
     """Walk ``graph`` (a Traverser over the store) to answer ``question``.
 
-    ``start`` given: those nodes (an unknown one is an InputError with close names). Else the
-    question's node mentions, found by ``resolver`` (default: a NameEntryResolver over the store with
-    the traverser's embedder); none found gives ``Asked(None, [])``.
+    ``start`` given: the nodes it names, by id or by exact name or alias (one that names none is an
+    InputError with close names). Else the question's node mentions, found by ``resolver`` (default: a
+    NameEntryResolver over the store with the traverser's embedder); none found gives ``Asked(None, [])``.
     """
     if not question.strip():
         raise InputError("the question is empty")
     if start:
-        nodes = list(start)
-        await check_start(graph.store, nodes)
+        nodes = await start_nodes(graph.store, start)
     else:
         if resolver is None:
             resolver = await NameEntryResolver.from_store(graph.store, embedder=graph.embedder)

@@ -93,11 +93,14 @@ def _option_text(description: Any) -> str:
     return str(description)
 
 
-def render_trace(trace: Trace, console: Console | None = None, *, max_options: int = 8) -> None:
-    """Print the trace as a tree of depths and beams, then a table of calls."""
+def render_trace(
+    trace: Trace, console: Console | None = None, *, max_options: int = 8, start: list[str] | None = None
+) -> None:
+    """Print the trace as a tree of depths and beams, then a table of calls; ``start``: how to show the
+    start nodes (default: their ids)."""
     console = console or Console()
     root = Tree(
-        f"[bold]{escape(trace.query)}[/bold]  start={escape(str(trace.start))}  "
+        f"[bold]{escape(trace.query)}[/bold]  start={escape(str(trace.start if start is None else start))}  "
         f"models={escape(str(trace.model_ids))}"
     )
     by_depth: dict[int, Tree] = {}

@@ -357,3 +357,28 @@ def test_retrieval_preset_is_checked_and_not_silently_ignored(tmp_path: Path) ->
         result = runner.invoke(app, [*base, *extra])
         assert (result.exit_code, " ".join(result.output.split())) == (2, error)
     assert not (tmp_path / "o").exists()
+
+
+def test_eval_custom_corpus_walks_from_a_start_named_by_its_name(tmp_path: Path) -> None:
+    """A corpus is ingested, so its node ids are hashes: a question's ``start`` names its node (it was an
+    error row, "start node not in the graph: 'Inception' (did you mean: Inception?)")."""
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(
+        json.dumps([{"title": "Inception", "text": "Inception is a film by Christopher Nolan."}])
+    )
+    questions = tmp_path / "q.jsonl"
+    row = {
+        "id": "q1",
+        "question": "Who made Inception?",
+        "answers": ["Christopher Nolan"],
+        "start": "Inception",
+    }
+    questions.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "o"
+    args = ["eval", "custom", "--questions", str(questions), "--corpus", str(corpus), "--system",
+            "relation-greedy", "--decider", "fake", "--embed-model-path", "hashing", "--out", str(out),
+            "--quiet"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    rows = pq.read_table(out / "results.parquet", columns=["status", "error", "gold_start"]).to_pylist()
+    assert rows == [{"status": "ok", "error": None, "gold_start": "Inception"}]

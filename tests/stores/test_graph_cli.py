@@ -146,13 +146,23 @@ def test_export_and_stats_name_the_nodes_of_an_ingested_graph(tmp_path: Path) ->
     assert rows[-2:] == [["Denis Villeneuve (n_c3)", "2"], ["Arrival (n_a1)", "1"]]
 
 
-def test_stats_of_a_postgresql_graph_hide_its_password(postgres_url: str) -> None:
-    """The test server trusts 127.0.0.1, so a URL with a password opens; the output must not show it."""
+def test_stats_of_a_postgresql_graph_hide_its_password(postgres_url: str, tmp_path: Path) -> None:
+    """The test server trusts 127.0.0.1, so a URL with a password opens; the output must not show it. A
+    database holding no graph yet is refused (and left without graph tables) rather than read as empty."""
     with_password = postgres_url.replace("://postgres@", "://postgres:s3cret@")
+    shown = postgres_url.replace("://postgres@", "://postgres:***@")
+    empty = runner.invoke(app, ["graph", "stats", with_password, "--top", "1"])
+    assert (empty.exit_code, " ".join(empty.output.split())) == (
+        1,
+        f"error: no graphwalk graph in {shown} (left as it was): build one there with graphwalk ingest or "
+        "graphwalk graph import",
+    )
+    imported = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", with_password])
+    assert imported.exit_code == 0, imported.output
     stats = runner.invoke(app, ["graph", "stats", with_password, "--top", "1"])
     assert stats.exit_code == 0, stats.output
-    assert "s3cret" not in stats.output
-    assert stats.output.splitlines()[0] == "graph " + postgres_url.replace("://postgres@", "://postgres:***@")
+    assert "s3cret" not in imported.output + stats.output
+    assert stats.output.splitlines()[0] == "graph " + shown
 
 
 def test_import_refuses_to_replace_a_graph_unless_asked(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -361,6 +362,29 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     node = await triples.get_node("a")
     assert node is not None and node.provenance == (Provenance(source_id="kb.txt"),)
     assert isinstance(open_store(tmp_path / "fresh", create=True), MemoryGraphStore)
+
+
+async def test_reading_a_database_that_holds_no_graph_leaves_it_as_it_was(tmp_path: Path) -> None:
+    """A source database given where a graph is read (``graphwalk query data/sample.sqlite``) is refused,
+    and neither gets graph tables nor is switched to WAL mode; only ``create`` builds a graph there."""
+    db = tmp_path / "shop.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT)")
+    conn.close()
+    before = db.read_bytes()
+    for spec in (db, f"sqlite:///{db}"):
+        with pytest.raises(InputError, match=rf"^no graphwalk graph in sqlite:///{re.escape(str(db))} "):
+            open_store(spec)
+    assert (db.read_bytes(), sorted(p.name for p in tmp_path.iterdir())) == (before, ["shop.db"])
+    with pytest.raises(InputError, match=r"^graph database not found: .*missing\.db$"):
+        open_store(f"sqlite:///{tmp_path / 'missing.db'}")
+    assert not (tmp_path / "missing.db").exists()
+    created = open_store(db, create=True)
+    await created.upsert_node(Node(id="a", name="a"))
+    await created.close()
+    reopened = open_store(db)
+    assert await reopened.counts() == (1, 0)
+    await reopened.close()
 
 
 async def test_an_export_is_one_committed_state_while_another_process_writes(

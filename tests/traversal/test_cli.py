@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
+from graphwalk_core.model import Edge, Node
+from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import MOVIES
 
@@ -104,3 +107,50 @@ def test_query_prints_brackets_in_names_and_errors_literally(tmp_path: Path) -> 
     result = runner.invoke(app, ["query", str(triples), "q", "--start", "nope [b]x", "--decider", "fake"])
     assert result.exit_code == 2
     assert "error: start node not in the graph: 'nope [b]x'" in result.output
+
+
+def test_query_starts_from_a_node_named_by_its_name_or_alias(tmp_path: Path) -> None:
+    """An ingested graph's node ids are hashes: ``--start`` takes a node's exact name or alias too (a name
+    two nodes share starts from both), and a start that is neither id nor name gets close names."""
+    store = MemoryGraphStore()
+    nodes = [
+        Node(id="n_1", name="Avatar", aliases=("Avatar (2009)",)),
+        Node(id="n_2", name="Avatar"),
+        Node(id="n_3", name="James Cameron"),
+    ]
+    edges = [
+        Edge(source="n_1", target="n_3", type="directed_by"),
+        Edge(source="n_2", target="n_3", type="written_by"),
+    ]
+    for node in nodes:
+        asyncio.run(store.upsert_node(node))
+    for edge in edges:
+        asyncio.run(store.upsert_edge(edge))
+    folder = store.save(tmp_path / "g")
+    base = ["query", str(folder), "who directed it", "--decider", "fake", "--json"]
+    for start, walked in (("Avatar", ["n_1", "n_2"]), ("Avatar (2009)", ["n_1"]), ("n_2", ["n_2"])):
+        result = runner.invoke(app, [*base, "--start", start])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout.strip().splitlines()[-1])["start"] == walked
+    result = runner.invoke(app, [*base, "--start", "Avatr"])
+    assert result.exit_code == 2
+    assert "error: start node not in the graph: 'Avatr' (did you mean: Avatar?)" in result.output
+
+
+def test_query_prints_nodes_by_name_where_ids_are_hashes(tmp_path: Path) -> None:
+    """The printout names the start and witness nodes (an ingested graph's ids are hashes); --json keeps
+    the ids."""
+    store = MemoryGraphStore()
+    for node in (Node(id="n_1", name="Avatar"), Node(id="n_3", name="James Cameron")):
+        asyncio.run(store.upsert_node(node))
+    asyncio.run(store.upsert_edge(Edge(source="n_1", target="n_3", type="directed_by")))
+    folder = store.save(tmp_path / "g")
+    args = ["query", str(folder), "who directed Avatar", "--preset", "relation-greedy", "--decider", "fake"]
+    result = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "status ok  decider=fake:seed=0  start=['Avatar']"
+    assert lines[2] == "     Avatar --directed_by--> James Cameron  e_e82ca343fe3118f5215f1d70 []"
+    assert lines[3] == "who directed Avatar  start=['Avatar']  models=['fake:seed=0']"
+    result = runner.invoke(app, [*args, "--json"])
+    assert json.loads(result.stdout.strip().splitlines()[-1])["start"] == ["n_1"]

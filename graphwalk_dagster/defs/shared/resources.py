@@ -146,7 +146,7 @@ class GraphStoreResource(dg.ConfigurableResource):
         from graphwalk_core.stores.open import open_store
 
         self.warehouse.path().mkdir(parents=True, exist_ok=True)
-        store = open_store(self.resolved_url())
+        store = open_store(self.resolved_url(), create=True)
         try:
             yield store
         finally:
