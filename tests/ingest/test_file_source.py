@@ -167,8 +167,12 @@ async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest
     for name in ("a.txt", "b.csv", "c.txt"):
         (tmp_path / name).write_text("x,y\n1,2\n3,4\n" if name.endswith(".csv") else f"text of {name}\n")
     read: list[str] = []
-    read_bytes = Path.read_bytes
-    monkeypatch.setattr(Path, "read_bytes", lambda self: read.append(self.name) or read_bytes(self))
+    from graphwalk_core.ingest.sources import files
+
+    read_regular = files.read_regular
+    monkeypatch.setattr(
+        files, "read_regular", lambda path, limit=None: read.append(path.name) or read_regular(path, limit)
+    )
     documents = FileSource(tmp_path).documents()
     assert (await anext(documents)).id == "a.txt" and read == ["a.txt"]
     assert (await anext(documents)).id == "b.csv#0" and read == ["a.txt", "b.csv"]
