@@ -4,13 +4,12 @@ becomes the warehouse's newest (the one evaluations walk with by default)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from graphwalk_core.decisions.trained import MANIFEST, DeciderModel, learned_ids, question_key
+from graphwalk_core.decisions.trained import MANIFEST, DeciderModel, learned_ids, question_key, read_manifest
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
@@ -75,8 +74,7 @@ def learned_questions(
 def validation_accuracy(folder: Path) -> float | None:
     """A model folder's step accuracy over all decisions of its held-out validation questions (its
     manifest's; none when it held none out)."""
-    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    return manifest["validation_accuracy"]["all"]
+    return read_manifest(folder / MANIFEST)["validation_accuracy"]["all"]
 
 
 def save_model(warehouse: Warehouse, model: DeciderModel) -> Path:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.warehouse.tables import Warehouse
 
@@ -24,8 +25,16 @@ def mark_latest(warehouse: Warehouse, folder: Path) -> None:
 
 
 def latest_model(warehouse: Warehouse) -> Path | None:
-    """The newest trained model folder of the warehouse, if any."""
+    """The newest trained model folder of the warehouse, if any; a pointer naming a folder that is gone is
+    an InputError (walking without the model, or skipping its leak guard, would go unnoticed)."""
     pointer = warehouse.root / MODELS_DIR / LATEST
     if not pointer.is_file():
         return None
-    return warehouse.root / MODELS_DIR / pointer.read_text(encoding="utf-8").strip()
+    name = pointer.read_text(encoding="utf-8").strip()
+    folder = warehouse.root / MODELS_DIR / name
+    if not name or not folder.is_dir():
+        raise InputError(
+            f"{pointer} names the model folder {name!r}, which is not in {folder.parent}: train a decider "
+            f"again (materialize trained_decider), or write the name of a folder there into {LATEST}"
+        )
+    return folder

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
 from graphwalk_core.warehouse.tables import Warehouse
 
@@ -30,3 +31,20 @@ def test_a_failed_pointer_write_keeps_the_previous_newest(
         mark_latest(wh, new)
     monkeypatch.undo()
     assert latest_model(wh) == old
+
+
+def test_a_pointer_to_a_removed_model_folder_is_an_error(tmp_path: Path) -> None:
+    """LATEST naming a folder removed by hand was returned as the newest model: evaluations then failed
+    with a FileNotFoundError, and the leak guard found no question list there and checked nothing."""
+    wh = Warehouse(tmp_path / "wh")
+    folder = model_folder(wh, "0123456789ab")
+    folder.mkdir(parents=True)
+    mark_latest(wh, folder)
+    assert latest_model(wh) == folder
+    folder.rmdir()
+    with pytest.raises(InputError) as caught:
+        latest_model(wh)
+    assert str(caught.value) == (
+        f"{folder.parent / 'LATEST'} names the model folder '0123456789ab', which is not in {folder.parent}: "
+        "train a decider again (materialize trained_decider), or write the name of a folder there into LATEST"
+    )
