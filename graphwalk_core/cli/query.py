@@ -56,12 +56,16 @@ async def _run(
 
 
 def print_result(result: WalkResult, console: Console, names: Mapping[NodeId, str] | None = None) -> None:
-    """Answers with their witness paths, then the readable trace; nodes by their ``names`` (by id where
-    a name is missing)."""
+    """How each start was found (when resolved from the question), answers with their witness paths,
+    then the readable trace; nodes by their ``names`` (by id where a name is missing)."""
     named = names or {}
     start = [named.get(node, node) for node in result.start]
     head = f"{result.status}  decider={result.decider}  start={start}"
     console.print(f"[bold]status[/bold] {escape(head)}")
+    for link in result.trace.links:
+        guess = link.how in ("fuzzy", "embedding")
+        line = escape(f"start: {named.get(link.node_id, link.name)} ({link.explain()})")
+        console.print(f"[yellow]{line}[/yellow]" if guess else line, soft_wrap=True)
     if result.abort_reason:
         console.print(f"[yellow]aborted:[/yellow] {escape(result.abort_reason)}")
     if result.error:

@@ -12,7 +12,7 @@ from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.engine import Traverser
-from graphwalk_core.traversal.entry import EntryResolver, NameEntryResolver, NameIndex
+from graphwalk_core.traversal.entry import EntryCandidate, EntryResolver, NameEntryResolver, NameIndex
 
 
 @dataclass(frozen=True)
@@ -64,16 +64,21 @@ async def answer(
 
     ``start`` given: the nodes it names, by id or by exact name or alias (one that names none is an
     InputError with close names). Else the question's node mentions, found by ``resolver`` (default: a
-    NameEntryResolver over the store with the traverser's embedder); none found gives ``Asked(None, [])``.
+    NameEntryResolver over the store with the traverser's embedder), recorded in the trace's ``links``;
+    none found gives ``Asked(None, [])``.
     """
     if not question.strip():
         raise InputError("the question is empty")
+    links: list[EntryCandidate] = []
     if start:
         nodes = await start_nodes(graph.store, start)
     else:
         if resolver is None:
             resolver = await NameEntryResolver.from_store(graph.store, embedder=graph.embedder)
-        nodes = list(await resolver.resolve(question))
-        if not nodes:
+        links = await resolver.link(question)
+        if not links:
             return Asked(None, [])
-    return Asked(await graph.walk(question, nodes), nodes)
+        nodes = [link.node_id for link in links]
+    result = await graph.walk(question, nodes)
+    result.trace.links = links
+    return Asked(result, nodes)

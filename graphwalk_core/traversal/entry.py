@@ -57,6 +57,26 @@ class EntryCandidate(BaseModel):
     how: How
     mention: str | None = None
 
+    def explain(self) -> str:
+        """How this start was found, for people: the tier and its score."""
+        if self.how == "bracket":
+            return f"[{self.mention}] in the question"
+        if self.how == "mention":
+            return f'named in the question: "{self.mention}"'
+        if self.how == "fuzzy":
+            return f"rare name words in the question, score {self.score:.2f}"
+        if self.how == "embedding":
+            return f"nearest name by embedding, similarity {self.score:.2f}"
+        return f"chosen by the decider among the name candidates, p={self.score:.2f}"
+
+
+def unique_nodes(found: Sequence[EntryCandidate]) -> list[EntryCandidate]:
+    """The first candidate of each node, in order."""
+    first: dict[NodeId, EntryCandidate] = {}
+    for c in found:
+        first.setdefault(c.node_id, c)
+    return list(first.values())
+
 
 def words(text: str) -> list[str]:
     """Case-folded word tokens (the unit of whole-word matching)."""
@@ -64,7 +84,13 @@ def words(text: str) -> list[str]:
 
 
 class EntryResolver(Protocol):
-    async def resolve(self, question: str) -> list[NodeId]: ...
+    async def link(self, question: str) -> list[EntryCandidate]:
+        """The question's start nodes, best first, each with how it was found."""
+        ...
+
+    async def resolve(self, question: str) -> list[NodeId]:
+        """The ids of :meth:`link`."""
+        return [c.node_id for c in await self.link(question)]
 
 
 class NameIndex:
@@ -102,7 +128,7 @@ class NameIndex:
         self.idf = {w: math.log(1 + n / len(ids)) for w, ids in self.by_word.items()}
 
 
-class NameEntryResolver:
+class NameEntryResolver(EntryResolver):
     """Bracketed spans, whole-word mentions, IDF-weighted fuzzy words, then an optional embedding.
 
     Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve``.
@@ -221,17 +247,17 @@ class NameEntryResolver:
                 return found
         return []
 
-    async def resolve(self, question: str) -> list[NodeId]:
-        """Start nodes (deduplicated, best first); ``best_only`` keeps the top one."""
+    async def link(self, question: str) -> list[EntryCandidate]:
+        """Start nodes (one candidate each, best first); ``best_only`` keeps the top one."""
         await self.ensure_index()
         found = self.candidates(question)
         if found and found[0].how in ("fuzzy", "embedding"):
             found = found[:1]
-        ids = list(dict.fromkeys(c.node_id for c in found))
-        return ids[:1] if self.best_only else ids
+        links = unique_nodes(found)
+        return links[:1] if self.best_only else links
 
 
-class ChoiceEntryResolver:
+class ChoiceEntryResolver(EntryResolver):
     """One decision call picks the start node among up to ``max_candidates`` name candidates."""
 
     def __init__(
@@ -264,14 +290,15 @@ class ChoiceEntryResolver:
             card["summary"] = node.summary
         return card
 
-    async def resolve(self, question: str) -> list[NodeId]:
+    async def link(self, question: str) -> list[EntryCandidate]:
+        """The decider's pick among the name candidates (how="choice", score: its probability); a lone
+        candidate is returned as found, without a call."""
         self.last_response = None
         await self.names.ensure_index()
-        found = list(dict.fromkeys(c.node_id for c in self.names.candidates(question)))
-        found = found[: self.max_candidates]
+        found = unique_nodes(self.names.candidates(question))[: self.max_candidates]
         if len(found) <= 1:
             return found
-        options = {f"c{i + 1}": await self._card(n) for i, n in enumerate(found)}
+        options = {f"c{i + 1}": await self._card(c.node_id) for i, c in enumerate(found)}
         request = DecisionRequest(
             state={"query": question},
             questions=[
@@ -286,5 +313,7 @@ class ChoiceEntryResolver:
         result = self.last_response.results.get("entry")
         if result is None:
             raise DecisionError("entry choice: the decider returned no answer for question 'entry'")
-        top = top_label(normalize_distribution(list(options), result.probabilities, key="entry"))
-        return [found[int(top[1:]) - 1]]
+        distribution = normalize_distribution(list(options), result.probabilities, key="entry")
+        top = top_label(distribution)
+        picked = found[int(top[1:]) - 1]
+        return [picked.model_copy(update={"how": "choice", "score": distribution[top]})]

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from graphwalk_core.model import NodeId
+from graphwalk_core.traversal.entry import EntryCandidate
 
 
 class Step(BaseModel):
@@ -68,6 +69,9 @@ class Totals(BaseModel):
 class Trace(BaseModel):
     query: str
     start: list[NodeId]
+    links: list[EntryCandidate] = Field(
+        default_factory=list, description="how each start was found in the query (empty when given)"
+    )
     config: dict[str, Any]
     model_ids: list[str]
     answer_type: str | None = None

@@ -6,10 +6,12 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
 from graphwalk_core.model import Edge, Node
+from graphwalk_core.settings import get_settings
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import MOVIES
@@ -35,6 +37,34 @@ def test_query_resolves_the_start_and_prints_witnesses() -> None:
     assert result.exit_code == 0, result.output
     assert "start=['Memento']" in result.stdout
     assert "1. " in result.stdout and "calls=" in result.stdout
+
+
+def test_query_says_how_the_start_was_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start found in the question is printed with its tier and score, so a guessed one (an entity not in
+    the graph, linked to the nearest embedded name) shows as a guess; --json has the same in the trace.
+    A start given with --start prints no such line."""
+    monkeypatch.setenv("GRAPHWALK_EMBED_MODEL_PATH", "hashing")  # the same embedder with or without MiniLM
+    get_settings.cache_clear()
+    base = ["query", str(MOVIES), "who directed Foobarbaz?", "--decider", "fake"]
+    try:
+        guessed = runner.invoke(app, base, env={"COLUMNS": "200"})
+        as_json = runner.invoke(app, [*base, "--json"])
+        named = runner.invoke(app, ["query", str(MOVIES), "who directed Memento", "--decider", "fake"])
+        given = runner.invoke(app, [*base, "--start", "Memento"])
+    finally:
+        get_settings.cache_clear()
+    assert guessed.exit_code == 0, guessed.output
+    assert guessed.stdout.splitlines()[:2] == [
+        "status ok  decider=fake:seed=0  start=['Leonardo DiCaprio']",
+        "start: Leonardo DiCaprio (nearest name by embedding, similarity 0.11)",
+    ]
+    links = json.loads(as_json.stdout.strip().splitlines()[-1])["trace"]["links"]
+    assert links == [
+        {"node_id": "Leonardo DiCaprio", "name": "Leonardo DiCaprio", "how": "embedding", "mention": None,
+         "score": pytest.approx(0.113067, abs=1e-6)}
+    ]  # fmt: skip
+    assert named.stdout.splitlines()[1] == 'start: Memento (named in the question: "memento")'
+    assert given.stdout.splitlines()[1].startswith("1. ")
 
 
 def test_query_errors_are_clear(tmp_path: Path) -> None:
@@ -149,8 +179,9 @@ def test_query_prints_nodes_by_name_where_ids_are_hashes(tmp_path: Path) -> None
     result = runner.invoke(app, args, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    assert lines[0] == "status ok  decider=fake:seed=0  start=['Avatar']"
-    assert lines[2] == "     Avatar --directed_by--> James Cameron  e_e82ca343fe3118f5215f1d70 []"
-    assert lines[3] == "who directed Avatar  start=['Avatar']  models=['fake:seed=0']"
+    assert lines[:2] == ["status ok  decider=fake:seed=0  start=['Avatar']",
+                         'start: Avatar (named in the question: "avatar")']  # fmt: skip
+    assert lines[3] == "     Avatar --directed_by--> James Cameron  e_e82ca343fe3118f5215f1d70 []"
+    assert lines[4] == "who directed Avatar  start=['Avatar']  models=['fake:seed=0']"
     result = runner.invoke(app, [*args, "--json"])
     assert json.loads(result.stdout.strip().splitlines()[-1])["start"] == ["n_1"]

@@ -114,3 +114,23 @@ async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore, tmp_pat
     # one candidate: no call
     assert await resolver.resolve("who directed Memento") == ["Memento"]
     assert decider.calls == 1
+
+
+async def test_links_say_how_each_start_was_found(movies: MemoryGraphStore) -> None:
+    """``link`` gives each start node once, with its tier and score, and ``explain`` says it for people."""
+    names = NameEntryResolver((await NameEntryResolver.from_store(movies)).index, embedder=HashingEmbedder())
+    cases = {
+        "who directed [Titanic]": "Titanic: [Titanic] in the question",
+        "films with leonardo dicaprio": 'Leonardo DiCaprio: named in the question: "leonardo dicaprio"',
+        "films by Alejandro Inarritu": "Alejandro G. Inarritu: rare name words in the question, score 0.67",
+        "who made Inceptoin": "Inception: nearest name by embedding, similarity 0.37",
+    }
+    for question, said in cases.items():
+        assert [f"{c.name}: {c.explain()}" for c in await names.link(question)] == [said]
+    assert [(c.node_id, c.how, c.score) for c in await names.link("is [Titanic] older than Titanic")] == [
+        ("Titanic", "bracket", 1.0)
+    ]
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 0.8 if k == "c2" else 0.2 for k in q.options})
+    chosen = await ChoiceEntryResolver(movies, decider, names).link("is Titanic or Avatar older")
+    assert [(c.node_id, c.how, c.score, c.mention) for c in chosen] == [("Avatar", "choice", 0.8, "avatar")]
+    assert chosen[0].explain() == "chosen by the decider among the name candidates, p=0.80"
