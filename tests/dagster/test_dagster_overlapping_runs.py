@@ -2,13 +2,44 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
 import dagster as dg
-from dagster_fixtures import copy_data
+import pytest
+import yaml
+from dagster._utils.tags import TagConcurrencyLimitsCounter
+from dagster_fixtures import REPO, copy_data
 
 from graphwalk_dagster.demo import INGEST_CHAIN, QUIET_LOGS, ingest_sources, offline_resources
+
+
+def test_the_run_queue_starts_one_run_of_a_partition_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The shipped instance configs queue a run of a partition while another run of it is in progress
+    (the daily_reingest tick that comes during a run started by hand waits for it, then reads what it
+    wrote); runs of other partitions start as usual. Both started at once before."""
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    with dg.DagsterInstance.get() as instance:
+        queue = instance.get_concurrency_config().run_queue_config
+    assert queue is not None
+    in_flight = dg.DagsterRun(job_name="__ASSET_JOB", tags={"dagster/partition": "films"})
+    counter = TagConcurrencyLimitsCounter(queue.tag_concurrency_limits, [in_flight])
+    partitions = ("films", "sample_db", "custom|relation-greedy")
+    blocked = [
+        counter.is_blocked(dg.DagsterRun(job_name="__ASSET_JOB", tags={"dagster/partition": p}))
+        for p in partitions
+    ]
+    assert blocked == [True, False, False]
+    configs = [
+        yaml.safe_load((REPO / name).read_text()) for name in ("dagster.yaml", "dagster.postgres.yaml")
+    ]
+    assert [c["concurrency"]["runs"] for c in configs] == [
+        {"tag_concurrency_limits": queue.tag_concurrency_limits}
+    ] * 2
 
 
 def test_the_run_that_read_the_source_first_writes_nothing_over_the_later_one(tmp_path: Path) -> None:
