@@ -95,12 +95,19 @@ def skipped_metadata(skipped: Sequence[Any], *, unchanged: Sequence[str] = ()) -
     }
 
 
-def check_result(outcome: Any) -> dg.AssetCheckResult:
-    """An asset check result from a core ``CheckOutcome`` (failing rows counted, a few shown)."""
+def check_result(
+    outcome: Any,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    metadata: Mapping[str, Any] | None = None,
+) -> dg.AssetCheckResult:
+    """An asset check result from a core ``CheckOutcome`` (failing rows counted, a few shown), with
+    ``metadata`` besides."""
     return dg.AssetCheckResult(
         passed=outcome.passed,
+        severity=severity,
         metadata={
             "failures": outcome.failures,
             "examples": dg.MetadataValue.md("\n".join(f"- `{e}`" for e in outcome.examples) or "none"),
+            **(metadata or {}),
         },
     )

@@ -44,6 +44,7 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("knowledge_graph", "edge_endpoints_exist"),
         ("knowledge_graph", "elements_have_provenance"),
         ("knowledge_graph", "ledger_has_documents"),
+        ("knowledge_graph", "ledger_sources_declared"),
         ("eval_results", "eval_results_valid"),
         ("eval_results", "eval_results_answered"),
         ("trained_decider", "validation_floor"),
