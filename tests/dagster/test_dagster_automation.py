@@ -197,12 +197,16 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
         (only,) = tick()  # type: ignore[misc]
         assert (only.partition_key, only.run_key) == ("sample_db", "sample_db:2026-11-30")
         (tmp_path / "data" / "sample.sqlite").unlink()
+        # a source declared while the sensor, which registers it, is stopped: named, not passed over
+        _append(sources, "- id: notes\n  kind: files\n  path_or_url: films\n")
         unread = "no run requested until it exists (nothing ingested is retracted)"
         films, db = tmp_path / "data" / "films", tmp_path / "data" / "sample.sqlite"
         assert tick() == dg.SkipReason(
             f"source 'films' in {sources}: path not found: 'films' (resolved: {films}); {unread}; "
             f"source 'sample_db' in {sources}: path not found: 'sample.sqlite' (resolved: {db}); {unread}; "
-            f"source 'retired' is registered but not declared in {sources}: no run requested"
+            f"source 'retired' is registered but not declared in {sources}: no run requested; "
+            f"source 'notes' is declared in {sources} but not registered as a partition: no run requested "
+            "(source_change_sensor registers new sources; is it stopped?)"
         )
 
 
