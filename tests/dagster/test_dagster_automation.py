@@ -236,6 +236,31 @@ def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -
     )
 
 
+def test_a_backfill_over_a_partition_no_longer_declared_says_what_became_of_it(tmp_path: Path) -> None:
+    """A backfill over every source partition runs the partition of an entry removed from sources.yaml
+    too; its run failed saying only that the source is not declared."""
+    from graphwalk_dagster.defs.ingest.assets import source_profile
+
+    sources = copy_data(tmp_path / "data")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sources", ["films", "retired"])
+        result = dg.materialize(
+            [source_profile],
+            partition_key="retired",
+            resources={"sources": SourcesResource(path=str(sources))},
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None
+    assert error.cause.message.strip() == (
+        f"graphwalk_core.errors.InputError: source 'retired' is not declared in {sources} (has ['films', "
+        "'sample_db']): its partition outlives an entry removed or renamed there, and nothing it ingested "
+        "is retracted (knowledge_graph's check ledger_sources_declared names what the graph holds of it)"
+    )
+
+
 def test_a_source_that_cannot_be_read_does_not_stop_the_others(tmp_path: Path) -> None:
     """A database that is down is named in the tick's log and gets no run; the other sources are
     handled as usual. Its fingerprint raised out of the sensor, so no source was checked at all."""
