@@ -24,6 +24,8 @@ def test_deleted_row_is_retracted(tmp_path: Path) -> None:
     docs = metadata_values(chain, "source_documents")
     assert (docs["deleted"], docs["new"]) == (1, 0)
     (deleted,) = warehouse_rows(root, "select document_id from documents where status = 'deleted'")
+    # the UI names what is retracted (it showed only how many)
+    assert docs["deleted_documents"] == f"- `{deleted[0]}`: gone from the source; what it gave is retracted"
     assert metadata_values(chain, "graph_updates")["ledger_deleted"] == 1
     assert warehouse_rows(root, "select count(*) from ledger")[0][0] == ledger_before - 1
     assert warehouse_rows(root, f"select count(*) from ledger where document_id = '{deleted[0]}'") == [(0,)]
