@@ -42,6 +42,7 @@ GRAPH = [
     ingest_checks.edge_endpoints_exist,
     ingest_checks.elements_have_provenance,
     ingest_checks.ledger_has_documents,
+    ingest_checks.ledger_sources_declared,
 ]
 EVAL = [
     eval_assets.eval_questions,

@@ -14,6 +14,9 @@ from typing import Any
 import dagster as dg
 
 PREVIEW_ROWS = 10
+#: Lines of a list shown as metadata (skipped or deleted documents): every run's metadata stays small
+#: however large the source; the warehouse's ``documents`` table holds every document's outcome.
+LIST_LINES = 50
 FLOAT_DIGITS = 4
 
 
@@ -85,22 +88,35 @@ def cost_metadata(cost: Any) -> dict[str, Any]:
     )
 
 
+def markdown_list(lines: Sequence[str], empty: str, *, limit: int = LIST_LINES) -> dg.MetadataValue:
+    """The first ``limit`` lines as markdown, then how many more there are (``empty`` when none)."""
+    shown = "\n".join(lines[:limit]) or empty
+    return dg.MetadataValue.md(shown + (f"\n\n_{len(lines) - limit} more_" if len(lines) > limit else ""))
+
+
 def skipped_metadata(skipped: Sequence[Any], *, unchanged: Sequence[str] = ()) -> dict[str, Any]:
-    """What was skipped and why: unreadable input (file, line, reason) and unchanged documents."""
+    """What was skipped and why: unreadable input (file, line, reason) first, then unchanged documents."""
     lines = [f"- `{item.describe()}`" for item in skipped]
     lines += [f"- `{doc}`: unchanged since the last run (hash in the ledger)" for doc in unchanged]
     return {
         "skipped": len(skipped) + len(unchanged),
-        "skipped_why": dg.MetadataValue.md("\n".join(lines) or "_nothing skipped_"),
+        "skipped_why": markdown_list(lines, "_nothing skipped_"),
     }
 
 
-def check_result(outcome: Any) -> dg.AssetCheckResult:
-    """An asset check result from a core ``CheckOutcome`` (failing rows counted, a few shown)."""
+def check_result(
+    outcome: Any,
+    severity: dg.AssetCheckSeverity = dg.AssetCheckSeverity.ERROR,
+    metadata: Mapping[str, Any] | None = None,
+) -> dg.AssetCheckResult:
+    """An asset check result from a core ``CheckOutcome`` (failing rows counted, a few shown), with
+    ``metadata`` besides."""
     return dg.AssetCheckResult(
         passed=outcome.passed,
+        severity=severity,
         metadata={
             "failures": outcome.failures,
             "examples": dg.MetadataValue.md("\n".join(f"- `{e}`" for e in outcome.examples) or "none"),
+            **(metadata or {}),
         },
     )

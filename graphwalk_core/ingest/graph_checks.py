@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,3 +66,12 @@ def ledger_has_documents(root: Path) -> CheckOutcome:
              WHERE d.source = l.source AND d.document_id = l.document_id AND d.status <> 'deleted')
            ORDER BY 1, 2""",
     )
+
+
+def sources_declared(root: Path, declared: Collection[str]) -> CheckOutcome:
+    """Every source whose documents the ledger holds is ``declared``: an entry removed from sources.yaml, or
+    renamed there, leaves its documents in the graph (nothing is retracted); each other source is named
+    with how many documents it holds."""
+    rows = query(root, "SELECT source, count(*) FROM ledger GROUP BY source ORDER BY source").rows
+    undeclared = [f"{source}: {count} document(s)" for source, count in rows if source not in declared]
+    return CheckOutcome("ledger sources are declared", len(undeclared), undeclared[:EXAMPLES])

@@ -81,6 +81,12 @@ async def read_ledger(store: GraphStore, source_id: str) -> dict[str, LedgerEntr
     return out
 
 
+async def read_entry(store: GraphStore, source_id: str, document_id: str) -> LedgerEntry | None:
+    """One document's ledger entry (None: not in the ledger)."""
+    raw = await store.get_metadata(ledger_key(source_id, document_id))
+    return None if raw is None else LedgerEntry.model_validate_json(raw)
+
+
 async def write_entry(store: GraphStore, source_id: str, entry: LedgerEntry) -> None:
     await store.set_metadata(ledger_key(source_id, entry.document_id), entry.model_dump_json())
 

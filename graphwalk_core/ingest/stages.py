@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from graphwalk_core.errors import BackendError, InputError
+from graphwalk_core.errors import BackendError, GraphwalkError, InputError
 from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS, Chunk, chunk_text
 from graphwalk_core.ingest.extraction.base import Extractor
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -25,6 +25,7 @@ from graphwalk_core.ingest.ledger import (
     ledger_key,
     now_iso,
     provenance_source,
+    read_entry,
     read_ledger,
     record_origin,
     write_entry,
@@ -53,6 +54,7 @@ from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, over_bytes, utf8_
 __all__ = [
     "ROUTING_VERSIONS",
     "EmptySourceError",
+    "StaleDiffError",
     "apply_plan",
     "chunk_documents",
     "diff_documents",
@@ -172,6 +174,33 @@ class EmptySourceError(InputError):
             "its documents: nothing is retracted (an unmounted share or an emptied folder or table?); to "
             "retract them all, ingest it with --allow-empty (sources.yaml: allow_empty: true)"
         )
+
+
+class StaleDiffError(GraphwalkError):
+    """A plan that is not its diff's, or a diff whose ledger entries another ingest of the source has
+    changed since it read them (two runs of one source at once): nothing is written."""
+
+
+async def check_current(store: GraphStore, diff: DocumentDiff, plan: RoutingPlan) -> None:
+    """Refuse to write ``plan`` unless it was routed from ``diff`` (the same content per document) and the
+    ledger entries it replaces or deletes are still the ones ``diff`` read: a run that read the source
+    earlier would write its older facts over (or, for a new document, beside) a later run's."""
+    source_id, read = diff.source_id, {d.id: d.content_hash for d in diff.documents}
+    for doc in plan.documents:
+        if read.get(doc.document_id) != doc.content_hash:
+            in_diff = read[doc.document_id][:12] if doc.document_id in read else "nothing to process"
+            raise StaleDiffError(
+                f"source {source_id!r}: the plan to write does not come from this diff (document "
+                f"{doc.document_id!r}: {doc.content_hash[:12]} in the plan, {in_diff} in the diff): another "
+                "run of the source rewrote one of them; nothing is written, ingest the source again"
+            )
+    for doc_id in sorted({*(d.document_id for d in plan.documents), *diff.deleted}):
+        if await read_entry(store, source_id, doc_id) != diff.ledger.get(doc_id):
+            raise StaleDiffError(
+                f"source {source_id!r}: document {doc_id!r} was written by another ingest of the source "
+                "since this one read the ledger; nothing is written, ingest the source again (it reads "
+                "the source as it is now)"
+            )
 
 
 def _too_long(doc: SourceDocument, room: int) -> SkippedItem:
@@ -332,6 +361,8 @@ async def apply_plan(
     it was before the plan and a rerun routes the same documents against the same graph again. The
     diff's origin is recorded there too (Dagster's runs; the pipeline has recorded it already), so an ingest
     of another folder under the same path-derived id is refused instead of replacing these documents.
+    A plan not routed from ``diff``, or a ``diff`` whose ledger entries another ingest of the source changed
+    since it read them, is a :class:`StaleDiffError` that writes nothing (see :func:`check_current`).
     ``report`` accumulates counts over several plans (the pipeline's windows); ``written`` collects the ids
     of the nodes written, re-keyed (old and new id) or kept by a retraction (for ``Router.refresh``)."""
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
@@ -339,6 +370,7 @@ async def apply_plan(
     retracting = diff.retracting
     with collector_paused():
         async with store.transaction():
+            await check_current(store, diff, plan)  # under the writer lock: no other apply in between
             if diff.origin is not None and await check_origin(store, source_id, diff.origin, exclusive=False):
                 await record_origin(store, source_id, diff.origin)  # as `graphwalk ingest` records it
             # in the plan's transaction: a crash must not keep the retraction without the plan, or the

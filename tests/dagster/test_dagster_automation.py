@@ -197,12 +197,16 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
         (only,) = tick()  # type: ignore[misc]
         assert (only.partition_key, only.run_key) == ("sample_db", "sample_db:2026-11-30")
         (tmp_path / "data" / "sample.sqlite").unlink()
+        # a source declared while the sensor, which registers it, is stopped: named, not passed over
+        _append(sources, "- id: notes\n  kind: files\n  path_or_url: films\n")
         unread = "no run requested until it exists (nothing ingested is retracted)"
         films, db = tmp_path / "data" / "films", tmp_path / "data" / "sample.sqlite"
         assert tick() == dg.SkipReason(
             f"source 'films' in {sources}: path not found: 'films' (resolved: {films}); {unread}; "
             f"source 'sample_db' in {sources}: path not found: 'sample.sqlite' (resolved: {db}); {unread}; "
-            f"source 'retired' is registered but not declared in {sources}: no run requested"
+            f"source 'retired' is registered but not declared in {sources}: no run requested; "
+            f"source 'notes' is declared in {sources} but not registered as a partition: no run requested "
+            "(source_change_sensor registers new sources; is it stopped?)"
         )
 
 
@@ -229,6 +233,31 @@ def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -
     assert error.cause.message.strip() == (
         f"graphwalk_core.errors.InputError: source 'films' in {sources}: path not found: 'films' "
         f"(resolved: {films}); fix the path in that file, or remove the entry"
+    )
+
+
+def test_a_backfill_over_a_partition_no_longer_declared_says_what_became_of_it(tmp_path: Path) -> None:
+    """A backfill over every source partition runs the partition of an entry removed from sources.yaml
+    too; its run failed saying only that the source is not declared."""
+    from graphwalk_dagster.defs.ingest.assets import source_profile
+
+    sources = copy_data(tmp_path / "data")
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sources", ["films", "retired"])
+        result = dg.materialize(
+            [source_profile],
+            partition_key="retired",
+            resources={"sources": SourcesResource(path=str(sources))},
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None
+    assert error.cause.message.strip() == (
+        f"graphwalk_core.errors.InputError: source 'retired' is not declared in {sources} (has ['films', "
+        "'sample_db']): its partition outlives an entry removed or renamed there, and nothing it ingested "
+        "is retracted (knowledge_graph's check ledger_sources_declared names what the graph holds of it)"
     )
 
 

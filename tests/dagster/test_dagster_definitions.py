@@ -44,6 +44,7 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("knowledge_graph", "edge_endpoints_exist"),
         ("knowledge_graph", "elements_have_provenance"),
         ("knowledge_graph", "ledger_has_documents"),
+        ("knowledge_graph", "ledger_sources_declared"),
         ("eval_results", "eval_results_valid"),
         ("eval_results", "eval_results_answered"),
         ("trained_decider", "validation_floor"),
@@ -114,7 +115,14 @@ def test_partitions(loaded: dg.Definitions) -> None:
 def test_instance_config_turns_telemetry_off() -> None:
     config = yaml.safe_load((REPO / "dagster.yaml").read_text(encoding="utf-8"))
     assert config["telemetry"] == {"enabled": False}
-    assert config["concurrency"] == {"pools": {"default_limit": 1}}
+    assert config["concurrency"] == {
+        "pools": {"default_limit": 1},
+        "runs": {
+            "tag_concurrency_limits": [
+                {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+            ]
+        },
+    }
 
 
 def test_embedder_resource_picks_another_model_file(minilm_dir: Path) -> None:

@@ -21,3 +21,15 @@ def test_floats_are_rounded_to_four_significant_digits() -> None:
 def test_preview_cells_round_floats() -> None:
     table = markdown_table([{"name": "Inception", "probability": 0.912345678, "hops": 2}])
     assert table.splitlines()[-1] == "| Inception | 0.9123 | 2 |"
+
+
+def test_a_long_list_shows_its_first_lines_and_how_many_more() -> None:
+    """Every unchanged document had a line in source_documents' ``skipped_why``: a daily re-ingest of a
+    source of 100,000 documents wrote megabytes of metadata into the event log each run."""
+    from graphwalk_dagster.metadata import LIST_LINES, skipped_metadata
+
+    meta = skipped_metadata([], unchanged=[f"d{i:03}" for i in range(LIST_LINES + 3)])
+    assert meta["skipped"] == 53
+    lines = meta["skipped_why"].value.splitlines()
+    assert (len(lines), lines[0]) == (52, "- `d000`: unchanged since the last run (hash in the ledger)")
+    assert lines[-3:] == ["- `d049`: unchanged since the last run (hash in the ledger)", "", "_3 more_"]

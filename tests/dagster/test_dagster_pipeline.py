@@ -153,6 +153,7 @@ def test_graph_checks_pass(run: Run) -> None:
         "edge_endpoints_exist": True,
         "elements_have_provenance": True,
         "ledger_has_documents": True,
+        "ledger_sources_declared": True,
     }
 
 

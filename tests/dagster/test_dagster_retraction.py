@@ -24,6 +24,8 @@ def test_deleted_row_is_retracted(tmp_path: Path) -> None:
     docs = metadata_values(chain, "source_documents")
     assert (docs["deleted"], docs["new"]) == (1, 0)
     (deleted,) = warehouse_rows(root, "select document_id from documents where status = 'deleted'")
+    # the UI names what is retracted (it showed only how many)
+    assert docs["deleted_documents"] == f"- `{deleted[0]}`: gone from the source; what it gave is retracted"
     assert metadata_values(chain, "graph_updates")["ledger_deleted"] == 1
     assert warehouse_rows(root, "select count(*) from ledger")[0][0] == ledger_before - 1
     assert warehouse_rows(root, f"select count(*) from ledger where document_id = '{deleted[0]}'") == [(0,)]
@@ -32,6 +34,7 @@ def test_deleted_row_is_retracted(tmp_path: Path) -> None:
         "edge_endpoints_exist": True,
         "elements_have_provenance": True,
         "ledger_has_documents": True,
+        "ledger_sources_declared": True,
     }
 
 
@@ -102,3 +105,37 @@ def test_a_cli_ingest_of_a_namesake_folder_keeps_a_dagster_source(tmp_path: Path
         query = "select count(*) from metadata where key like 'ingest/ledger/films/%'"
         ledgered = db.execute(query).fetchone()
     assert ledgered == (11,)
+
+
+def test_a_source_removed_from_sources_yaml_is_named_by_a_graph_check(tmp_path: Path) -> None:
+    """An entry removed from sources.yaml (or renamed) leaves its documents in the graph, by design; the
+    published graph said nothing about them (every check passed, the sensor's ticks were silent). Now
+    knowledge_graph's ``ledger_sources_declared`` check warns, naming the source and its documents."""
+    from graphwalk_dagster.demo import GRAPH, QUIET_LOGS
+
+    sources = copy_data(tmp_path / "data")
+    root = tmp_path / "warehouse"
+    resources = offline_resources(root, sources_file=sources)
+    with dg.DagsterInstance.ephemeral() as instance:
+        ingest_sources(["films", "sample_db"], resources, instance, log=lambda _: None)
+        text = sources.read_text(encoding="utf-8")
+        sources.write_text(text[: text.index("- id: sample_db")], encoding="utf-8")
+        graph = dg.materialize(GRAPH, resources=resources, instance=instance, run_config=QUIET_LOGS)
+    checks = {e.check_name: e for e in graph.get_asset_check_evaluations()}
+    assert {name: e.passed for name, e in checks.items()} == {
+        "edge_endpoints_exist": True,
+        "elements_have_provenance": True,
+        "ledger_has_documents": True,
+        "ledger_sources_declared": False,
+    }
+    declared = checks["ledger_sources_declared"]
+    assert declared.severity == dg.AssetCheckSeverity.WARN
+    assert {k: v.value for k, v in declared.metadata.items()} == {
+        "failures": 1,
+        "examples": "- `sample_db: 26 document(s)`",
+        "sources_file": str(sources),
+    }
+    assert warehouse_rows(root, "select source, count(*) from ledger group by 1 order by 1") == [
+        ("films", 11),
+        ("sample_db", 26),
+    ]

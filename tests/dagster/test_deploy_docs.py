@@ -59,7 +59,12 @@ def launcher_config(config: dict[str, Any]) -> dict[str, Any]:
 def test_k8s_instance_yaml_is_valid_instance_config(tmp_path: Path) -> None:
     config = instance_config(tmp_path, k8s_yaml())
     assert config["storage"] == {"postgres": {"postgres_url": {"env": "GRAPHWALK_DAGSTER_PG_URL"}}}
-    assert config["run_queue"]["max_concurrent_runs"] == 8
+    assert config["run_queue"] == {
+        "max_concurrent_runs": 8,
+        "tag_concurrency_limits": [
+            {"key": "dagster/partition", "value": {"applyLimitPerUniqueValue": True}, "limit": 1}
+        ],
+    }
     assert "concurrency" not in config
     launcher = config["run_launcher"]
     assert (launcher["module"], launcher["class"]) == ("dagster_k8s.launcher", "K8sRunLauncher")

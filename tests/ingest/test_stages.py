@@ -258,3 +258,46 @@ def test_what_skips_keep_is_the_skip_by_skip_rule(
     ]
     kept = kept_by_skips(skipped)
     assert [kept(d) for d in doc_ids] == [_kept_pair_by_pair(skipped, d) for d in doc_ids]
+
+
+async def _jaws_routed(folder: Path, store: GraphStore, director: str) -> tuple[DocumentDiff, RoutingPlan]:
+    """``jaws.txt`` naming ``director``, diffed and routed against ``store`` as graph_updates' inputs."""
+    (folder / "jaws.txt").write_text(f"E Jaws|film\nE {director}|person\nR Jaws|directed_by|{director}")
+    extractor = ScriptedExtractor()
+    diff = await diff_documents(FileSource(folder, source_id="notes"), store, extractor=extractor)
+    extractions = await extract_chunks(chunk_documents(diff), extractor)
+    return diff, await route_extractions(extractions, store, None, None, None, "exact")
+
+
+async def test_a_plan_made_before_another_ingest_of_the_source_applied_is_refused(
+    new_store: Callable[[], GraphStore], tmp_path: Path
+) -> None:
+    """Two runs of one source partition in flight at once (a schedule tick while a manual run goes): the
+    earlier reader's plan, applied after the later reader's, wrote its older facts beside the newer
+    ones (a "new" document retracts nothing) and its older hash into the ledger, and both runs
+    succeeded; the graph held a fact no file holds until the next day's re-ingest. Now it is refused
+    and writes nothing; so is a plan routed from another run's diff than the one it is applied with."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    store = new_store()
+    older = await _jaws_routed(folder, store, "Steven Spielberg")
+    newer = await _jaws_routed(folder, store, "Richard Donner")
+    with pytest.raises(stages.StaleDiffError) as mixed:
+        await apply_plan(store, newer[0], older[1])
+    assert str(mixed.value) == (
+        "source 'notes': the plan to write does not come from this diff (document 'jaws.txt': "
+        f"{older[1].documents[0].content_hash[:12]} in the plan, {newer[0].documents[0].content_hash[:12]} "
+        "in the diff): another run of the source rewrote one of them; nothing is written, ingest the "
+        "source again"
+    )
+    await apply_plan(store, *newer)
+    applied = await graph_tables(store, "notes")
+    with pytest.raises(stages.StaleDiffError) as stale:
+        await apply_plan(store, *older)
+    assert str(stale.value) == (
+        "source 'notes': document 'jaws.txt' was written by another ingest of the source since this one "
+        "read the ledger; nothing is written, ingest the source again (it reads the source as it is now)"
+    )
+    assert await graph_tables(store, "notes") == applied
+    names = sorted(n.name for n in await store.find_nodes(type="person"))
+    assert names == ["Richard Donner"]

@@ -29,7 +29,7 @@ from graphwalk_dagster.defs.shared.resources import (
     WarehouseResource,
     backends,
 )
-from graphwalk_dagster.metadata import cost_metadata, preview, skipped_metadata, to_metadata
+from graphwalk_dagster.metadata import cost_metadata, markdown_list, preview, skipped_metadata, to_metadata
 from graphwalk_dagster.pools import GRAPH_POOL
 
 INGEST = {"partitions_def": source_partitions, "group_name": "ingest"}
@@ -89,6 +89,10 @@ def source_documents(
         {
             **counts,
             **skipped_metadata(result.skipped, unchanged=result.unchanged),
+            "deleted_documents": markdown_list(
+                [f"- `{doc}`: gone from the source; what it gave is retracted" for doc in result.deleted],
+                "_nothing deleted_",
+            ),
             "preview": preview(
                 [{"document": d.id, "kind": d.kind, "hash": d.content_hash[:12]} for d in result.documents]
             ),

@@ -13,8 +13,8 @@ from graphwalk_dagster.defs.shared.resources import SourcesResource
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Every day at 03:00 UTC: re-ingest every registered source (one run each; unchanged "
-    "documents cost nothing). A source whose path is missing, or that sources.yaml no longer declares, "
-    "gets no run; the tick names it. Running by default.",
+    "documents cost nothing). A source whose path is missing, that sources.yaml no longer declares, or "
+    "that is declared but not registered yet, gets no run; the tick names it. Running by default.",
 )
 def daily_reingest(
     context: dg.ScheduleEvaluationContext, sources: SourcesResource
@@ -23,7 +23,8 @@ def daily_reingest(
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     specs, sources_file = {spec.id: spec for spec in sources.specs()}, sources.file()
     requests, notes = [], []
-    for sid in context.instance.get_dynamic_partitions(SOURCES_PARTITION):
+    registered = context.instance.get_dynamic_partitions(SOURCES_PARTITION)
+    for sid in registered:
         spec = specs.get(sid)
         note = (
             missing_note(spec, sources_file)
@@ -35,4 +36,11 @@ def daily_reingest(
         else:
             context.log.warning(note)
             notes.append(note)
+    for sid in [sid for sid in specs if sid not in registered]:  # in sources.yaml's order
+        note = (
+            f"source {sid!r} is declared in {sources_file} but not registered as a partition: no run "
+            "requested (source_change_sensor registers new sources; is it stopped?)"
+        )
+        context.log.warning(note)
+        notes.append(note)
     return requests if requests or not notes else dg.SkipReason("; ".join(notes))

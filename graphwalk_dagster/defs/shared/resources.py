@@ -97,10 +97,15 @@ class SourcesResource(dg.ConfigurableResource):
         return load_sources(self.file())
 
     def spec(self, source_id: str) -> Any:
-        """The spec of one source; an InputError names the file when it is not declared."""
+        """The spec of one source; an InputError names the file when it is not declared (a partition of an
+        entry since removed or renamed, run by hand or by a backfill over every partition)."""
         found = {s.id: s for s in self.specs()}
         if source_id not in found:
-            raise InputError(f"source {source_id!r} is not declared in {self.file()} (has {sorted(found)})")
+            raise InputError(
+                f"source {source_id!r} is not declared in {self.file()} (has {sorted(found)}): its partition "
+                "outlives an entry removed or renamed there, and nothing it ingested is retracted "
+                "(knowledge_graph's check ledger_sources_declared names what the graph holds of it)"
+            )
         return found[source_id]
 
 
