@@ -88,7 +88,7 @@ def test_a_trained_partition_refuses_the_questions_its_decider_learned_from(
     learned = load_partition_dataset("metaqa-1hop", wh, n=200, split="dev")
     rows = [{"question_id": q.id, "split": "dev"} for q in learned.questions]
     wh.write(EXAMPLES, pa.Table.from_pylist(rows, schema=SCHEMA))
-    (root / MODELS_DIR).mkdir(parents=True)
+    (root / MODELS_DIR / "0123456789ab").mkdir(parents=True)  # a model saved before folders listed questions
     mark_latest(wh, root / MODELS_DIR / "0123456789ab")
     with dg.instance_for_test() as instance, pytest.raises(Exception) as failed:
         dg.materialize(
