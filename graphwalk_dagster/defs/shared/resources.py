@@ -247,6 +247,17 @@ def backends(decider: DeciderResource, llm: LLMResource, embedder: EmbedderResou
     return Backends(settings_with(**decider.overrides(), **llm.overrides(), **embedder.overrides()))
 
 
+def _file_name(key: str) -> str:
+    """A partition key as the name of its file; one holding a '/' is refused: Dagster checks no dynamic
+    partition key (the UI and GraphQL add any), and ``../../x`` read and wrote files outside the warehouse."""
+    if "/" in key:
+        raise InputError(
+            f"partition {key!r} cannot name a file under the warehouse's objects folder (it holds a '/'): "
+            "delete that partition (a source id holds no '/')"
+        )
+    return key
+
+
 class JsonIOManager(dg.ConfigurableIOManager):
     """Stores asset outputs as JSON under ``<warehouse>/objects/<asset>/<partition>.json``.
 
@@ -263,9 +274,9 @@ class JsonIOManager(dg.ConfigurableIOManager):
         key = context.asset_partition_key
         if isinstance(key, dg.MultiPartitionKey):
             return folder.joinpath(
-                *(f"{d}={v}" for d, v in sorted(key.keys_by_dimension.items()))
+                *(_file_name(f"{d}={v}") for d, v in sorted(key.keys_by_dimension.items()))
             ).with_suffix(".json")
-        return folder / f"{key}.json"
+        return folder / f"{_file_name(key)}.json"
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
