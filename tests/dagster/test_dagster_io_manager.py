@@ -60,3 +60,23 @@ def test_a_partition_key_with_a_slash_reads_and_writes_nothing_outside_the_wareh
         assert "TOPSECRET" not in text
     assert json.loads((tmp_path / "creds.json").read_text(encoding="utf-8")) == {"client_secret": "TOPSECRET"}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["creds.json", "wh"]
+
+
+def test_outputs_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> None:
+    """An asset's folder under objects/ that is a symlink to another place had its outputs written there."""
+    root, outside = tmp_path / "wh", tmp_path / "outside"
+    outside.mkdir()
+    (root / "objects").mkdir(parents=True)
+    (root / "objects" / "upstream").symlink_to(outside, target_is_directory=True)
+    resources = {"io_manager": JsonIOManager(warehouse=WarehouseResource(root=str(root)))}
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(SOURCES_PARTITION, ["films"])
+        result = dg.materialize(
+            [upstream], partition_key="films", instance=instance, resources=resources, raise_on_error=False
+        )
+    assert not result.success
+    assert (
+        f"warehouse folder {root / 'objects' / 'upstream'} leads out of the warehouse {root}, to {outside} "
+        "(a symlink?): nothing is read or written there; replace the link with a folder"
+    ) in _failure(result)
+    assert list(outside.iterdir()) == []

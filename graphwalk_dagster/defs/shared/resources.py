@@ -23,6 +23,7 @@ from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.stores.sql_engine import has_password, redact_url
 from graphwalk_core.warehouse import Warehouse
+from graphwalk_core.warehouse.layout import inside
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 
 #: Pydantic repeats a refused value in its error (``input_value=...``), cut to 50 characters: a key or a URL
@@ -268,6 +269,12 @@ class JsonIOManager(dg.ConfigurableIOManager):
     warehouse: WarehouseResource
 
     def _path(self, context: dg.OutputContext | dg.InputContext) -> Path:
+        """The asset's (partition's) file; refused when its folder leads out of the warehouse (a symlink)."""
+        path = self._file(context)
+        inside(self.warehouse.path(), path.parent)
+        return path
+
+    def _file(self, context: dg.OutputContext | dg.InputContext) -> Path:
         folder = self.warehouse.path() / "objects" / "/".join(context.asset_key.path)
         if not context.has_asset_partitions:
             return folder / "all.json"
