@@ -21,7 +21,10 @@ def demo(
         typer.Option(help="Parquet, DuckDB and graph root (default: GRAPHWALK_WAREHOUSE or ./warehouse)"),
     ] = None,
     n: Annotated[int, typer.Option(min=1, help="questions per benchmark eval partition")] = 20,
-    fresh: Annotated[bool, typer.Option(help="delete the warehouse first")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(help="delete the warehouse first (a folder holding its warehouse.duckdb or objects/)"),
+    ] = False,
     dagster_home: Annotated[
         Path | None,
         typer.Option(help="Dagster instance folder for the runs (default: $DAGSTER_HOME, else .dagster)"),
@@ -52,6 +55,7 @@ def demo(
     try:
         instance = demo_instance(home)  # before --fresh deletes anything: its storage may be out of reach
         if fresh:
+            check_fresh(warehouse)
             shutil.rmtree(warehouse, ignore_errors=True)
         run_demo(
             warehouse,
@@ -70,3 +74,18 @@ def demo(
         f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
         soft_wrap=True,
     )
+
+
+def check_fresh(warehouse: Path) -> None:
+    """Refuse ``--fresh`` on a folder that holds files but neither the warehouse database nor ``objects``
+    (the JSON IO manager's folder, written by a demo's first step): a mistyped ``--warehouse`` or
+    GRAPHWALK_WAREHOUSE (``.``, a project folder) was deleted whole."""
+    from graphwalk_core.errors import InputError
+    from graphwalk_core.warehouse import DB_NAME
+
+    marks = (DB_NAME, "objects")
+    if warehouse.is_dir() and any(warehouse.iterdir()) and not any((warehouse / m).exists() for m in marks):
+        raise InputError(
+            f"--fresh deletes the warehouse folder {warehouse}, but it holds neither {DB_NAME} nor objects/: "
+            "not a warehouse, so nothing was deleted; remove it yourself or give another --warehouse"
+        )

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -64,6 +65,13 @@ def run_id_for(dataset: Dataset, system: QASystem, graph: str | None = None) -> 
     graph = graph or dataset.knowledge.fingerprint()
     digest = content_hash([dataset.name, dataset.split, ids, graph, system.name, system.identity()])
     return f"{dataset.name}-{dataset.split}-{system.name}-{digest[:10]}"
+
+
+def run_folder(out_dir: Path, run_id: str) -> Path:
+    """``out_dir/runs/<run_id>``, the id percent-encoded as one folder name (letters, digits and ``_.-~``
+    kept): a split label or a hub dataset's ``hf:owner/name`` put a '/' in it, so ``../`` in a split
+    wrote the run outside ``out_dir`` and a hub run's folder was nested where reports did not look."""
+    return Path(out_dir) / "runs" / quote(run_id, safe="")
 
 
 def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionResult], int]:
@@ -121,12 +129,12 @@ async def run_eval_async(
     max_rate_limit_retries: int = 5,
     rate_limit_base_delay_s: float = 2.0,
 ) -> EvalRun:
-    """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>``."""
+    """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>`` (see :func:`run_folder`)."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     graph = dataset.knowledge.fingerprint()
     run_id = run_id_for(dataset, system, graph)
-    folder = Path(out_dir) / "runs" / run_id
+    folder = run_folder(out_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT
     done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,11 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 MAX_RETRY_AFTER_S = 60.0
 #: Header through which an OpenAI-compatible proxy (e.g. a LiteLLM proxy) reports the real cost.
 COST_HEADER = "llm_provider-x-litellm-response-cost"
+#: The environment variables litellm reads a provider's key from when it is given none (OPENAI_API_KEY,
+#: OPENROUTER_API_KEY, AZURE_AD_TOKEN, AWS_SECRET_ACCESS_KEY, ...): a server's error may echo their values.
+KEY_VARIABLE = re.compile(r"(KEY|TOKEN|SECRET)(_|$)", re.IGNORECASE)
+#: Shorter values of such variables are not hidden (``SOME_TOKEN=1`` would star out every 1).
+MIN_KEY_CHARS = 8
 
 
 def _not_loop_change_notice(record: logging.LogRecord) -> bool:
@@ -150,8 +156,14 @@ class LiteLLMBackend:
         return f"LiteLLMBackend(model={self.model!r}, api_base={self.api_base!r})"
 
     def _redact(self, text: str) -> str:
-        key = self._api_key.get_secret_value() if self._api_key is not None else ""
-        return text.replace(key, "**********") if key else text
+        """``text`` without the key: the one given, else any litellm may have read from the environment."""
+        found = [v.strip() for name, v in os.environ.items() if KEY_VARIABLE.search(name)]
+        keys = [k for k in found if len(k) >= MIN_KEY_CHARS]
+        if self._api_key is not None:
+            keys.append(self._api_key.get_secret_value())
+        for key in sorted(keys, key=len, reverse=True):  # a key holding another is hidden whole
+            text = text.replace(key, "**********") if key else text
+        return text
 
     async def _call(
         self, litellm: ModuleType, messages: list[dict[str, str]], extra: dict[str, Any], totals: _Totals

@@ -58,10 +58,21 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 _USER_PASSWORD = re.compile(r"^(?P<head>[^:/]+://[^:/@]*:).*@(?P<host>[^@/?]*(?:[/?].*)?)$", re.DOTALL)
 
 
+#: A query parameter holding a secret (libpq's ``password`` and ``sslpassword``, MySQL's ``passwd``, a
+#: ``token``): the driver connects with it as with the URL's password, so its value is hidden too.
+_SECRET_PARAM = re.compile(r"([?&][^=&]*(?:pass(?!file)|pwd|secret|token)[^=&]*=)[^&]*", re.IGNORECASE)
+
+
 def redact_url(url: str | URL) -> str:
-    """``url`` with any password replaced by ``***`` (for messages; an unparsable one too). SQLAlchemy
-    ends a password at its first ``@``, so one holding a raw ``@`` gives a host holding the password's
-    tail: that URL hides everything up to the host's last ``@``."""
+    """``url`` with any password replaced by ``***`` (for messages; an unparsable one too), and the value
+    of any query parameter holding one. SQLAlchemy ends a password at its first ``@``, so one holding a
+    raw ``@`` gives a host holding the password's tail: that URL hides everything up to the host's last
+    ``@``."""
+    return _SECRET_PARAM.sub(r"\1***", _hide_password(url))
+
+
+def _hide_password(url: str | URL) -> str:
+    """``url`` with its user's password replaced by ``***`` (see :func:`redact_url`)."""
     try:
         parsed: URL | None = make_url(url)
     except _BAD_URL:
@@ -94,7 +105,10 @@ def no_dialect(url: str) -> str:
 
 
 def has_password(url: str) -> bool:
-    """Whether ``url`` carries a password (an unparsable URL: whether it looks like ``user:pw@``)."""
+    """Whether ``url`` carries a password, as its user's or in a query parameter (an unparsable URL:
+    whether it looks like ``user:pw@``)."""
+    if _SECRET_PARAM.search(url) is not None:
+        return True
     try:
         return make_url(url).password is not None
     except _BAD_URL:

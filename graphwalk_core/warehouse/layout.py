@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from graphwalk_core.errors import InputError
+
 PART_FILE = "part-0.parquet"
 DB_NAME = "warehouse.duckdb"
 #: The file a staging folder holds while its tables move into the warehouse (see ``warehouse.swap``).
@@ -43,3 +45,15 @@ def cut_short(root: Path) -> list[Path]:
         for marker in root.glob(f".*/{SWAPPING}")
         if next(marker.parent.glob(f"*/{PART_FILE}"), None) is not None
     )
+
+
+def inside(root: Path, folder: Path) -> Path:
+    """``folder`` (under ``root``), refused when it resolves out of ``root``: a table or partition folder
+    that is a symlink to another place would have a write land there."""
+    resolved = folder.resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise InputError(
+            f"warehouse folder {folder} leads out of the warehouse {root}, to {resolved} (a symlink?): "
+            "nothing is read or written there; replace the link with a folder"
+        )
+    return folder

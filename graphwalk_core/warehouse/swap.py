@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, SWAPPING
+from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, SWAPPING, inside
 from graphwalk_core.warehouse.refresh import refresh_views
 from graphwalk_core.warehouse.views import connect
 
@@ -26,11 +26,13 @@ def swap_in(root: Path, staging: Path) -> list[str]:
     all while holding the database's write lock; then refresh the views. Finishes a killed swap too."""
     con = connect(root / DB_NAME, read_only=False, timeout_s=SWAP_TIMEOUT_S)
     try:
+        parts = sorted(staging.glob(f"*/{PART_FILE}"))
+        targets = [inside(root, root / part.parent.name) for part in parts]  # all checked before any move
         marker = staging / SWAPPING
         marker.touch()
-        for part in sorted(staging.glob(f"*/{PART_FILE}")):
-            (root / part.parent.name).mkdir(exist_ok=True)
-            os.replace(part, root / part.parent.name / PART_FILE)
+        for part, target in zip(parts, targets, strict=True):
+            target.mkdir(exist_ok=True)
+            os.replace(part, target / PART_FILE)
         marker.unlink()
     finally:
         con.close()

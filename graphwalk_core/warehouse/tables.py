@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.files import write_table_atomic
-from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, table_names
+from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, inside, table_names
 from graphwalk_core.warehouse.refresh import refresh_views
 from graphwalk_core.warehouse.swap import swap_in
 
@@ -64,11 +64,12 @@ class Warehouse:
         return self.root / DB_NAME
 
     def partition_dir(self, table: str, partition: Mapping[str, str] | None = None) -> Path:
-        """The folder of one partition (``<root>/<table>/k=v/...``), keys in the given order."""
+        """The folder of one partition (``<root>/<table>/k=v/...``), keys in the given order; refused when
+        it leads out of the warehouse (a symlink)."""
         path = self.root / _check_name("table", table)
         for key, value in (partition or {}).items():
             path = path / _folder(_check_name("partition key", key), str(value))
-        return path
+        return inside(self.root, path)
 
     def write(
         self,

@@ -99,7 +99,7 @@ def _check_read_only(sql: str) -> None:
     except duckdb.Error as exc:
         raise InputError(f"query failed: {exc}") from exc
     for statement in statements:
-        kind = statement.type
+        kind = _type(statement)
         if kind is duckdb.StatementType.EXPLAIN:
             explained = _explained(statement.query)
             if explained is None:
@@ -113,22 +113,37 @@ def _check_read_only(sql: str) -> None:
                     "runs it); the warehouse console explains only SELECT-like statements"
                 )
         elif kind not in _READ_STATEMENTS:
+            name = kind.name if kind is not None else _words(statement.query)[0][1].upper()
             raise InputError(
-                f"query refused: {kind.name} statements are not allowed; the warehouse console runs "
+                f"query refused: {name} statements are not allowed; the warehouse console runs "
                 "read-only queries (SELECT, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN)"
             )
+
+
+def _type(statement: duckdb.Statement) -> duckdb.StatementType | None:
+    """The statement's type; None for one the Python package's enum lacks (``UPDATE EXTENSIONS`` raised a
+    ValueError, a traceback for the console)."""
+    try:
+        return statement.type
+    except ValueError:
+        return None
+
+
+def _words(sql: str) -> list[tuple[int, str]]:
+    """The tokens of ``sql`` that are not comments, each with its offset (DuckDB's tokenizer)."""
+    tokens = duckdb.tokenize(sql)
+    ends = [pos for pos, _ in tokens[1:]] + [len(sql)]
+    return [
+        (pos, sql[pos:end].strip())
+        for (pos, kind), end in zip(tokens, ends, strict=True)
+        if kind is not duckdb.token_type.comment
+    ]
 
 
 def _explained(sql: str) -> duckdb.StatementType | None:
     """The type of the statement ``EXPLAIN [ANALYZE | (options)] <statement>`` wraps, found with DuckDB's
     own tokenizer and parser; None when no single statement follows the EXPLAIN prefix."""
-    tokens = duckdb.tokenize(sql)
-    ends = [pos for pos, _ in tokens[1:]] + [len(sql)]
-    words = [
-        (pos, sql[pos:end].strip())
-        for (pos, kind), end in zip(tokens, ends, strict=True)
-        if kind is not duckdb.token_type.comment
-    ]
+    words = _words(sql)
     if len(words) < 2 or words[0][1].upper() != "EXPLAIN":
         return None
     starts = [1]
@@ -149,7 +164,7 @@ def _explained(sql: str) -> duckdb.StatementType | None:
         except duckdb.Error:
             continue
         if len(inner) == 1:
-            return inner[0].type
+            return _type(inner[0])
     return None
 
 

@@ -39,6 +39,35 @@ def test_the_demo_writes_to_the_warehouse_the_environment_names(
     assert written == [tmp_path / "wh", tmp_path / "wh"]
 
 
+def test_fresh_deletes_only_a_folder_that_is_a_warehouse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--fresh`` removed whatever folder ``--warehouse`` or GRAPHWALK_WAREHOUSE named (``.``, a project
+    folder), whole; a warehouse (its database, or the objects/ folder of a demo cut short) still goes."""
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: None)
+    monkeypatch.setattr(demo_report, "print_report", lambda *args, **kwargs: None)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "notes.txt").write_text("mine\n", encoding="utf-8")
+    args = ["demo", "--fresh", "--dagster-home", str(tmp_path / "home"), "--warehouse"]
+    refused = CliRunner().invoke(app, [*args, str(project)])
+    assert (refused.exit_code, refused.output) == (
+        1,
+        f"error: --fresh deletes the warehouse folder {project}, but it holds neither warehouse.duckdb nor "
+        "objects/: not a warehouse, so nothing was deleted; remove it yourself or give another --warehouse\n",
+    )
+    assert (project / "notes.txt").read_text(encoding="utf-8") == "mine\n"
+    for mark in ("warehouse.duckdb", "objects"):
+        warehouse = tmp_path / f"wh-{mark}"
+        (warehouse / mark).mkdir(parents=True)
+        (warehouse / "old.parquet").write_bytes(b"PAR1")
+        assert CliRunner().invoke(app, [*args, str(warehouse)]).exit_code == 0
+        assert not warehouse.exists()
+    (tmp_path / "empty").mkdir()
+    for empty in (tmp_path / "missing", tmp_path / "empty"):  # nothing to lose
+        assert CliRunner().invoke(app, [*args, str(empty)]).exit_code == 0
+
+
 def test_commands_are_named_so_the_shell_finds_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without an activated virtualenv the report names the programs beside the interpreter, by a path
     relative to the working folder when it is inside it."""

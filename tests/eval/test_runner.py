@@ -11,9 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.eval.checkpoint import read_checkpoint
+from graphwalk_core.eval.report import report_from_runs
 from graphwalk_core.eval.runner import CHECKPOINT, run_eval, run_eval_async, run_id_for
 from graphwalk_core.eval.systems.base import SkippedSystem
 
@@ -152,3 +154,24 @@ def test_an_edited_question_is_answered_again_and_unchanged_ones_reused(tmp_path
     assert sorted(_checkpoint_ids(tmp_path)) == ["q000", "q001", "q002", "q003"]  # stale ones dropped
     again = DictSystem()
     assert run_eval(edited, again, out_dir=tmp_path).metadata.resumed_from == 4 and again.calls == []
+
+
+def test_a_run_folder_stays_under_out_whatever_the_split_and_dataset_names(tmp_path: Path) -> None:
+    """A split is a free label (the custom partition's run config) and a hub dataset is ``hf:owner/name``:
+    '../' in a split wrote the run outside the out folder, and a hub run's folder was nested in an
+    ``hf:owner`` one, where ``report_from_runs`` did not find it."""
+    out = tmp_path / "out"
+    folders = []
+    for name, split in (("custom", "../../../../escaped"), ("hf:owner/name", "validation")):
+        dataset = toy_dataset(2).model_copy(update={"name": name, "split": split})
+        run = run_eval(dataset, DictSystem(), out_dir=out)
+        assert run.metadata.run_id == f"{name}-{split}-dict-{run_id_for(dataset, DictSystem())[-10:]}"
+        folders.append(run.path.relative_to(out / "runs").as_posix())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert [f.rsplit("-", 1)[0] for f in folders] == [
+        "custom-..%2F..%2F..%2F..%2Fescaped-dict",
+        "hf%3Aowner%2Fname-validation-dict",
+    ]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(folders)
+    results = pq.read_table(report_from_runs(out, plots=False)["results"]).to_pylist()
+    assert sorted({r["dataset"] for r in results}) == ["custom", "hf:owner/name"]

@@ -166,6 +166,34 @@ def test_sources_yaml_errors(tmp_path: Path) -> None:
         load_sources(path)
 
 
+@pytest.mark.parametrize(
+    ("entry", "field", "why"),
+    [
+        (
+            "url: postgresql+psycopg://bob:s3cret@h/x",
+            "url",
+            "Extra inputs are not permitted [type=extra_forbidden]",
+        ),
+        (
+            "path_or_url: [postgresql+psycopg://bob:s3cret@h/x]",
+            "path_or_url",
+            "Input should be a valid string",
+        ),
+    ],
+)
+def test_sources_yaml_errors_never_repeat_a_value(tmp_path: Path, entry: str, field: str, why: str) -> None:
+    """pydantic's errors repeated the refused value (``input_value='postgresql://bob:s3cret@...'``): a
+    database URL under a wrong key, or written as a list, showed its password (a sensor tick, the CLI)."""
+    path = tmp_path / "sources.yaml"
+    path.write_text(f"- id: db\n  kind: sql\n  {entry}\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load_sources(path)
+    message = str(caught.value)
+    assert message.startswith(f"sources file {path}: entry #0 (db): ")
+    assert f"\n{field}\n  {why}" in message
+    assert "s3cret" not in message and "input_value" not in message
+
+
 async def test_a_mapping_key_leaves_the_rows_extractor_as_it_was() -> None:
     """SQL rows are identified by their primary key: a mapping's ``key`` changes nothing about them (and
     the extractor is the one recorded before keys existed, so an upgrade re-processes no row)."""

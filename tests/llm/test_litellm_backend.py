@@ -132,6 +132,25 @@ async def test_auth_error_not_retried_and_key_redacted(caplog: pytest.LogCapture
     assert err.value.__cause__ is None
 
 
+async def test_a_key_litellm_reads_from_the_environment_is_redacted(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With no key given, litellm sends the provider's variable (OPENAI_API_KEY, OPENROUTER_API_KEY, ...):
+    an error echoing it was shown whole (in eval results' error column, Dagster logs)."""
+    env_key = "sk-from-the-environment-7c1e"
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
+    with OpenAIServer(api_key="sk-the-right-one") as server:
+        no_key = LiteLLMBackend("openai/test-model", server.base_url, None, backoff_s=0.01)
+        with caplog.at_level(logging.DEBUG), pytest.raises(LLMError) as err:
+            await no_key.complete(MESSAGES)
+        assert server.requests[0].headers["authorization"] == f"Bearer {env_key}"
+    assert str(err.value) == (
+        "LLM openai/test-model failed after 1 attempt(s): AuthenticationError: litellm.AuthenticationError: "
+        "AuthenticationError: OpenAIException - Incorrect API key provided: **********"
+    )
+    assert env_key not in caplog.text
+
+
 async def test_cost_only_when_reported(openai_server: OpenAIServer) -> None:
     openai_server.enqueue(
         Reply("a", cost=0.0021),

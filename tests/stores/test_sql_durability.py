@@ -287,6 +287,39 @@ def test_a_password_holding_an_at_sign_is_hidden_whole(url: str, shown: str) -> 
         assert redact_url(make_url(url)) == shown
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql+psycopg://bob@h/x?password=s3cret", "postgresql+psycopg://bob@h/x?password=***"),
+        (
+            "postgresql+psycopg:///x?host=/run/pg&sslpassword=s3cret&user=bob&password=s3cret",
+            "postgresql+psycopg:///x?host=%2Frun%2Fpg&password=***&sslpassword=***&user=bob",
+        ),
+        (
+            "mysql+pymysql://bob@h/x?passwd=s3cret&charset=utf8",
+            "mysql+pymysql://bob@h/x?charset=utf8&passwd=***",
+        ),
+        (
+            "postgresql+psycopg://bob@h:port/x?password=s3cret",
+            "postgresql+psycopg://bob@h:port/x?password=***",
+        ),
+        (
+            "postgresql+psycopg://bob@h/x?passfile=/p&sslmode=require",
+            "postgresql+psycopg://bob@h/x?passfile=%2Fp&sslmode=require",
+        ),
+    ],
+)
+def test_a_password_given_as_a_query_parameter_is_hidden(url: str, shown: str) -> None:
+    """libpq and MySQL drivers take the password as a query parameter too (SQLAlchemy passes them to the
+    driver): every message naming the URL showed it (graph stats, a SQL source's origin)."""
+    assert sql_engine.redact_url(url) == shown
+    assert sql_engine.has_password(url) == ("s3cret" in url)
+    if "s3cret" in url and "port" not in url:
+        with pytest.raises((InputError, BackendError)) as caught:
+            SQLGraphStore(url.replace("@h/", "@127.0.0.1:1/"))
+        assert "s3cret" not in str(caught.value)
+
+
 def test_a_password_holding_an_at_sign_is_refused_saying_how_to_write_it() -> None:
     """The driver would connect to the password's tail as the host, and name it in its errors."""
     with pytest.raises(InputError) as caught:

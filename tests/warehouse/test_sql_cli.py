@@ -136,6 +136,25 @@ def test_sandbox_cannot_be_lifted(tmp_path: Path) -> None:
         con.close()
 
 
+@pytest.mark.parametrize(
+    ("statement", "refusal"),
+    [
+        ("/* c */ update extensions", "query refused: UPDATE statements are not allowed"),
+        ("SELECT 1; UPDATE EXTENSIONS (httpfs)", "query refused: UPDATE statements are not allowed"),
+        ("EXPLAIN ANALYZE UPDATE EXTENSIONS", "query refused: cannot tell which statement this EXPLAIN runs"),
+    ],
+)
+def test_sql_refuses_a_statement_the_duckdb_package_cannot_name(
+    tmp_path: Path, statement: str, refusal: str
+) -> None:
+    """The Python package's StatementType lacks UPDATE EXTENSIONS: reading its type raised a ValueError,
+    a traceback instead of a refusal."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = _sql(tmp_path, statement)
+    assert (result.exit_code, result.exception.__class__) == (1, SystemExit)
+    assert refusal in " ".join(result.output.split())
+
+
 def test_sql_reads_the_warehouse_files_directly(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}, {"a": 2}])

@@ -152,3 +152,35 @@ def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
             wh.write("t", [{"a": 2}])
     # the Parquet file was replaced before the view refresh failed; the next refresh picks it up
     assert query(tmp_path, "select a from t").rows == [(2,)]
+
+
+def test_writes_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> None:
+    """A table or partition folder that is a symlink to another place had writes land there (a partition
+    file, the graph tables a publish moves in, a killed publish finished); the views then refused to read
+    it, once it was written."""
+    from graphwalk_core.warehouse.swap import swap_in
+
+    root, outside = tmp_path / "wh", tmp_path / "outside"
+    outside.mkdir()
+    wh = Warehouse(root)
+    wh.write("t", [{"a": 1}])
+    (root / "documents").symlink_to(outside, target_is_directory=True)
+    (root / "t" / "source=x").symlink_to(outside, target_is_directory=True)
+    staging = root / ".publish-killed" / "documents"
+    staging.mkdir(parents=True)
+    pq.write_table(pa.table({"a": [2]}), staging / "part-0.parquet")
+    attempts = [  # (the write, the folder refused, where it leads)
+        (lambda: wh.write("documents", [{"a": 1}], {"source": "x"}), "documents/source=x", "source=x"),
+        (lambda: wh.write("t", [{"a": 1}], {"source": "x"}), "t/source=x", ""),
+        (lambda: wh.replace({"documents": pa.table({"a": [1]})}, root / ".publish-new"), "documents", ""),
+        (lambda: swap_in(wh.root, root / ".publish-killed"), "documents", ""),
+    ]
+    for attempt, folder, to in attempts:
+        with pytest.raises(InputError) as error:
+            attempt()
+        assert str(error.value) == (
+            f"warehouse folder {root / folder} leads out of the warehouse {root}, to {outside / to} "
+            "(a symlink?): nothing is read or written there; replace the link with a folder"
+        )
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in (root / ".publish-killed").iterdir()) == ["documents"]  # no move began

@@ -19,7 +19,9 @@ from graphwalk_core.ingest.sources.yamlfile import read_yaml
 class SourceSpec(BaseModel):
     """One declared source. Relative paths (source, mapping) resolve against ``base_dir``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    #: an error names the field and what is wrong, never its value: a database URL written under a wrong
+    #: key (``url:``) or as a list was repeated whole, password included
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     id: str
     kind: Literal["files", "sql"]

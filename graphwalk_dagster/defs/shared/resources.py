@@ -23,6 +23,7 @@ from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.stores.sql_engine import has_password, redact_url
 from graphwalk_core.warehouse import Warehouse
+from graphwalk_core.warehouse.layout import inside
 from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 
 #: Pydantic repeats a refused value in its error (``input_value=...``), cut to 50 characters: a key or a URL
@@ -252,6 +253,17 @@ def backends(decider: DeciderResource, llm: LLMResource, embedder: EmbedderResou
     return Backends(settings_with(**decider.overrides(), **llm.overrides(), **embedder.overrides()))
 
 
+def _file_name(key: str) -> str:
+    """A partition key as the name of its file; one holding a '/' is refused: Dagster checks no dynamic
+    partition key (the UI and GraphQL add any), and ``../../x`` read and wrote files outside the warehouse."""
+    if "/" in key:
+        raise InputError(
+            f"partition {key!r} cannot name a file under the warehouse's objects folder (it holds a '/'): "
+            "delete that partition (a source id holds no '/')"
+        )
+    return key
+
+
 class JsonIOManager(dg.ConfigurableIOManager):
     """Stores asset outputs as JSON under ``<warehouse>/objects/<asset>/<partition>.json``.
 
@@ -262,15 +274,21 @@ class JsonIOManager(dg.ConfigurableIOManager):
     warehouse: WarehouseResource
 
     def _path(self, context: dg.OutputContext | dg.InputContext) -> Path:
+        """The asset's (partition's) file; refused when its folder leads out of the warehouse (a symlink)."""
+        path = self._file(context)
+        inside(self.warehouse.path(), path.parent)
+        return path
+
+    def _file(self, context: dg.OutputContext | dg.InputContext) -> Path:
         folder = self.warehouse.path() / "objects" / "/".join(context.asset_key.path)
         if not context.has_asset_partitions:
             return folder / "all.json"
         key = context.asset_partition_key
         if isinstance(key, dg.MultiPartitionKey):
             return folder.joinpath(
-                *(f"{d}={v}" for d, v in sorted(key.keys_by_dimension.items()))
+                *(_file_name(f"{d}={v}") for d, v in sorted(key.keys_by_dimension.items()))
             ).with_suffix(".json")
-        return folder / f"{key}.json"
+        return folder / f"{_file_name(key)}.json"
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         if obj is None:
