@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, get_metadata_many
 
 LEDGER_PREFIX = "ingest/ledger/"
 #: ``ingest/origin/<source id>``: where the source's documents were last read from (``OriginAware``).
@@ -70,21 +71,23 @@ def now_iso() -> str:
 
 
 async def read_ledger(store: GraphStore, source_id: str) -> dict[str, LedgerEntry]:
-    """Every ledger entry of one source, by document id."""
-    prefix = f"{LEDGER_PREFIX}{source_id}/"
+    """Every ledger entry of one source, by document id (in key order)."""
+    raw = await get_metadata_many(store, await store.metadata_keys(f"{LEDGER_PREFIX}{source_id}/"))
     out: dict[str, LedgerEntry] = {}
-    for key in await store.metadata_keys(prefix):
-        raw = await store.get_metadata(key)
-        if raw is not None:
-            entry = LedgerEntry.model_validate_json(raw)
-            out[entry.document_id] = entry
+    for value in raw.values():
+        entry = LedgerEntry.model_validate_json(value)
+        out[entry.document_id] = entry
     return out
 
 
-async def read_entry(store: GraphStore, source_id: str, document_id: str) -> LedgerEntry | None:
-    """One document's ledger entry (None: not in the ledger)."""
-    raw = await store.get_metadata(ledger_key(source_id, document_id))
-    return None if raw is None else LedgerEntry.model_validate_json(raw)
+async def read_entries(
+    store: GraphStore, source_id: str, document_ids: Sequence[str]
+) -> dict[str, LedgerEntry]:
+    """The ledger entries of those of ``document_ids`` the ledger holds (one set-based read where the
+    store offers it)."""
+    keys = {ledger_key(source_id, doc_id): doc_id for doc_id in document_ids}
+    raw = await get_metadata_many(store, list(keys))
+    return {keys[key]: LedgerEntry.model_validate_json(value) for key, value in raw.items()}
 
 
 async def write_entry(store: GraphStore, source_id: str, entry: LedgerEntry) -> None:

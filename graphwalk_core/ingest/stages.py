@@ -25,7 +25,7 @@ from graphwalk_core.ingest.ledger import (
     ledger_key,
     now_iso,
     provenance_source,
-    read_entry,
+    read_entries,
     read_ledger,
     record_origin,
     write_entry,
@@ -194,8 +194,10 @@ async def check_current(store: GraphStore, diff: DocumentDiff, plan: RoutingPlan
                 f"{doc.document_id!r}: {doc.content_hash[:12]} in the plan, {in_diff} in the diff): another "
                 "run of the source rewrote one of them; nothing is written, ingest the source again"
             )
-    for doc_id in sorted({*(d.document_id for d in plan.documents), *diff.deleted}):
-        if await read_entry(store, source_id, doc_id) != diff.ledger.get(doc_id):
+    ids = sorted({*(d.document_id for d in plan.documents), *diff.deleted})
+    now = await read_entries(store, source_id, ids)
+    for doc_id in ids:
+        if now.get(doc_id) != diff.ledger.get(doc_id):
             raise StaleDiffError(
                 f"source {source_id!r}: document {doc_id!r} was written by another ingest of the source "
                 "since this one read the ledger; nothing is written, ingest the source again (it reads "

@@ -159,6 +159,15 @@ class NodeNames(Protocol):
 
 
 @runtime_checkable
+class MetadataReads(Protocol):
+    """Capability: :func:`get_metadata_many` in a few set-based reads, not one per key."""
+
+    async def get_metadata_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """The values of the keys set among ``keys``, in first-appearance order."""
+        ...
+
+
+@runtime_checkable
 class Snapshots(Protocol):
     """Capability: reads inside ``snapshot()`` see one committed state, though other processes write
     (a durable store's read transaction); a store without it is read as it is at each call."""
@@ -218,6 +227,18 @@ async def upsert_many(store: GraphStore, nodes: Sequence[Node] = (), edges: Sequ
         await store.upsert_node(node)
     for edge in edges:
         await store.upsert_edge(edge)
+
+
+async def get_metadata_many(store: GraphStore, keys: Sequence[str]) -> dict[str, str]:
+    """The values of the metadata keys set among ``keys``, in first-appearance order."""
+    if offers(store, MetadataReads):
+        return await store.get_metadata_many(keys)
+    out: dict[str, str] = {}
+    for key in dict.fromkeys(keys):
+        value = await store.get_metadata(key)
+        if value is not None:
+            out[key] = value
+    return out
 
 
 async def node_names(store: GraphStore, ids: Sequence[NodeId]) -> dict[NodeId, str]:

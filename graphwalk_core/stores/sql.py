@@ -884,6 +884,18 @@ class SQLGraphStore:
         with self._connection(pending=True) as conn:
             return conn.scalar(select(metadata_table.c.value).where(metadata_table.c.key == key))
 
+    async def get_metadata_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """The values of the keys set among ``keys`` (first-appearance order), ``_CHUNK`` keys a query."""
+        wanted = [key for key in dict.fromkeys(keys) if storable(key)]
+        found: dict[str, str] = {}
+        with self._connection(pending=True) as conn:
+            for batch in batched(wanted, _CHUNK):
+                statement = select(metadata_table.c.key, metadata_table.c.value).where(
+                    metadata_table.c.key.in_(batch)
+                )
+                found.update((key, value) for key, value in conn.execute(statement))
+        return {key: found[key] for key in wanted if key in found}
+
     async def metadata_keys(self, prefix: str = "") -> list[str]:
         if not storable(prefix):
             return []

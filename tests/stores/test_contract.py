@@ -15,10 +15,12 @@ from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGra
 from graphwalk_core.stores.base import (
     EdgeLookup,
     GroupedAdjacency,
+    MetadataReads,
     NodeNames,
     Snapshots,
     edge_between,
     get_edges,
+    get_metadata_many,
     neighbor_groups,
     node_names,
     offers,
@@ -181,6 +183,24 @@ async def test_node_names(store: GraphStore) -> None:
     await store.upsert_node(node("q1", "Chris Nolan"))
     assert await node_names(store, ["q1"]) == {"q1": "Chris Nolan"}
     assert await node_names(store, []) == {}
+
+
+async def test_get_metadata_many(store: GraphStore) -> None:
+    """Many metadata values at once: the capability (SQL, a query per batch of keys) and get_metadata one
+    key at a time (memory) agree, pending writes of a transaction included."""
+    assert offers(store, MetadataReads) == isinstance(store, SQLGraphStore)
+    keys = [f"k{i:04d}" for i in range(1200)]  # more than one batch
+    async with store.transaction():
+        for key in keys[::2]:
+            await store.set_metadata(key, f"v{key}")
+        assert await get_metadata_many(store, ["k0002", "k0001", "k0002", "k0000"]) == {
+            "k0002": "vk0002",
+            "k0000": "vk0000",
+        }
+    found = await get_metadata_many(store, [*reversed(keys), "nobody", "bad\x00key"])
+    assert list(found) == list(reversed(keys[::2]))
+    assert found["k1198"] == "vk1198"
+    assert await get_metadata_many(store, []) == {}
 
 
 async def test_edge_between(store: GraphStore) -> None:
