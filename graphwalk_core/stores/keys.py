@@ -107,14 +107,35 @@ def _strings(value: Any, into: list[str]) -> list[str]:
     return into
 
 
+def _has_surrogate(value: Any) -> bool:
+    """Whether the JSON value ``value`` holds a lone surrogate in a string (object keys included); an ASCII
+    string is passed without a search (the usual case: a write pays a few checks per value)."""
+    kind = type(value)
+    if kind is str:
+        return not value.isascii() and _SURROGATE.search(value) is not None
+    if kind is dict:
+        for key, item in value.items():
+            if _has_surrogate(key) or _has_surrogate(item):
+                return True
+    elif kind is list or kind is tuple:
+        for item in value:
+            if _has_surrogate(item):
+                return True
+    return False
+
+
 def _data_problem(element: Node | Edge) -> str | None:
     """Why no store keeps ``element``'s data: a lone surrogate in its summary, an attribute's key or value
     or a conflicting value (its provenance is not walked: a write costs what its data holds)."""
     summary = element.summary if isinstance(element, Node) else None
-    conflicts = {key: [cv.value for cv in c.values] for key, c in element.conflicts.items()}
-    texts = _strings([summary, element.attributes, conflicts], [])
-    if _SURROGATE.search("".join(texts)) is None:  # the usual case: one search
+    attributes, conflicting = element.attributes, element.conflicts
+    if not (
+        (summary is not None and _has_surrogate(summary))
+        or (attributes and _has_surrogate(attributes))
+        or (conflicting and any(_has_surrogate(cv.value) for c in conflicting.values() for cv in c.values))
+    ):
         return None
+    conflicts = {key: [cv.value for cv in c.values] for key, c in element.conflicts.items()}
     parts: list[tuple[str, Any]] = [("summary", summary)]
     for what, data in (("attribute", element.attributes), ("conflicting attribute", conflicts)):
         for key, value in data.items():
