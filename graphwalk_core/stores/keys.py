@@ -82,7 +82,7 @@ def shown(text: str) -> str:
 def _problem(what: str, text: str, limit: int | None, unstorable: re.Pattern[str] = UNSTORABLE) -> str | None:
     """Why no store keeps ``text`` as an element's ``what`` (``limit``: its UTF-8 bytes at most; characters
     matching ``unstorable`` are kept nowhere), or None."""
-    bad = unstorable.search(text)
+    bad = None if text.isascii() and "\x00" not in text else unstorable.search(text)  # ASCII: no search
     if bad is not None:
         char = "a NUL character" if bad.group() == "\x00" else "a lone surrogate"
         return f"its {what} {shown(text)} holds {char} (U+{ord(bad.group()):04X}), which no graph store keeps"
