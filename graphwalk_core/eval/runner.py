@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -74,6 +75,28 @@ def run_folder(out_dir: Path, run_id: str) -> Path:
     return Path(out_dir) / "runs" / quote(run_id, safe="")
 
 
+def adopt_legacy_folder(out_dir: Path, run_id: str) -> None:
+    """Move the run's folder of the earlier layout, ``runs/<run_id>`` unencoded (a hub run nested in an
+    ``hf:owner`` folder, a split with a space or ':'), to :func:`run_folder`, so a rerun resumes it rather
+    than answering every question again and a report does not count its questions twice. One that lies
+    outside ``runs`` (a split with '../') is left where it is, with a warning saying so."""
+    runs = Path(out_dir) / "runs"
+    folder, legacy = run_folder(out_dir, run_id), Path(os.path.normpath(runs / run_id))
+    if legacy == folder or folder.exists() or not (legacy / CHECKPOINT).is_file():
+        return
+    if not legacy.resolve().is_relative_to(runs.resolve()):
+        log.warning(
+            "%s: a run of the earlier layout outside %s is not resumed; %s starts anew", legacy, runs, folder
+        )
+        return
+    os.replace(legacy, folder)
+    log.info("moved the run folder %s to %s (the run id percent-encoded)", legacy, folder)
+    for parent in legacy.parents:  # the hf:owner folder a hub run was nested in, once empty
+        if parent == runs or any(parent.iterdir()):
+            break
+        parent.rmdir()
+
+
 def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionResult], int]:
     """The checkpointed results still valid for ``dataset``'s questions, by question id, labelled
     ``reused``, and how many were dropped: a question edited since it was answered (text, gold, start,
@@ -134,6 +157,7 @@ async def run_eval_async(
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     graph = dataset.knowledge.fingerprint()
     run_id = run_id_for(dataset, system, graph)
+    adopt_legacy_folder(out_dir, run_id)
     folder = run_folder(out_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / CHECKPOINT

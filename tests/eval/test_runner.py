@@ -175,3 +175,32 @@ def test_a_run_folder_stays_under_out_whatever_the_split_and_dataset_names(tmp_p
     assert sorted(p.name for p in (out / "runs").iterdir()) == sorted(folders)
     results = pq.read_table(report_from_runs(out, plots=False)["results"]).to_pylist()
     assert sorted({r["dataset"] for r in results}) == ["custom", "hf:owner/name"]
+
+
+def test_a_run_folder_of_the_earlier_unencoded_layout_is_moved_and_resumed(tmp_path: Path) -> None:
+    """Run folders were ``runs/<run_id>`` unencoded: a hub run nested in ``hf:owner``, a split with a
+    space named as is. A rerun did not find them, answered every question again, and a report then held
+    those questions twice (the old folder beside the new)."""
+    out = tmp_path / "out"
+    folders = []
+    for name, split in (("hf:owner/name", "validation"), ("custom", "my split")):
+        dataset = toy_dataset(3).model_copy(update={"name": name, "split": split})
+        run = run_eval(dataset, DictSystem(), out_dir=out)
+        legacy = out / "runs" / run.metadata.run_id
+        legacy.parent.mkdir(parents=True, exist_ok=True)
+        run.path.rename(legacy)
+        again = DictSystem()
+        rerun = run_eval(dataset, again, out_dir=out)
+        assert (again.calls, rerun.metadata.resumed_from, rerun.path) == ([], 3, run.path)
+        folders.append(run.path.name.rsplit("-", 1)[0])
+    assert folders == ["hf%3Aowner%2Fname-validation-dict", "custom-my%20split-dict"]
+    assert sorted(p.name.rsplit("-", 1)[0] for p in (out / "runs").iterdir()) == sorted(folders)
+    results = pq.read_table(report_from_runs(out, plots=False)["results"]).to_pylist()
+    assert sorted((r["dataset"], r["question_id"]) for r in results) == [
+        ("custom", "q000"),
+        ("custom", "q001"),
+        ("custom", "q002"),
+        ("hf:owner/name", "q000"),
+        ("hf:owner/name", "q001"),
+        ("hf:owner/name", "q002"),
+    ]
