@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from graphwalk_core.errors import OptionError
+from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval import metrics
 from graphwalk_core.eval.records import QuestionResult
 from graphwalk_core.files import write_table_atomic, write_text_atomic
@@ -225,19 +225,36 @@ def write_report(
 
 
 def report_from_runs(out_dir: Path, *, plots: bool = True) -> dict[str, Path]:
-    """``write_report`` over every run checkpointed under ``out_dir/runs`` (e.g. after several commands)."""
+    """``write_report`` over every run checkpointed under ``out_dir/runs`` (e.g. after several commands).
+
+    Two runs of one dataset × split × system (another subset, decider, graph, or an old run folder beside
+    its rerun) would be pooled into one summary row, their shared questions counted twice: refused,
+    naming both folders, and nothing is written.
+    """
     from graphwalk_core.eval.checkpoint import read_checkpoint
     from graphwalk_core.eval.runner import CHECKPOINT, METADATA
 
     runs = Path(out_dir) / "runs"
-    if not any(runs.glob(f"*/{CHECKPOINT}")):
+    # rglob: a hub run of the earlier, unencoded layout is nested in an hf:owner folder
+    folders = sorted({p.parent for p in runs.rglob(CHECKPOINT)})
+    if not folders:
         raise OptionError(
             "no eval run checkpointed under {runs}: give the {out} folder of an eval command", runs=runs
         )
     tables, metas = [], []
-    for folder in sorted(runs.glob("*/")):
-        if (folder / CHECKPOINT).exists():
-            tables.append(results_table(read_checkpoint(folder / CHECKPOINT)))
+    owners: dict[tuple[str, str, str], Path] = {}
+    for folder in folders:
+        table = results_table(read_checkpoint(folder / CHECKPOINT))
+        rows = table.select(["dataset", "split", "system"]).to_pylist()
+        for key in dict.fromkeys((r["dataset"], r["split"], r["system"]) for r in rows):
+            if key in owners:
+                raise InputError(
+                    f"{owners[key]} and {folder} are two runs of {key[0]} ({key[1]}) with {key[2]}: a "
+                    "summary would pool their answers; move one out of "
+                    f"{runs} (or give each eval its own --out)"
+                )
+            owners[key] = folder
+        tables.append(table)
         if (folder / METADATA).exists():
             metas.append(json.loads((folder / METADATA).read_text(encoding="utf-8")))
     return write_report(out_dir, tables, run_metadata=metas, plots=plots)

@@ -7,8 +7,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.eval.report import (
     RESULTS_SCHEMA,
+    report_from_runs,
     results_table,
     summary_markdown,
     summary_table,
@@ -104,3 +106,35 @@ def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:
     )
     for key in ("f1_by_hops", "cost_vs_f1"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_report_refuses_to_pool_two_runs_of_one_dataset_split_and_system(tmp_path: Path) -> None:
+    """A --n 5 run and a --n 10 run into one folder were pooled into one summary row: n 15, the five
+    shared questions counted twice, with nothing saying so."""
+    five = run_eval(toy_dataset(5), DictSystem(), out_dir=tmp_path).path
+    ten = run_eval(toy_dataset(10), DictSystem(), out_dir=tmp_path).path
+    first, second = sorted([five, ten])
+    with pytest.raises(InputError) as caught:
+        report_from_runs(tmp_path, plots=False)
+    assert str(caught.value) == (
+        f"{first} and {second} are two runs of toy (dev) with dict: a summary would pool their answers; "
+        f"move one out of {tmp_path / 'runs'} (or give each eval its own --out)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # nothing written
+    (tmp_path / "runs" / five.name).rename(tmp_path / five.name)
+    summary = pq.read_table(report_from_runs(tmp_path, plots=False)["summary"]).to_pylist()
+    assert [(r["hops"], r["n"]) for r in summary] == [(1, 4), (2, 3), (3, 3)]
+
+
+def test_a_report_finds_a_hub_run_nested_by_the_earlier_layout(tmp_path: Path) -> None:
+    """Before run folders were percent-encoded, a hub run was nested in an ``hf:owner`` folder, which the
+    report's one-level glob never found: its rows were missing with no word."""
+    dataset = toy_dataset(2).model_copy(update={"name": "hf:owner/name"})
+    run = run_eval(dataset, DictSystem(), out_dir=tmp_path)
+    (tmp_path / "runs" / "hf:owner").mkdir()
+    run.path.rename(tmp_path / "runs" / run.metadata.run_id)
+    results = pq.read_table(report_from_runs(tmp_path, plots=False)["results"]).to_pylist()
+    assert [(r["dataset"], r["question_id"]) for r in results] == [
+        ("hf:owner/name", "q000"),
+        ("hf:owner/name", "q001"),
+    ]
