@@ -277,7 +277,7 @@ def metaqa(
     ] = None,
 ) -> None:
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
-    names = [f"metaqa-{h}hop" for h in hops or [1]]
+    names = [f"metaqa-{h}hop" for h in dict.fromkeys(hops or [1])]  # --hops 1 --hops 1: once
 
     if any(h not in (1, 2, 3) for h in hops or []):
         raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")

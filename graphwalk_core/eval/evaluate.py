@@ -34,6 +34,7 @@ def evaluate(
     from graphwalk_core.eval.runner import run_eval
     from graphwalk_core.eval.systems.registry import build_system, options_by_system
 
+    systems = list(dict.fromkeys(systems))  # one named twice ran twice: its questions counted twice
     options = options_by_system(systems, run.overrides)  # a bad --set fails before any question runs
     console = Console(stderr=True)
     tables, metas = [], []

@@ -382,3 +382,17 @@ def test_eval_custom_corpus_walks_from_a_start_named_by_its_name(tmp_path: Path)
     assert result.exit_code == 0, result.output
     rows = pq.read_table(out / "results.parquet", columns=["status", "error", "gold_start"]).to_pylist()
     assert rows == [{"status": "ok", "error": None, "gold_start": "Inception"}]
+
+
+def test_a_system_named_twice_runs_and_counts_once(tmp_path: Path) -> None:
+    """``--system relation-greedy --system relation-greedy`` ran the system twice: the report held each
+    question twice (n 4 for 2 questions), the second copy labelled reused."""
+    kb, questions = _files(tmp_path)
+    out = tmp_path / "out"
+    args = ["eval", "custom", "--questions", str(questions), "--kb", str(kb), "--decider", "fake"]
+    args += ["--system", "relation-greedy", "--system", "relation-greedy", "--embed-model-path", "hashing"]
+    result = runner.invoke(app, [*args, "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    table = pq.read_table(out / "results.parquet").to_pylist()
+    assert [(r["question_id"], r["reused"]) for r in table] == [("q1", False), ("q2", False)]
+    assert [r["n"] for r in pq.read_table(out / "summary.parquet").to_pylist()] == [2]
