@@ -27,6 +27,7 @@ from graphwalk_core.decisions.base import (
     top_label,
 )
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.pool import names_embedding
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore, first_adjacent
@@ -228,12 +229,14 @@ class NameEntryResolver(EntryResolver):
                 for s, n in scored[: self.max_candidates] if s >= self.min_fuzzy]  # fmt: skip
 
     def embedding(self, question: str) -> list[EntryCandidate]:
-        """Nearest node names to the question (matrix built on first use)."""
+        """Nearest node names to the question (matrix built on first use; the names through the
+        embedder's disk cache when it has one, so a later process reads them instead of embedding them)."""
         if self.embedder is None or not self.index.names:
             return []
         if self._matrix is None:
             self._matrix_ids = sorted(self.index.names)
-            self._matrix = self.embedder.embed([self.index.names[n] for n in self._matrix_ids])
+            names = [self.index.names[n] for n in self._matrix_ids]
+            self._matrix = names_embedding(self.embedder)(names)
         sims = self._matrix @ self.embedder.embed([question])[0]
         order = np.argsort(-sims, kind="stable")[: self.max_candidates]
         return [EntryCandidate(node_id=self._matrix_ids[i], name=self.index.names[self._matrix_ids[i]],

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
@@ -90,6 +92,35 @@ async def test_embedding_fallback(movies: MemoryGraphStore) -> None:
     found = resolver.candidates("who made Inceptoin")
     assert found[0].how == "embedding"
     assert await resolver.resolve("who made Inceptoin") == ["Inception"]
+
+
+class KeepsNames(HashingEmbedder):
+    """A HashingEmbedder with a cache of its own, like FastEmbedEmbedder: records what passes it by."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uncached: list[str] = []
+        self.cached: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.cached += texts
+        return super().embed(texts)
+
+    def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        self.uncached += texts
+        return super().embed(texts)
+
+
+async def test_embedding_tier_embeds_names_through_the_disk_cache(movies: MemoryGraphStore) -> None:
+    """The node names go through ``embed_uncached`` (the rows a FastEmbedEmbedder keeps in its disk cache
+    across runs), the question through ``embed``; the answer is the plain embedder's."""
+    index = (await NameEntryResolver.from_store(movies)).index
+    embedder = KeepsNames()
+    found = NameEntryResolver(index, embedder=embedder).embedding("who made Inceptoin")
+    assert embedder.uncached == [index.names[n] for n in sorted(index.names)]
+    assert embedder.cached == ["who made Inceptoin"]
+    plain = NameEntryResolver(index, embedder=HashingEmbedder()).embedding("who made Inceptoin")
+    assert found == plain
 
 
 async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore, tmp_path: Path) -> None:
