@@ -64,7 +64,8 @@ async def answer(
 
     ``start`` given: the nodes it names, by id or by exact name or alias (one that names none is an
     InputError with close names). Else the question's node mentions, found by ``resolver`` (default: a
-    NameEntryResolver over the store with the traverser's embedder), recorded in the trace's ``links``;
+    NameEntryResolver over the store with the traverser's embedder, its name index built only when
+    the question is not bracketed), recorded in the trace's ``links``;
     none found gives ``Asked(None, [])``.
     """
     if not question.strip():
@@ -74,7 +75,7 @@ async def answer(
         nodes = await start_nodes(graph.store, start)
     else:
         if resolver is None:
-            resolver = await NameEntryResolver.from_store(graph.store, embedder=graph.embedder)
+            resolver = NameEntryResolver(graph.store, embedder=graph.embedder)
         links = await resolver.link(question)
         if not links:
             return Asked(None, [])

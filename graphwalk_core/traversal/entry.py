@@ -79,6 +79,13 @@ def unique_nodes(found: Sequence[EntryCandidate]) -> list[EntryCandidate]:
     return list(first.values())
 
 
+def bracketed(span: str, nodes: Sequence[tuple[NodeId, str]]) -> list[EntryCandidate]:
+    """The candidates of ``[span]``: its (id, name) ``nodes``; none is an InputError."""
+    if not nodes:
+        raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
+    return [EntryCandidate(node_id=i, name=name, score=1.0, how="bracket", mention=span) for i, name in nodes]
+
+
 def words(text: str) -> list[str]:
     """Case-folded word tokens (the unit of whole-word matching)."""
     return _WORD.findall(text.casefold())
@@ -132,7 +139,8 @@ class NameIndex:
 class NameEntryResolver(EntryResolver):
     """Bracketed spans, whole-word mentions, IDF-weighted fuzzy words, then an optional embedding.
 
-    Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve``.
+    Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve`` of a
+    question without brackets (a bracketed one is looked up in the store: :meth:`stored_brackets`).
     """
 
     def __init__(
@@ -161,7 +169,7 @@ class NameEntryResolver(EntryResolver):
     @property
     def index(self) -> NameIndex:
         if self._index is None:
-            raise RuntimeError("the name index is not built yet: await ensure_index() or resolve() first")
+            raise RuntimeError("the name index is not built yet: await ensure_index() first")
         return self._index
 
     async def ensure_index(self) -> NameIndex:
@@ -177,12 +185,21 @@ class NameEntryResolver(EntryResolver):
         out = []
         for span in _BRACKET.findall(question):
             ids = [span] if span in self.index.names else self.index.by_exact.get(span.strip(), [])
-            if not ids:
-                raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
-            name = self.index.names
-            out += [
-                EntryCandidate(node_id=i, name=name[i], score=1.0, how="bracket", mention=span) for i in ids
+            out += bracketed(span, [(i, self.index.names[i]) for i in ids])
+        return out
+
+    async def stored_brackets(self, question: str) -> list[EntryCandidate]:
+        """:meth:`brackets` read from the store by id and by name, without the whole graph's index."""
+        assert self._store is not None
+        out = []
+        for span in _BRACKET.findall(question):
+            label = span.strip()
+            nodes = list((await self._store.get_nodes([span])).values()) or [
+                node
+                for node in await self._store.find_nodes(name=label)
+                if label in (node.name, *node.aliases)
             ]
+            out += bracketed(span, [(node.id, node.name) for node in nodes])
         return out
 
     def mentions(self, question: str) -> list[EntryCandidate]:
@@ -251,9 +268,13 @@ class NameEntryResolver(EntryResolver):
         return []
 
     async def link(self, question: str) -> list[EntryCandidate]:
-        """Start nodes (one candidate each, best first); ``best_only`` keeps the top one."""
-        await self.ensure_index()
-        found = self.candidates(question)
+        """Start nodes (one candidate each, best first); ``best_only`` keeps the top one. A bracketed
+        question over a store whose index is not built yet is resolved from the store (no index built)."""
+        if self._index is None and _BRACKET.search(question):
+            found = await self.stored_brackets(question)
+        else:
+            await self.ensure_index()
+            found = self.candidates(question)
         if found and found[0].how in ("fuzzy", "embedding"):
             found = found[:1]
         links = unique_nodes(found)

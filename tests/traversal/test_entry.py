@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -11,20 +11,56 @@ import pytest
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import InputError
+from graphwalk_core.model import Node
 from graphwalk_core.stores.base import upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver
+from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver, NameIndex
 
 from .conftest import graph, printed_by_hash_seed
 
 
 async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None:
-    resolver = NameEntryResolver(movies)  # the index is built on the first resolve
+    resolver = NameEntryResolver(movies)  # a bracketed question is resolved without the index
     assert await resolver.resolve("who directed [Titanic]") == ["Titanic"]
+    await resolver.ensure_index()
     assert resolver.candidates("who directed [Titanic]")[0].how == "bracket"
     with pytest.raises(InputError, match=r"\[Titanc\] is not a node name"):
         await resolver.resolve("who directed [Titanc]")
+
+
+class NoWholeGraph(MemoryGraphStore):
+    """A store whose every node read is an error: what is resolved over it reads no whole-graph index."""
+
+    def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
+        raise AssertionError("the whole graph was read")
+
+
+async def test_bracketed_questions_build_no_name_index(tmp_path: Path) -> None:
+    """A bracketed question over a store is resolved by id and name lookups, as over the built index:
+    exact case, aliases, an id, a padded span, a name two nodes share; an unknown span raises alike."""
+    nodes = [Node(id="n1", type="person", name="Christopher Nolan", aliases=["Chris Nolan"]),
+             Node(id="n2", type="tag", name="christopher nolan"), Node(id="n3", type="film", name="Memento"),
+             Node(id="n0", type="film", name="Memento")]  # fmt: skip
+    memory, sql = NoWholeGraph(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    for store in (memory, sql):
+        await upsert_many(store, nodes, [])
+    index = NameIndex()
+    for node in sorted(nodes, key=lambda n: n.id):  # as NameIndex.build reads a store
+        index.add(node.id, node.name, node.aliases)
+    index.finish()
+    questions = ["who is [Christopher Nolan]", "films by [Chris Nolan]", "what is [n2]",
+                 "when was [ Memento ]", "is [Memento] older than [christopher nolan]"]  # fmt: skip
+    expected = [[("n1", "Christopher Nolan")], [("n1", "Christopher Nolan")], [("n2", "christopher nolan")],
+                [("n0", "Memento"), ("n3", "Memento")], [("n0", "Memento"), ("n3", "Memento"),
+                 ("n2", "christopher nolan")]]  # fmt: skip
+    for store in (index, memory, sql):
+        resolver = NameEntryResolver(store, embedder=HashingEmbedder())
+        links = [await resolver.link(question) for question in questions]
+        assert [[(c.node_id, c.name) for c in found] for found in links] == expected
+        with pytest.raises(InputError, match=r"\[Nolan\] is not a node name"):
+            await resolver.link("who is [Nolan]")
+    await sql.close()
 
 
 async def test_whole_word_mentions_longest_first(movies: MemoryGraphStore) -> None:
