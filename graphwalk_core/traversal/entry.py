@@ -30,7 +30,7 @@ from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import names_embedding
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import NodeId
-from graphwalk_core.stores.base import GraphStore, first_adjacent
+from graphwalk_core.stores.base import GraphStore, first_adjacent, node_labels
 
 _WORD = re.compile(r"\w+")
 _BRACKET = re.compile(r"\[([^\]]+)\]")
@@ -115,8 +115,8 @@ class NameIndex:
     @classmethod
     async def build(cls, store: GraphStore) -> NameIndex:
         index = cls()
-        async for node in store.iter_nodes():
-            index.add(node.id, node.name, node.aliases)
+        async for node_id, name, aliases in node_labels(store):
+            index.add(node_id, name, aliases)
         index.finish()
         return index
 

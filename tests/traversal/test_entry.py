@@ -63,6 +63,21 @@ async def test_bracketed_questions_build_no_name_index(tmp_path: Path) -> None:
     await sql.close()
 
 
+async def test_name_index_builds_no_node_models(tmp_path: Path) -> None:
+    """Over a memory store the index reads names and aliases without node models (iter_nodes: ~1 s of
+    pydantic on the MetaQA KB), and is the index a SQL store's nodes give."""
+    nodes = [Node(id="n1", type="person", name="Christopher Nolan", aliases=("Chris Nolan",))]
+    memory = NoWholeGraph.from_triples([("Memento", "directed_by", "n1")], source_id="test")
+    await memory.upsert_node(nodes[0])
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    await upsert_many(sql, [*nodes, Node(id="Memento", type="entity", name="Memento")], [])
+    built = [await NameIndex.build(store) for store in (memory, sql)]
+    assert [(dict(i.by_exact), i.names, i.idf) for i in built] == 2 * [
+        ({"Christopher Nolan": ["n1"], "Chris Nolan": ["n1"], "Memento": ["Memento"]},
+         {"Memento": "Memento", "n1": "Christopher Nolan"}, built[0].idf)]  # fmt: skip
+    await sql.close()
+
+
 async def test_whole_word_mentions_longest_first(movies: MemoryGraphStore) -> None:
     resolver = await NameEntryResolver.from_store(movies)
     assert await resolver.resolve("films with leonardo dicaprio and Kate Winslet") == [
