@@ -29,7 +29,7 @@ from graphwalk_core.decisions.base import (
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import names_embedding
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import NodeId
+from graphwalk_core.model import Node, NodeId
 from graphwalk_core.stores.base import GraphStore, first_adjacent, node_labels
 
 _WORD = re.compile(r"\w+")
@@ -84,6 +84,11 @@ def bracketed(span: str, nodes: Sequence[tuple[NodeId, str]]) -> list[EntryCandi
     if not nodes:
         raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
     return [EntryCandidate(node_id=i, name=name, score=1.0, how="bracket", mention=span) for i, name in nodes]
+
+
+async def exactly_named(store: GraphStore, label: str) -> list[Node]:
+    """The nodes whose name or an alias is ``label`` exactly (the index's ``by_exact``), by id."""
+    return [node for node in await store.find_nodes(name=label) if label in (node.name, *node.aliases)]
 
 
 def words(text: str) -> list[str]:
@@ -193,12 +198,8 @@ class NameEntryResolver(EntryResolver):
         assert self._store is not None
         out = []
         for span in _BRACKET.findall(question):
-            label = span.strip()
-            nodes = list((await self._store.get_nodes([span])).values()) or [
-                node
-                for node in await self._store.find_nodes(name=label)
-                if label in (node.name, *node.aliases)
-            ]
+            by_id = list((await self._store.get_nodes([span])).values())
+            nodes = by_id or await exactly_named(self._store, span.strip())
             out += bracketed(span, [(node.id, node.name) for node in nodes])
         return out
 

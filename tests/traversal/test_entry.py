@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from graphwalk_core.model import Node
 from graphwalk_core.stores.base import upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
+from graphwalk_core.traversal.ask import start_nodes
 from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver, NameIndex
 
 from .conftest import graph, printed_by_hash_seed
@@ -29,10 +30,17 @@ async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None
         await resolver.resolve("who directed [Titanc]")
 
 
-class NoWholeGraph(MemoryGraphStore):
-    """A store whose every node read is an error: what is resolved over it reads no whole-graph index."""
+class NoNodeModels(MemoryGraphStore):
+    """A store whose every node model read is an error."""
 
     def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
+        raise AssertionError("the whole graph was read as models")
+
+
+class NoWholeGraph(NoNodeModels):
+    """A store whose every node read is an error: what is resolved over it reads no whole-graph index."""
+
+    def node_labels(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
         raise AssertionError("the whole graph was read")
 
 
@@ -63,11 +71,32 @@ async def test_bracketed_questions_build_no_name_index(tmp_path: Path) -> None:
     await sql.close()
 
 
+async def test_start_names_build_no_name_index(tmp_path: Path) -> None:
+    """Start nodes given by id, exact name or alias are found without the whole graph's index, as with it
+    (id order, exact case); a start that names nothing still gets close names from the graph."""
+    nodes = [Node(id="n2", type="person", name="Christopher Nolan", aliases=("Chris Nolan",)),
+             Node(id="n1", type="person", name="Christopher Nolan"),
+             Node(id="n3", type="tag", name="nolan")]  # fmt: skip
+    memory = NoWholeGraph()
+    await upsert_many(memory, nodes, [])
+    starts = ["Christopher Nolan", "Chris Nolan", "n3", "nolan"]
+    assert await start_nodes(memory, starts) == ["n1", "n2", "n3"]
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    await upsert_many(sql, nodes, [])
+    assert await start_nodes(sql, starts) == ["n1", "n2", "n3"]
+    with pytest.raises(
+        InputError,
+        match=r"^start node not in the graph: 'Chris Nolen' \(did you mean: Christopher Nolan\?\)$",
+    ):
+        await start_nodes(sql, ["n1", "Chris Nolen"])
+    await sql.close()
+
+
 async def test_name_index_builds_no_node_models(tmp_path: Path) -> None:
     """Over a memory store the index reads names and aliases without node models (iter_nodes: ~1 s of
     pydantic on the MetaQA KB), and is the index a SQL store's nodes give."""
     nodes = [Node(id="n1", type="person", name="Christopher Nolan", aliases=("Chris Nolan",))]
-    memory = NoWholeGraph.from_triples([("Memento", "directed_by", "n1")], source_id="test")
+    memory = NoNodeModels.from_triples([("Memento", "directed_by", "n1")], source_id="test")
     await memory.upsert_node(nodes[0])
     sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
     await upsert_many(sql, [*nodes, Node(id="Memento", type="entity", name="Memento")], [])
