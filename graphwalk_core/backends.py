@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from graphwalk_core.errors import ConfigError
-from graphwalk_core.eval.systems.base import SystemBackends
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 
 if TYPE_CHECKING:
     from graphwalk_core.decisions.base import DecisionBackend
     from graphwalk_core.embeddings.base import Embedder
+    from graphwalk_core.eval.systems.base import SystemBackends
     from graphwalk_core.ingest.extraction.base import Extractor
     from graphwalk_core.llm.base import LLMBackend
     from graphwalk_core.stores.base import GraphStore
@@ -110,6 +110,7 @@ class Backends:
     def for_systems(self, systems: Sequence[str], decider: str | None = None) -> SystemBackends:
         """Decider, embedder and LLM for the eval ``systems``; what is not configured is None with its
         reason. When every one of them needs the LLM and there is none, no model is loaded at all."""
+        from graphwalk_core.eval.systems.base import SystemBackends
         from graphwalk_core.eval.systems.registry import NEEDS_LLM
 
         reasons: dict[str, str] = {}

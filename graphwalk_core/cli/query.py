@@ -92,10 +92,13 @@ def _config(
     preset: str | None, strategy: str | None, hop_mode: str | None, beam_width: int, glosses: str | None
 ) -> TraversalConfig:
     """The walk's config: an eval preset's (see ``eval.systems.graphwalk.preset_config``), or the engine's
-    defaults with ``strategy`` and ``hop_mode``."""
-    from graphwalk_core.eval.systems.graphwalk import PRESETS, metaqa_glosses, preset_config
+    defaults with ``strategy`` and ``hop_mode``. The eval package (~0.7 s of imports) loads only for
+    a preset or glosses."""
+    relation_glosses: dict[str, str] = {}
+    if glosses:
+        from graphwalk_core.eval.systems.graphwalk import metaqa_glosses
 
-    relation_glosses = metaqa_glosses(choice(glosses, ("metaqa",), "--glosses")) if glosses else {}
+        relation_glosses = metaqa_glosses(choice(glosses, ("metaqa",), "--glosses"))
     if preset is None:
         return TraversalConfig(
             strategy=choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
@@ -105,6 +108,8 @@ def _config(
         )
     if strategy is not None or hop_mode is not None:
         raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
+    from graphwalk_core.eval.systems.graphwalk import PRESETS, preset_config
+
     return preset_config(
         choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
     )

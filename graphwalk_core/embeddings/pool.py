@@ -9,7 +9,7 @@ pool holds one block in memory whatever the graph's size.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -24,6 +24,12 @@ class UncachedEmbedding(Protocol):
 
     def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
         """The rows ``embed`` gives, neither read from nor stored in the embedder's cache."""
+
+
+def names_embedding(embedder: Embedder) -> Callable[[Sequence[str]], np.ndarray]:
+    """How to embed graph names: past the embedder's memory cache when it has its own, so they are read
+    from (and kept in) its disk cache across runs; else its ``embed``."""
+    return embedder.embed_uncached if isinstance(embedder, UncachedEmbedding) else embedder.embed
 
 
 class VectorPool:
@@ -45,7 +51,7 @@ class VectorPool:
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
-        self._compute = embedder.embed_uncached if isinstance(embedder, UncachedEmbedding) else embedder.embed
+        self._compute = names_embedding(embedder)
         self._row: dict[str, int] = {}
         self._blocks: list[np.ndarray | None] = []  # None: the block is in the file
         self._file: ScratchFile | None = None

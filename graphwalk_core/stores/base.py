@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import cache
 from itertools import chain
@@ -159,6 +159,15 @@ class NodeNames(Protocol):
 
 
 @runtime_checkable
+class NodeLabels(Protocol):
+    """Capability: :func:`node_labels` without building node models."""
+
+    def node_labels(self) -> Iterator[tuple[NodeId, str, tuple[str, ...]]]:
+        """Every node's (id, name, aliases), ordered by id."""
+        ...
+
+
+@runtime_checkable
 class MetadataReads(Protocol):
     """Capability: :func:`get_metadata_many` in a few set-based reads, not one per key."""
 
@@ -246,6 +255,16 @@ async def node_names(store: GraphStore, ids: Sequence[NodeId]) -> dict[NodeId, s
     if offers(store, NodeNames):
         return store.node_names(ids)
     return {node_id: node.name for node_id, node in (await store.get_nodes(ids)).items()}
+
+
+async def node_labels(store: GraphStore) -> AsyncIterator[tuple[NodeId, str, tuple[str, ...]]]:
+    """Every node's (id, name, aliases), ordered by id (a whole-graph name index reads these)."""
+    if offers(store, NodeLabels):
+        for labels in store.node_labels():
+            yield labels
+        return
+    async for node in store.iter_nodes():
+        yield node.id, node.name, tuple(node.aliases)
 
 
 async def edge_between(store: GraphStore, source: NodeId, type: str, target: NodeId) -> Edge | None:

@@ -436,6 +436,18 @@ class MemoryGraphStore:
         nodes = self._nodes
         return {i: i if isinstance(v, tuple) else v.name for i in ids if (v := nodes.get(i)) is not None}
 
+    def node_labels(self) -> Iterator[tuple[NodeId, str, tuple[str, ...]]]:
+        """Every node's (id, name, aliases), ordered by id, without building models (raw: the id, none)."""
+        nodes = self._nodes
+        for node_id in sorted(nodes):
+            value = nodes.get(node_id)
+            if value is not None:
+                yield (
+                    (node_id, node_id, ())
+                    if isinstance(value, tuple)
+                    else (node_id, value.name, value.aliases)
+                )
+
     def edge_between(self, source: NodeId, type: str, target: NodeId) -> Edge | None:
         """The edge ``source --type--> target``, or None (no edge-id index needed)."""
         return self._edge((source, type, target))

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphwalk_core.decisions.trained import MANIFEST, TrainedDecisionBackend, read_manifest
-from graphwalk_core.eval.datasets.base import Dataset, Knowledge
 from graphwalk_core.stores.open import TRIPLES_SUFFIXES
+
+if TYPE_CHECKING:  # the eval package loads only where a graph is hashed (~0.7 s of imports a query saves)
+    from graphwalk_core.eval.datasets.base import Dataset, Knowledge
 
 #: The manifest key: the content fingerprint of the graph the model's weak labels were read over.
 GRAPH = "graph"
@@ -25,6 +28,8 @@ def spec_identity(spec: str | None) -> str | None:
     path = Path(spec) if spec is not None and "://" not in spec else None
     if path is None or not path.is_file() or path.suffix.lower() not in TRIPLES_SUFFIXES:
         return None
+    from graphwalk_core.eval.datasets.base import Knowledge
+
     return graph_identity(Knowledge(graph="triples", kb_path=path))
 
 

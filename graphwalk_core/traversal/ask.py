@@ -12,7 +12,16 @@ from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.engine import Traverser
-from graphwalk_core.traversal.entry import EntryCandidate, EntryResolver, NameEntryResolver, NameIndex
+from graphwalk_core.traversal.entry import (
+    EntryCandidate,
+    EntryResolver,
+    NameEntryResolver,
+    NameIndex,
+    exactly_named,
+)
+
+#: Start names (not node ids) looked up one by one; more build the graph's name index.
+NAME_LOOKUPS = 8
 
 
 @dataclass(frozen=True)
@@ -32,11 +41,15 @@ def did_you_mean(name: str, names: Sequence[str]) -> str:
 async def named_starts(store: GraphStore, starts: Sequence[str]) -> tuple[dict[str, list[NodeId]], list[str]]:
     """Each of ``starts`` -> the nodes it names: itself when it is a node id of ``store``, else the nodes of
     that exact name or alias, in id order (an ingested graph's ids are hashes), [] when neither; and the
-    graph's node names for close-name hints (empty when every start is a node id)."""
+    graph's node names for close-name hints (empty when every start names a node). Up to
+    :data:`NAME_LOOKUPS` names are looked up one by one, without an index of the whole graph."""
     unique = sorted(set(starts))
     found = await store.get_nodes(unique)
-    if all(s in found for s in unique):
-        return {s: [s] for s in unique}, []
+    missing = [s for s in unique if s not in found]
+    if len(missing) <= NAME_LOOKUPS:
+        named = {s: [n.id for n in await exactly_named(store, s)] for s in missing}
+        if all(named.values()):
+            return {s: named.get(s, [s]) for s in unique}, []
     index = await NameIndex.build(store)
     named = {s: [s] if s in found else sorted(set(index.by_exact.get(s, ()))) for s in unique}
     return named, sorted(set(index.names.values()))
@@ -64,7 +77,8 @@ async def answer(
 
     ``start`` given: the nodes it names, by id or by exact name or alias (one that names none is an
     InputError with close names). Else the question's node mentions, found by ``resolver`` (default: a
-    NameEntryResolver over the store with the traverser's embedder), recorded in the trace's ``links``;
+    NameEntryResolver over the store with the traverser's embedder, its name index built only when
+    the question is not bracketed), recorded in the trace's ``links``;
     none found gives ``Asked(None, [])``.
     """
     if not question.strip():
@@ -74,7 +88,7 @@ async def answer(
         nodes = await start_nodes(graph.store, start)
     else:
         if resolver is None:
-            resolver = await NameEntryResolver.from_store(graph.store, embedder=graph.embedder)
+            resolver = NameEntryResolver(graph.store, embedder=graph.embedder)
         links = await resolver.link(question)
         if not links:
             return Asked(None, [])

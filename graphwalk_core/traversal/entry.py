@@ -27,9 +27,10 @@ from graphwalk_core.decisions.base import (
     top_label,
 )
 from graphwalk_core.embeddings.base import Embedder
+from graphwalk_core.embeddings.pool import names_embedding
 from graphwalk_core.errors import InputError
-from graphwalk_core.model import NodeId
-from graphwalk_core.stores.base import GraphStore, first_adjacent
+from graphwalk_core.model import Node, NodeId
+from graphwalk_core.stores.base import GraphStore, first_adjacent, node_labels
 
 _WORD = re.compile(r"\w+")
 _BRACKET = re.compile(r"\[([^\]]+)\]")
@@ -78,6 +79,18 @@ def unique_nodes(found: Sequence[EntryCandidate]) -> list[EntryCandidate]:
     return list(first.values())
 
 
+def bracketed(span: str, nodes: Sequence[tuple[NodeId, str]]) -> list[EntryCandidate]:
+    """The candidates of ``[span]``: its (id, name) ``nodes``; none is an InputError."""
+    if not nodes:
+        raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
+    return [EntryCandidate(node_id=i, name=name, score=1.0, how="bracket", mention=span) for i, name in nodes]
+
+
+async def exactly_named(store: GraphStore, label: str) -> list[Node]:
+    """The nodes whose name or an alias is ``label`` exactly (the index's ``by_exact``), by id."""
+    return [node for node in await store.find_nodes(name=label) if label in (node.name, *node.aliases)]
+
+
 def words(text: str) -> list[str]:
     """Case-folded word tokens (the unit of whole-word matching)."""
     return _WORD.findall(text.casefold())
@@ -107,8 +120,8 @@ class NameIndex:
     @classmethod
     async def build(cls, store: GraphStore) -> NameIndex:
         index = cls()
-        async for node in store.iter_nodes():
-            index.add(node.id, node.name, node.aliases)
+        async for node_id, name, aliases in node_labels(store):
+            index.add(node_id, name, aliases)
         index.finish()
         return index
 
@@ -131,7 +144,8 @@ class NameIndex:
 class NameEntryResolver(EntryResolver):
     """Bracketed spans, whole-word mentions, IDF-weighted fuzzy words, then an optional embedding.
 
-    Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve``.
+    Give it a built :class:`NameIndex`, or a store whose index is built on the first ``resolve`` of a
+    question without brackets (a bracketed one is looked up in the store: :meth:`stored_brackets`).
     """
 
     def __init__(
@@ -160,7 +174,7 @@ class NameEntryResolver(EntryResolver):
     @property
     def index(self) -> NameIndex:
         if self._index is None:
-            raise RuntimeError("the name index is not built yet: await ensure_index() or resolve() first")
+            raise RuntimeError("the name index is not built yet: await ensure_index() first")
         return self._index
 
     async def ensure_index(self) -> NameIndex:
@@ -176,12 +190,17 @@ class NameEntryResolver(EntryResolver):
         out = []
         for span in _BRACKET.findall(question):
             ids = [span] if span in self.index.names else self.index.by_exact.get(span.strip(), [])
-            if not ids:
-                raise InputError(f"bracketed entity [{span}] is not a node name in the graph")
-            name = self.index.names
-            out += [
-                EntryCandidate(node_id=i, name=name[i], score=1.0, how="bracket", mention=span) for i in ids
-            ]
+            out += bracketed(span, [(i, self.index.names[i]) for i in ids])
+        return out
+
+    async def stored_brackets(self, question: str) -> list[EntryCandidate]:
+        """:meth:`brackets` read from the store by id and by name, without the whole graph's index."""
+        assert self._store is not None
+        out = []
+        for span in _BRACKET.findall(question):
+            by_id = list((await self._store.get_nodes([span])).values())
+            nodes = by_id or await exactly_named(self._store, span.strip())
+            out += bracketed(span, [(node.id, node.name) for node in nodes])
         return out
 
     def mentions(self, question: str) -> list[EntryCandidate]:
@@ -228,12 +247,14 @@ class NameEntryResolver(EntryResolver):
                 for s, n in scored[: self.max_candidates] if s >= self.min_fuzzy]  # fmt: skip
 
     def embedding(self, question: str) -> list[EntryCandidate]:
-        """Nearest node names to the question (matrix built on first use)."""
+        """Nearest node names to the question (matrix built on first use; the names through the
+        embedder's disk cache when it has one, so a later process reads them instead of embedding them)."""
         if self.embedder is None or not self.index.names:
             return []
         if self._matrix is None:
             self._matrix_ids = sorted(self.index.names)
-            self._matrix = self.embedder.embed([self.index.names[n] for n in self._matrix_ids])
+            names = [self.index.names[n] for n in self._matrix_ids]
+            self._matrix = names_embedding(self.embedder)(names)
         sims = self._matrix @ self.embedder.embed([question])[0]
         order = np.argsort(-sims, kind="stable")[: self.max_candidates]
         return [EntryCandidate(node_id=self._matrix_ids[i], name=self.index.names[self._matrix_ids[i]],
@@ -248,9 +269,13 @@ class NameEntryResolver(EntryResolver):
         return []
 
     async def link(self, question: str) -> list[EntryCandidate]:
-        """Start nodes (one candidate each, best first); ``best_only`` keeps the top one."""
-        await self.ensure_index()
-        found = self.candidates(question)
+        """Start nodes (one candidate each, best first); ``best_only`` keeps the top one. A bracketed
+        question over a store whose index is not built yet is resolved from the store (no index built)."""
+        if self._index is None and _BRACKET.search(question):
+            found = await self.stored_brackets(question)
+        else:
+            await self.ensure_index()
+            found = self.candidates(question)
         if found and found[0].how in ("fuzzy", "embedding"):
             found = found[:1]
         links = unique_nodes(found)

@@ -16,12 +16,14 @@ from graphwalk_core.stores.base import (
     EdgeLookup,
     GroupedAdjacency,
     MetadataReads,
+    NodeLabels,
     NodeNames,
     Snapshots,
     edge_between,
     get_edges,
     get_metadata_many,
     neighbor_groups,
+    node_labels,
     node_names,
     offers,
     upsert_many,
@@ -183,6 +185,16 @@ async def test_node_names(store: GraphStore) -> None:
     await store.upsert_node(node("q1", "Chris Nolan"))
     assert await node_names(store, ["q1"]) == {"q1": "Chris Nolan"}
     assert await node_names(store, []) == {}
+
+
+async def test_node_labels(store: GraphStore) -> None:
+    """Every node's (id, name, aliases) by id: the capability (memory) and iter_nodes (SQL) agree."""
+    assert offers(store, NodeLabels) == isinstance(store, MemoryGraphStore)
+    assert [labels async for labels in node_labels(store)] == []
+    await store.upsert_node(node("q2", "Christopher Nolan", aliases=("Chris Nolan", "C. Nolan")))
+    await store.upsert_node(node("q1"))
+    expected = [("q1", "q1", ()), ("q2", "Christopher Nolan", ("Chris Nolan", "C. Nolan"))]
+    assert [labels async for labels in node_labels(store)] == expected
 
 
 async def test_get_metadata_many(store: GraphStore) -> None:

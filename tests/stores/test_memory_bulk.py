@@ -33,6 +33,11 @@ def bulk() -> MemoryGraphStore:
 async def test_from_triples_collapses_duplicates_and_types_nodes() -> None:
     store = bulk()
     assert store.node_names(["Memento", "nobody", "odd"]) == {"Memento": "Memento", "odd": "odd"}  # raw nodes
+    assert [label[:2] for label in store.node_labels()] == [  # raw nodes: named by their id, no aliases
+        ("2000", "2000"), ("Christopher Nolan", "Christopher Nolan"), ("Insomnia", "Insomnia"),
+        ("Memento", "Memento"), ("odd", "odd"),
+    ]  # fmt: skip
+    assert {aliases for _, _, aliases in store.node_labels()} == {()}
     assert await store.counts() == (5, 4)
     assert store.triples() == [KB[0], KB[1], KB[3], KB[4]]
     assert await store.get_node("Christopher Nolan") == Node(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -185,3 +187,16 @@ def test_query_prints_nodes_by_name_where_ids_are_hashes(tmp_path: Path) -> None
     assert lines[4] == "who directed Avatar  start=['Avatar']  models=['fake:seed=0']"
     result = runner.invoke(app, [*args, "--json"])
     assert json.loads(result.stdout.strip().splitlines()[-1])["start"] == ["n_1"]
+
+
+def test_query_loads_no_eval_package_without_a_preset_or_glosses() -> None:
+    """A plain query imports no ``graphwalk_core.eval`` (~0.7 s of a cold command)."""
+    program = f"""
+import sys
+from typer.testing import CliRunner
+from graphwalk_core.cli import app
+result = CliRunner().invoke(app, ["query", {str(MOVIES)!r}, "who directed Memento", "--decider", "fake"])
+print(result.exit_code, sorted(m for m in sys.modules if m.startswith("graphwalk_core.eval")))
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.stdout == "0 []\n", done.stderr

@@ -2,27 +2,109 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import InputError
+from graphwalk_core.model import Node
 from graphwalk_core.stores.base import upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver
+from graphwalk_core.traversal.ask import start_nodes
+from graphwalk_core.traversal.entry import ChoiceEntryResolver, NameEntryResolver, NameIndex
 
 from .conftest import graph, printed_by_hash_seed
 
 
 async def test_bracketed_spans_resolve_exactly(movies: MemoryGraphStore) -> None:
-    resolver = NameEntryResolver(movies)  # the index is built on the first resolve
+    resolver = NameEntryResolver(movies)  # a bracketed question is resolved without the index
     assert await resolver.resolve("who directed [Titanic]") == ["Titanic"]
+    await resolver.ensure_index()
     assert resolver.candidates("who directed [Titanic]")[0].how == "bracket"
     with pytest.raises(InputError, match=r"\[Titanc\] is not a node name"):
         await resolver.resolve("who directed [Titanc]")
+
+
+class NoNodeModels(MemoryGraphStore):
+    """A store whose every node model read is an error."""
+
+    def iter_nodes(self, *, batch_size: int = 1000) -> AsyncIterator[Node]:
+        raise AssertionError("the whole graph was read as models")
+
+
+class NoWholeGraph(NoNodeModels):
+    """A store whose every node read is an error: what is resolved over it reads no whole-graph index."""
+
+    def node_labels(self) -> Iterator[tuple[str, str, tuple[str, ...]]]:
+        raise AssertionError("the whole graph was read")
+
+
+async def test_bracketed_questions_build_no_name_index(tmp_path: Path) -> None:
+    """A bracketed question over a store is resolved by id and name lookups, as over the built index:
+    exact case, aliases, an id, a padded span, a name two nodes share; an unknown span raises alike."""
+    nodes = [Node(id="n1", type="person", name="Christopher Nolan", aliases=["Chris Nolan"]),
+             Node(id="n2", type="tag", name="christopher nolan"), Node(id="n3", type="film", name="Memento"),
+             Node(id="n0", type="film", name="Memento")]  # fmt: skip
+    memory, sql = NoWholeGraph(), SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    for store in (memory, sql):
+        await upsert_many(store, nodes, [])
+    index = NameIndex()
+    for node in sorted(nodes, key=lambda n: n.id):  # as NameIndex.build reads a store
+        index.add(node.id, node.name, node.aliases)
+    index.finish()
+    questions = ["who is [Christopher Nolan]", "films by [Chris Nolan]", "what is [n2]",
+                 "when was [ Memento ]", "is [Memento] older than [christopher nolan]"]  # fmt: skip
+    expected = [[("n1", "Christopher Nolan")], [("n1", "Christopher Nolan")], [("n2", "christopher nolan")],
+                [("n0", "Memento"), ("n3", "Memento")], [("n0", "Memento"), ("n3", "Memento"),
+                 ("n2", "christopher nolan")]]  # fmt: skip
+    for store in (index, memory, sql):
+        resolver = NameEntryResolver(store, embedder=HashingEmbedder())
+        links = [await resolver.link(question) for question in questions]
+        assert [[(c.node_id, c.name) for c in found] for found in links] == expected
+        with pytest.raises(InputError, match=r"\[Nolan\] is not a node name"):
+            await resolver.link("who is [Nolan]")
+    await sql.close()
+
+
+async def test_start_names_build_no_name_index(tmp_path: Path) -> None:
+    """Start nodes given by id, exact name or alias are found without the whole graph's index, as with it
+    (id order, exact case); a start that names nothing still gets close names from the graph."""
+    nodes = [Node(id="n2", type="person", name="Christopher Nolan", aliases=("Chris Nolan",)),
+             Node(id="n1", type="person", name="Christopher Nolan"),
+             Node(id="n3", type="tag", name="nolan")]  # fmt: skip
+    memory = NoWholeGraph()
+    await upsert_many(memory, nodes, [])
+    starts = ["Christopher Nolan", "Chris Nolan", "n3", "nolan"]
+    assert await start_nodes(memory, starts) == ["n1", "n2", "n3"]
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    await upsert_many(sql, nodes, [])
+    assert await start_nodes(sql, starts) == ["n1", "n2", "n3"]
+    with pytest.raises(
+        InputError,
+        match=r"^start node not in the graph: 'Chris Nolen' \(did you mean: Christopher Nolan\?\)$",
+    ):
+        await start_nodes(sql, ["n1", "Chris Nolen"])
+    await sql.close()
+
+
+async def test_name_index_builds_no_node_models(tmp_path: Path) -> None:
+    """Over a memory store the index reads names and aliases without node models (iter_nodes: ~1 s of
+    pydantic on the MetaQA KB), and is the index a SQL store's nodes give."""
+    nodes = [Node(id="n1", type="person", name="Christopher Nolan", aliases=("Chris Nolan",))]
+    memory = NoNodeModels.from_triples([("Memento", "directed_by", "n1")], source_id="test")
+    await memory.upsert_node(nodes[0])
+    sql = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    await upsert_many(sql, [*nodes, Node(id="Memento", type="entity", name="Memento")], [])
+    built = [await NameIndex.build(store) for store in (memory, sql)]
+    assert [(dict(i.by_exact), i.names, i.idf) for i in built] == 2 * [
+        ({"Christopher Nolan": ["n1"], "Chris Nolan": ["n1"], "Memento": ["Memento"]},
+         {"Memento": "Memento", "n1": "Christopher Nolan"}, built[0].idf)]  # fmt: skip
+    await sql.close()
 
 
 async def test_whole_word_mentions_longest_first(movies: MemoryGraphStore) -> None:
@@ -90,6 +172,35 @@ async def test_embedding_fallback(movies: MemoryGraphStore) -> None:
     found = resolver.candidates("who made Inceptoin")
     assert found[0].how == "embedding"
     assert await resolver.resolve("who made Inceptoin") == ["Inception"]
+
+
+class KeepsNames(HashingEmbedder):
+    """A HashingEmbedder with a cache of its own, like FastEmbedEmbedder: records what passes it by."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uncached: list[str] = []
+        self.cached: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.cached += texts
+        return super().embed(texts)
+
+    def embed_uncached(self, texts: Sequence[str]) -> np.ndarray:
+        self.uncached += texts
+        return super().embed(texts)
+
+
+async def test_embedding_tier_embeds_names_through_the_disk_cache(movies: MemoryGraphStore) -> None:
+    """The node names go through ``embed_uncached`` (the rows a FastEmbedEmbedder keeps in its disk cache
+    across runs), the question through ``embed``; the answer is the plain embedder's."""
+    index = (await NameEntryResolver.from_store(movies)).index
+    embedder = KeepsNames()
+    found = NameEntryResolver(index, embedder=embedder).embedding("who made Inceptoin")
+    assert embedder.uncached == [index.names[n] for n in sorted(index.names)]
+    assert embedder.cached == ["who made Inceptoin"]
+    plain = NameEntryResolver(index, embedder=HashingEmbedder()).embedding("who made Inceptoin")
+    assert found == plain
 
 
 async def test_choice_resolver_spends_one_call(movies: MemoryGraphStore, tmp_path: Path) -> None:
