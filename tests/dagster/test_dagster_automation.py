@@ -213,24 +213,10 @@ def test_schedule_requests_every_registered_source_it_can_read(tmp_path: Path) -
 def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -> None:
     """A run started by hand (or a backfill) for a source whose path is gone fails naming its sources.yaml
     entry, as the sensor does; it said only 'source path ... does not exist'."""
-    from graphwalk_dagster.defs.ingest.assets import source_profile
-
     sources = copy_data(tmp_path / "data")
     films = tmp_path / "data" / "films"
     films.rename(tmp_path / "films_away")
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sources", ["films"])
-        result = dg.materialize(
-            [source_profile],
-            partition_key="films",
-            resources={"sources": SourcesResource(path=str(sources))},
-            instance=instance,
-            raise_on_error=False,
-        )
-    (failure,) = result.get_step_failure_events()
-    error = failure.step_failure_data.error
-    assert error is not None and error.cause is not None
-    assert error.cause.message.strip() == (
+    assert profile_failure(sources, ["films"], "films") == (
         f"graphwalk_core.errors.InputError: source 'films' in {sources}: path not found: 'films' "
         f"(resolved: {films}); fix the path in that file, or remove the entry"
     )
@@ -239,22 +225,8 @@ def test_a_missing_source_materialized_by_hand_names_its_entry(tmp_path: Path) -
 def test_a_backfill_over_a_partition_no_longer_declared_says_what_became_of_it(tmp_path: Path) -> None:
     """A backfill over every source partition runs the partition of an entry removed from sources.yaml
     too; its run failed saying only that the source is not declared."""
-    from graphwalk_dagster.defs.ingest.assets import source_profile
-
     sources = copy_data(tmp_path / "data")
-    with dg.instance_for_test() as instance:
-        instance.add_dynamic_partitions("sources", ["films", "retired"])
-        result = dg.materialize(
-            [source_profile],
-            partition_key="retired",
-            resources={"sources": SourcesResource(path=str(sources))},
-            instance=instance,
-            raise_on_error=False,
-        )
-    (failure,) = result.get_step_failure_events()
-    error = failure.step_failure_data.error
-    assert error is not None and error.cause is not None
-    assert error.cause.message.strip() == (
+    assert profile_failure(sources, ["films", "retired"], "retired") == (
         f"graphwalk_core.errors.InputError: source 'retired' is not declared in {sources} (has ['films', "
         "'sample_db']): its partition outlives an entry removed or renamed there, and nothing it ingested "
         "is retracted (knowledge_graph's check ledger_sources_declared names what the graph holds of it)"
@@ -325,3 +297,23 @@ def test_a_sensor_without_cursor_starts_from_the_sources_last_ingest(tmp_path: P
         assert _tick(instance, sources, None).cursor == _state(
             {"films": fp["films"]}, {**fp, "films": changed}
         )
+
+
+def profile_failure(sources: Path, partitions: list[str], key: str) -> str:
+    """The error message of materializing ``source_profile`` for partition ``key`` (``partitions``
+    registered) with the sources file ``sources``."""
+    from graphwalk_dagster.defs.ingest.assets import source_profile
+
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("sources", partitions)
+        result = dg.materialize(
+            [source_profile],
+            partition_key=key,
+            resources={"sources": SourcesResource(path=str(sources))},
+            instance=instance,
+            raise_on_error=False,
+        )
+    (failure,) = result.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None
+    return error.cause.message.strip()

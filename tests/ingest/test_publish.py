@@ -21,6 +21,7 @@ from graphwalk_core.stores import MemoryGraphStore
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.warehouse import Warehouse, query, refresh_views
 from graphwalk_core.warehouse.layout import PART_FILE
+from tests.warehouse.sessions import duckdb_session
 
 P = Provenance(source_id="doc/1")
 #: Another process running one query, not waiting for the warehouse's lock: its rows, or its error's type.
@@ -202,19 +203,6 @@ def test_a_publish_outwaits_a_query_longer_than_a_query_waits(
     asyncio.run(publish.publish_graph(asyncio.run(graph("a", "b")), warehouse))
     monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 0.2)
     monkeypatch.setattr(swap, "SWAP_TIMEOUT_S", 30.0)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"import duckdb, time; c = duckdb.connect({str(warehouse.db_path)!r}, read_only=True); "
-            "print(1, flush=True); time.sleep(1.5)",
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
+    with duckdb_session(warehouse.db_path, read_only=True, hold_s=1.5):
         asyncio.run(publish.publish_graph(asyncio.run(graph("x", "y")), warehouse))
-    finally:
-        holder.kill()
-        holder.wait()
     assert query(tmp_path, "SELECT list(id ORDER BY id) FROM nodes").rows == [(["x", "y"],)]

@@ -10,14 +10,15 @@ from pathlib import Path
 
 
 @contextmanager
-def duckdb_session(db: Path, *, read_only: bool) -> Iterator[None]:
-    """A process with ``db`` open (read-only or read-write) while the block runs."""
+def duckdb_session(db: Path, *, read_only: bool, hold_s: float = 60) -> Iterator[None]:
+    """A process with ``db`` open (read-only or read-write) while the block runs, for ``hold_s`` seconds
+    at most."""
     holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
             f"import duckdb, time; c = duckdb.connect({str(db)!r}, read_only={read_only}); "
-            "print(1, flush=True); time.sleep(60)",
+            f"print(1, flush=True); time.sleep({hold_s})",
         ],
         stdout=subprocess.PIPE,
     )

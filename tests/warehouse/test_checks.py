@@ -69,14 +69,18 @@ def test_result_problems() -> None:
     ]
 
 
-def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
-    (tmp_path / "docs").mkdir()
-    doc = tmp_path / "docs" / "a.txt"
+def one_file_source(root: Path) -> tuple[Path, SourceSpec]:
+    """A files source ``docs`` of one file under ``root``: (the file, the source's spec)."""
+    (root / "docs").mkdir()
+    doc = root / "docs" / "a.txt"
     doc.write_text("Inception is a film.", encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(
-        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
-    )
-    (spec,) = load_sources(tmp_path / "sources.yaml")
+    (root / "sources.yaml").write_text("- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8")
+    (spec,) = load_sources(root / "sources.yaml")
+    return doc, spec
+
+
+def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
+    doc, spec = one_file_source(tmp_path)
     before = source_fingerprint(spec)
     os.utime(doc, ns=(10**9, 10**9))
     assert source_fingerprint(spec) == before
@@ -87,13 +91,7 @@ def test_fingerprint_follows_content_not_mtime(tmp_path: Path) -> None:
 def test_fingerprint_sees_a_same_size_edit_whose_mtime_was_put_back(tmp_path: Path) -> None:
     """The sensor memoized a file's hash on its size and mtime: an edit keeping the size, with the mtime
     restored (``cp -p``, ``rsync -t``), kept the old fingerprint, so no run started until the daily one."""
-    (tmp_path / "docs").mkdir()
-    doc = tmp_path / "docs" / "a.txt"
-    doc.write_text("Inception is a film.", encoding="utf-8")
-    (tmp_path / "sources.yaml").write_text(
-        "- id: docs\n  kind: files\n  path_or_url: docs\n", encoding="utf-8"
-    )
-    (spec,) = load_sources(tmp_path / "sources.yaml")
+    doc, spec = one_file_source(tmp_path)
     before = source_fingerprint(spec)
     stat = doc.stat()
     doc.write_text("Inception is a flim.", encoding="utf-8")
