@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 import heapq
-from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager, nullcontext
 from functools import cache
 from itertools import chain
@@ -113,6 +122,8 @@ class GraphStore(Protocol):
 # those functions against every store.
 
 CapabilityT = TypeVar("CapabilityT")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 def offers(store: object, capability: type[CapabilityT]) -> TypeGuard[CapabilityT]:
@@ -214,17 +225,22 @@ class BulkWrites(Protocol):
         ...
 
 
+async def _one_by_one(keys: Sequence[K], get: Callable[[K], Awaitable[V | None]]) -> dict[K, V]:
+    """``get`` of each distinct key, in first-appearance order, those it finds (a capability's fallback)."""
+    out: dict[K, V] = {}
+    for key in dict.fromkeys(keys):
+        value = await get(key)
+        if value is not None:
+            out[key] = value
+    return out
+
+
 async def get_edges(store: GraphStore, ids: Sequence[EdgeId]) -> dict[EdgeId, Edge]:
     """The edges that exist among ``ids``, in first-appearance order."""
     if offers(store, BulkWrites):
         found = await store.get_edges(ids)
         return {i: found[i] for i in dict.fromkeys(ids) if i in found}
-    out: dict[EdgeId, Edge] = {}
-    for i in dict.fromkeys(ids):
-        edge = await store.get_edge(i)
-        if edge is not None:
-            out[i] = edge
-    return out
+    return await _one_by_one(ids, store.get_edge)
 
 
 async def upsert_many(store: GraphStore, nodes: Sequence[Node] = (), edges: Sequence[Edge] = ()) -> None:
@@ -242,12 +258,7 @@ async def get_metadata_many(store: GraphStore, keys: Sequence[str]) -> dict[str,
     """The values of the metadata keys set among ``keys``, in first-appearance order."""
     if offers(store, MetadataReads):
         return await store.get_metadata_many(keys)
-    out: dict[str, str] = {}
-    for key in dict.fromkeys(keys):
-        value = await store.get_metadata(key)
-        if value is not None:
-            out[key] = value
-    return out
+    return await _one_by_one(keys, store.get_metadata)
 
 
 async def node_names(store: GraphStore, ids: Sequence[NodeId]) -> dict[NodeId, str]:
