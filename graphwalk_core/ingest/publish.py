@@ -96,8 +96,9 @@ async def publish_graph(store: GraphStore, warehouse: Warehouse) -> dict[str, in
     the run was killed doing so."""
     warehouse.root.mkdir(parents=True, exist_ok=True)
     with FileLock(warehouse.root / PUBLISH_LOCK):
+        killed = cut_short(warehouse.root)
         for stale in sorted(warehouse.root.glob(f"{EXPORT_PREFIX}*")):  # a killed publish's (lock held)
-            if stale in cut_short(warehouse.root):
+            if stale in killed:
                 swap_in(warehouse.root, stale)
             shutil.rmtree(stale, ignore_errors=True)
         with export_folder(warehouse.root) as tmp:
