@@ -1,4 +1,5 @@
-"""Atomic file writes: a failed write leaves the previous file intact.
+"""Local files: atomic writes (a failed write leaves the previous file intact), files created shared,
+and SQLite files switched to WAL mode by processes opening them at once.
 
 The temporary file is created with mode 0666 less the process umask (as ``open`` and DuckDB create
 files), so a replaced Parquet file or plot gets the same permissions as ``warehouse.duckdb``;
@@ -10,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -37,6 +40,25 @@ def create_shared(path: Path) -> None:
     002 the group sharing a warehouse could not write it. An error is left to the caller's own open."""
     with suppress(OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+
+
+def switch_to_wal(conn: Any, timeout_s: float) -> None:
+    """``PRAGMA journal_mode=WAL`` on a sqlite3 connection or cursor, retried for up to ``timeout_s``. On a
+    file still in rollback mode (a new one that other processes are opening too) the switch reads the
+    header, then upgrades to write; SQLite answers a contended upgrade with "database is locked" at once,
+    never calling its busy handler (waiting there could deadlock), and the failed statement releases its
+    read lock, so retrying lets the other writer finish."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 @contextmanager

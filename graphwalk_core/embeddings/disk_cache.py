@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from graphwalk_core.files import create_shared
+from graphwalk_core.files import create_shared, switch_to_wal
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class DiskVectorCache:
                 )
                 _refuse_other_tables(conn)
                 conn.execute(f"PRAGMA page_size={PAGE_SIZE}")  # a new file's only (before its first table)
-                conn.execute("PRAGMA journal_mode=WAL")
+                switch_to_wal(conn, BUSY_TIMEOUT_S)
                 conn.execute("PRAGMA synchronous=NORMAL")  # a power loss may drop the last rows, not corrupt
                 for statement in _SCHEMA:
                     conn.execute(statement)

@@ -6,8 +6,6 @@ See :mod:`~graphwalk_core.stores.sql` for what they guarantee."""
 from __future__ import annotations
 
 import re
-import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +16,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import create_shared
+from graphwalk_core.files import create_shared, switch_to_wal
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 600
@@ -117,25 +115,6 @@ def has_password(url: str) -> bool:
         return _PASSWORD.search(url) is not None
 
 
-def _switch_to_wal(cursor: Any) -> None:
-    """``PRAGMA journal_mode=WAL``, retried for up to the busy timeout. On a file still in rollback mode (a
-    new graph that other processes are opening too) the switch reads the header, then upgrades to write;
-    SQLite answers a contended upgrade with "database is locked" at once, never waiting (it could
-    deadlock), and the failed statement releases its read lock, so retrying lets the other writer
-    finish."""
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_S
-    pause = 0.005
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.1)
-
-
 def _sqlite_transactions(engine: Engine) -> None:
     """SQLAlchemy, not pysqlite, emits BEGIN (so SAVEPOINTs behave): IMMEDIATE for writers; WAL mode."""
 
@@ -143,7 +122,7 @@ def _sqlite_transactions(engine: Engine) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        _switch_to_wal(cursor)
+        switch_to_wal(cursor, SQLITE_BUSY_TIMEOUT_S)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_CHECKPOINT_PAGES}")

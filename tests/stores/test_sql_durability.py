@@ -261,32 +261,6 @@ def test_opening_a_graph_to_read_never_waits_for_a_writer(
     assert waited < 1.5
 
 
-def test_a_new_graph_opens_while_another_process_writes_the_file_before_it_is_wal(tmp_path: Path) -> None:
-    """Processes opening one new graph at once: one of them switched it to WAL while another held a write
-    lock on it still in rollback mode. SQLite answers that switch's upgrade from read to write with "database
-    is locked" at once, without its busy timeout (waiting could deadlock), so the open failed; it now
-    retries until the timeout and opens once the other writer is done."""
-    path = tmp_path / "g.db"
-    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    writer.execute("CREATE TABLE other (x)")  # a rollback-mode file, like a new graph before its switch
-    writer.execute("BEGIN IMMEDIATE")
-    writer.execute("INSERT INTO other VALUES (1)")
-    commit = threading.Timer(0.3, lambda: writer.execute("COMMIT"))
-    commit.start()
-    try:
-        store = SQLGraphStore(f"sqlite:///{path}")
-        asyncio.run(store.upsert_node(Node(id="a", name="A")))
-        assert asyncio.run(store.counts()) == (1, 0)
-        asyncio.run(store.close())
-    finally:
-        commit.join()
-        writer.close()
-    journal = sqlite3.connect(path)
-    assert journal.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert journal.execute("SELECT x FROM other").fetchall() == [(1,)]
-    journal.close()
-
-
 @pytest.mark.parametrize(
     ("url", "shown"),
     [

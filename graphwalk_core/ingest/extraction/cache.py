@@ -7,8 +7,11 @@ import threading
 from pathlib import Path
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import create_shared
+from graphwalk_core.files import create_shared, switch_to_wal
 from graphwalk_core.ingest.extraction.base import Extraction
+
+#: Seconds a statement waits for another process's write (processes extracting at once share the file).
+BUSY_TIMEOUT_S = 60.0
 
 
 class ExtractionCache:
@@ -20,8 +23,10 @@ class ExtractionCache:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             create_shared(Path(self.path))  # 0666 & ~umask, not SQLite's 0644 & ~umask
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None
+            )
+            switch_to_wal(self._conn, BUSY_TIMEOUT_S)
             self._conn.execute(
                 "CREATE TABLE IF NOT EXISTS extractions (chunk_hash TEXT NOT NULL, extractor TEXT NOT NULL, "
                 "model TEXT NOT NULL, extraction TEXT NOT NULL, PRIMARY KEY (chunk_hash, extractor, model))"
