@@ -56,6 +56,7 @@ def test_definitions_load_and_validate(loaded: dg.Definitions) -> None:
         ("eval_automation_sensor", running),
         ("graph_automation_sensor", running),
         ("source_change_sensor", running),
+        ("trained_model_sensor", running),
     ]
     assert [(s.name, s.cron_schedule, s.default_status) for s in repo.schedule_defs] == [
         ("daily_reingest", "0 3 * * *", dg.DefaultScheduleStatus.RUNNING)

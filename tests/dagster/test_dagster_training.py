@@ -57,7 +57,9 @@ def test_train_then_evaluate_with_the_trained_decider(
             run_config={"ops": {"eval_questions": {"config": {"n": 10}}}},
         )
         assert evaluated.success
-        assert "warning" not in metadata_values(evaluated, "eval_results")  # the graph it learned over
+        results = metadata_values(evaluated, "eval_results")
+        assert "warning" not in results  # the graph it learned over
+        assert results["trained_model"] == Path(str(meta["model_path"])).name  # trained_model_sensor reads it
     rows = warehouse_rows(root, "SELECT split, system, decider, count(*) FROM eval_results GROUP BY ALL")
     assert rows == [  # a -trained partition scores test unless told otherwise: its decider learned dev
         (

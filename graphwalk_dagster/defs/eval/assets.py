@@ -1,5 +1,7 @@
 """Evaluation assets: questions and results per dataset × system, and the summary over all of them."""
 
+from pathlib import Path
+
 import dagster as dg
 from pydantic import Field
 
@@ -17,6 +19,7 @@ from graphwalk_core.warehouse.models import latest_model
 from graphwalk_dagster.automation import refresh_materialized_partitions, refresh_on_any_update
 from graphwalk_dagster.defs.eval.partitions import (
     TRAINED,
+    TRAINED_MODEL,
     default_split,
     default_split_note,
     eval_partitions,
@@ -168,18 +171,33 @@ def _backends(
     return Backends(found.settings.model_copy(update=update))
 
 
+def _walks_trained(dims: dict[str, str], decider: DeciderResource) -> bool:
+    """Whether a partition walks with a trained decider: a ``-trained`` one, or any with the decider
+    resource's ``trained`` backend."""
+    return dims["system"].endswith(TRAINED) or decider.settings().resolved_decider() == "trained"
+
+
+def _trained_model(
+    dims: dict[str, str], decider: DeciderResource, warehouse: WarehouseResource
+) -> Path | None:
+    """The model folder a partition walking with a trained decider walks with: the decider resource's
+    ``model_path``, else the warehouse's newest model; None for another partition (or no model yet: the
+    system is skipped then)."""
+    if not _walks_trained(dims, decider):
+        return None
+    return decider.settings().decider_model or latest_model(warehouse.warehouse())
+
+
 def _check_trained(
     dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
 ) -> str | None:
-    """A partition walking with a trained decider (a ``-trained`` one, or the decider resource's
-    ``trained`` backend; its ``model_path``, else the warehouse's newest model) must not score questions
-    that model learned from (the ids its folder lists): with ``split: dev`` (the default off MetaQA),
-    eval_questions' seed 0 picks 20 of the 200 dev questions decision_examples' defaults learn from, and
-    the automation reruns a partition with the defaults. Returns a warning when the model learned over
-    another graph than the dataset's."""
-    settings = decider.settings()
-    if not dims["system"].endswith(TRAINED) and settings.resolved_decider() != "trained":
+    """A partition walking with a trained decider must not score questions its model learned from (the ids
+    its folder lists): with ``split: dev`` (the default off MetaQA), eval_questions' seed 0 picks 20 of the
+    200 dev questions decision_examples' defaults learn from, and the automation reruns a partition with
+    the defaults. Returns a warning when the model learned over another graph than the dataset's."""
+    if not _walks_trained(dims, decider):
         return None
+    settings = decider.settings()
     seen = learned_questions(warehouse.warehouse(), [dataset], settings.decider_model)
     if seen:
         raise InputError(
@@ -187,7 +205,7 @@ def _check_trained(
             f"questions are ones the trained decider learned from (first: {seen[0]}); "
             f"score questions it has not seen ({unseen_questions_hint(dims['dataset'])})"
         )
-    return datasets_note(settings.decider_model or latest_model(warehouse.warehouse()), [dataset])
+    return datasets_note(_trained_model(dims, decider, warehouse), [dataset])
 
 
 @dg.asset(
@@ -213,6 +231,7 @@ def eval_results(
     """
     dims = _dims(context)
     note = _check_trained(dims, eval_questions, decider, warehouse)
+    model = _trained_model(dims, decider, warehouse)
     if note:
         context.log.warning(note)
     name = dims["system"].removesuffix(TRAINED)
@@ -238,6 +257,7 @@ def eval_results(
             "answered": sum(not r.reused and r.status != "skipped" for r in run.results),
             "run_id": run.metadata.run_id,
             "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
+            **({TRAINED_MODEL: model.name} if model is not None else {}),
             **({"warning": note} if note else {}),
             "path": dg.MetadataValue.path(str(path)),
             "preview": preview(rows),

@@ -1,6 +1,14 @@
-"""Keep evaluation current: re-run materialized eval partitions when the graph changes, then the summary."""
+"""Keep evaluation current: re-run materialized eval partitions when the graph changes, then the summary;
+re-run the ``-trained`` partitions when the warehouse's newest trained model changes."""
 
 import dagster as dg
+
+from graphwalk_core.warehouse.models import latest_model
+from graphwalk_dagster.defs.eval.partitions import TRAINED_MODEL
+from graphwalk_dagster.defs.shared.resources import DeciderResource, WarehouseResource
+from graphwalk_dagster.metadata import latest_materialization
+
+EVAL_RESULTS = dg.AssetKey("eval_results")
 
 eval_automation_sensor = dg.AutomationConditionSensorDefinition(
     "eval_automation_sensor",
@@ -11,3 +19,42 @@ eval_automation_sensor = dg.AutomationConditionSensorDefinition(
     "changes, the eval partitions materialized before run again (never-run ones stay missing), and "
     "eval_summary refreshes from whichever partitions exist. Running by default.",
 )
+
+
+def walked_with_another_model(instance: dg.DagsterInstance, model: str) -> list[str]:
+    """The eval_results partitions whose latest materialization walked with a trained model other than
+    ``model`` (a folder name; the ``-trained`` ones, and any other run with the decider resource's
+    ``trained`` backend), in key order. One that does not say which model it walked with (not a trained
+    decider, or materialized before the metadata existed) is left."""
+    stale = []
+    for key in sorted(instance.get_materialized_partitions(EVAL_RESULTS)):
+        record = latest_materialization(instance, EVAL_RESULTS, key)
+        event = record.asset_materialization if record is not None else None
+        walked = event.metadata.get(TRAINED_MODEL) if event is not None else None
+        if isinstance(walked, dg.TextMetadataValue) and walked.value != model:
+            stale.append(key)
+    return stale
+
+
+@dg.sensor(
+    target=dg.AssetSelection.assets(EVAL_RESULTS),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60,
+    description="Every 60 s: when the warehouse's newest trained model (models/decider/LATEST) changes, "
+    "re-run the eval_results partitions that walked with another trained model (the -trained ones), "
+    "once per partition and model (a failed run is not retried); eval_summary then refreshes. Nothing "
+    "to do when the decider resource names a model_path. Running by default.",
+)
+def trained_model_sensor(
+    context: dg.SensorEvaluationContext, warehouse: WarehouseResource, decider: DeciderResource
+) -> dg.SensorResult | dg.SkipReason:
+    if decider.settings().decider_model is not None:
+        return dg.SkipReason("the decider resource names a model_path: -trained partitions walk with it")
+    latest = latest_model(warehouse.warehouse())
+    if latest is None:
+        return dg.SkipReason("no trained model in the warehouse")
+    if context.cursor == latest.name:
+        return dg.SkipReason(f"the newest model, {latest.name}, was handled")
+    stale = walked_with_another_model(context.instance, latest.name)
+    requests = [dg.RunRequest(partition_key=key, run_key=f"{key}@{latest.name}") for key in stale]
+    return dg.SensorResult(run_requests=requests, cursor=latest.name)
