@@ -68,6 +68,7 @@ from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
     array_statement,
+    missing_folder,
     no_dialect,
     open_engine,
     parse_url,
@@ -184,6 +185,9 @@ class SQLGraphStore:
             raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
         except SQLAlchemyError as exc:
             reason = str(getattr(exc, "orig", None) or type(exc).__name__)
+            folder = missing_folder(url)
+            if folder is not None:
+                reason += f" (no folder {folder}: create it first)"
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
         #: the read transaction of an open :meth:`snapshot`

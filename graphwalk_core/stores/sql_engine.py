@@ -203,6 +203,17 @@ def table_names(url: str) -> list[str]:
         engine.dispose()
 
 
+def missing_folder(url: str) -> Path | None:
+    """The folder a SQLite file URL names that does not exist (SQLite then says only "unable to open
+    database file"), else None."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
+        return None
+    folder = Path(database).parent
+    return None if folder.is_dir() else folder
+
+
 def open_engine(url: str) -> Engine:
     """An engine for ``url`` with this store's connection settings: SQLite's busy timeout, WAL mode, page
     cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL's asynchronous commit and writers' advisory lock.

@@ -125,7 +125,8 @@ def test_bad_urls_name_the_url_without_password(tmp_path: Path) -> None:
     with pytest.raises(BackendError) as unreachable:
         SQLGraphStore(f"sqlite:///{tmp_path}/no/such/dir/g.db")
     assert str(unreachable.value) == (
-        f"cannot open graph store sqlite:///{tmp_path}/no/such/dir/g.db: unable to open database file"
+        f"cannot open graph store sqlite:///{tmp_path}/no/such/dir/g.db: unable to open database file "
+        f"(no folder {tmp_path}/no/such/dir: create it first)"
     )
     assert "s3cret" not in repr(SQLGraphStore(f"sqlite:///{tmp_path / 'ok.db'}"))
 
