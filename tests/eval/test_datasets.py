@@ -178,6 +178,11 @@ def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:
         ("", r"^no questions in .*q\.csv$"),
         ("\n\n", r"^no questions in .*q\.csv$"),
         ("question,answers,start\n", r"^no questions in .*q\.csv$"),
+        # the line of the row itself, past blank lines and a quoted field spanning two lines
+        ('question,answers\nwho,B\n\n"multi\nline",C\nwhat,\n', r"q\.csv:6: 'answers' is empty$"),
+        # an unquoted comma in the answers ("Smith, John") dropped the field after it
+        ("question,answers\nwho,B\nwho wrote it,Smith, John\n", r"q\.csv:3: malformed CSV row: 3 fields"),
+        ('question,answers\n"who,B\nwhat,C\n', r"q\.csv:2: malformed CSV: a quote opened on this line"),
     ],
 )
 def test_custom_bad_rows_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from graphwalk_core.eval.datasets.base import (
     unique_id,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
-from graphwalk_core.ingest.sources.files import allow_csv_fields_of
+from graphwalk_core.ingest.sources.files import csv_rows
 from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
 
 
@@ -61,6 +60,24 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
     )
 
 
+def _csv_records(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """(first line, row by header name) of each non-blank record after the header; a record that does not
+    parse, or has another number of fields than the header (an unquoted comma), is an InputError naming
+    its line."""
+    records = csv_rows(text)
+    first = next(records, None)
+    if first is None:
+        return
+    line, _, header, error = first
+    if header is None:
+        raise InputError(f"{path}:{line}: {error} (in the header)")
+    names = [name.strip() for name in header]
+    for line, _, fields, error in records:
+        if error is not None or fields is None:
+            raise InputError(f"{path}:{line}: {error}")
+        yield line, dict(zip(names, fields, strict=True))
+
+
 def read_custom_questions(path: Path) -> list[Question]:
     """Rows of a ``.csv`` (header row) or ``.jsonl`` file (UTF-8, any suffix case) as questions;
     ids must be unique, and the file must hold at least one."""
@@ -72,9 +89,8 @@ def read_custom_questions(path: Path) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, str] = {}
     if suffix == ".csv":
-        allow_csv_fields_of(text)
-        for i, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
-            questions.append(_question(row, i - 1, f"{path}:{i}"))
+        for index, (i, row) in enumerate(_csv_records(path, text), start=1):
+            questions.append(_question(row, index, f"{path}:{i}"))
             unique_id(seen, questions[-1].id, f"line {i}", f"{path}:{i}")
     else:
         for i, row in jsonl_rows(text, path):
