@@ -211,6 +211,32 @@ def test_custom_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        # a gold set a system could only match by answering nothing: every metric would be 1 for an
+        # empty prediction
+        ('"answers": ["", " "]', "'answers' is empty"),
+        (
+            '"answers": ["The", "?"]',
+            "'answers' ['The', '?'] are nothing once normalized (compared "
+            "lowercased, without punctuation and the words a/an/the)",
+        ),
+        # a JSON value of the wrong type: a clear error, not a pydantic traceback
+        ('"answers": ["B"], "start": 5', "'start' must be a string, got 5"),
+        ('"answers": ["B"], "qtype": ["x"]', "'qtype' must be a string, got ['x']"),
+    ],
+)
+def test_custom_jsonl_bad_values_name_file_and_line(tmp_path: Path, row: str, message: str) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "who", "answers": ["B"]}\n{"question": "who", ' + row + "}\n")
+    with pytest.raises(InputError) as error:
+        load_dataset("custom", path=path, kb=kb)
+    assert str(error.value) == f"{path}:2: {message}"
+
+
+@pytest.mark.parametrize(
     ("name", "content", "line"),
     [
         ("q.csv", "question,answers\nwho,B\nqui est-ce,Andr\xe9\n", 3),

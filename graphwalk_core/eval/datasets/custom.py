@@ -19,16 +19,27 @@ from graphwalk_core.eval.datasets.base import (
     unique_id,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
+from graphwalk_core.eval.metrics import answer_set
 from graphwalk_core.ingest.sources.files import csv_rows
 from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
 
 
 def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
-        return value
+        return [a for a in value if a.strip()]
     if isinstance(value, str):
         return [a.strip() for a in value.split("|") if a.strip()]
     raise InputError(f"{where}: '{column}' must be a list of strings or a '|'-separated string")
+
+
+def _text(row: dict[str, Any], key: str, where: str) -> str | None:
+    """The optional text field ``key`` (None when absent or empty); another JSON value is an InputError."""
+    value = row.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{where}: '{key}' must be a string, got {value!r}")
+    return value
 
 
 def _question(row: dict[str, Any], index: int, where: str) -> Question:
@@ -40,12 +51,17 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
     gold = _answers(row["answers"], where)
     if not gold:
         raise InputError(f"{where}: 'answers' is empty")
+    if not answer_set(gold):  # only an empty prediction would match it
+        raise InputError(
+            f"{where}: 'answers' {gold} are nothing once normalized (compared lowercased, without "
+            "punctuation and the words a/an/the)"
+        )
     hops = row.get("hops")
     try:
         hops_value = int(hops) if hops not in (None, "") else None
     except ValueError as exc:
         raise InputError(f"{where}: 'hops' must be an integer, got {hops!r}") from exc
-    start = row.get("start") or None
+    start = _text(row, "start", where)
     extra: dict[str, Any] = {"start": start} if start else {}
     if row.get("supporting") not in (None, "", []):
         extra["supporting"] = _answers(row["supporting"], where, "supporting")
@@ -54,7 +70,7 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
         text=text,
         gold=gold,
         hops=hops_value,
-        qtype=row.get("qtype") or None,
+        qtype=_text(row, "qtype", where),
         topic=start,
         extra=extra,
     )
