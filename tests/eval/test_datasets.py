@@ -224,6 +224,9 @@ def test_custom_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
         # a JSON value of the wrong type: a clear error, not a pydantic traceback
         ('"answers": ["B"], "start": 5', "'start' must be a string, got 5"),
         ('"answers": ["B"], "qtype": ["x"]', "'qtype' must be a string, got ['x']"),
+        # int() cut 2.5 to 2 and read true as 1: the question was grouped under another hop count
+        ('"answers": ["B"], "hops": 2.5', "'hops' must be an integer, got 2.5"),
+        ('"answers": ["B"], "hops": true', "'hops' must be an integer, got True"),
     ],
 )
 def test_custom_jsonl_bad_values_name_file_and_line(tmp_path: Path, row: str, message: str) -> None:

@@ -58,6 +58,8 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
         )
     hops = row.get("hops")
     try:
+        if isinstance(hops, bool) or not isinstance(hops, int | str | None):
+            raise ValueError(hops)  # int() would cut 2.5 to 2 and read true as 1
         hops_value = int(hops) if hops not in (None, "") else None
     except ValueError as exc:
         raise InputError(f"{where}: 'hops' must be an integer, got {hops!r}") from exc
