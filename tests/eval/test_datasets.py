@@ -287,6 +287,13 @@ def test_missing_files_and_bad_names(tmp_path: Path) -> None:
     bad.write_text('{"question_id": "1"}\n{oops\n')
     with pytest.raises(InputError, match=r"bad\.jsonl:1: not an IRCoT HotpotQA record"):
         load_dataset("hotpotqa", path=bad)
+    record = {"question_id": "1", "question_text": None, "answers_objects": [], "contexts": []}
+    bad.write_text(json.dumps(record) + "\n")  # a value of the wrong type: no pydantic traceback
+    with pytest.raises(InputError) as error:
+        load_dataset("hotpotqa", path=bad)
+    assert str(error.value) == (
+        f"{bad}:1: not an IRCoT HotpotQA record (question_text: Input should be a valid string)"
+    )
     with pytest.raises(InputError, match=r"^n must be at least 1, got 0$"):
         (tmp_path / "w.json").write_text(json.dumps([]))
         load_dataset("2wiki", path=tmp_path / "w.json", n=0)
