@@ -13,8 +13,10 @@ Definitions (also in docs/eval-tables.md):
 - ``token`` matching (free-text datasets such as HotpotQA and 2Wiki): as above, but a pair of answers
   earns its SQuAD token F1 instead of 0/1. Precision is the mean over predictions of the best token F1
   against any gold answer, recall the mean over gold answers of the best token F1 against any
-  prediction. With one predicted and one gold answer, F1 is the SQuAD token F1. EM and hits@1 still
-  need exact normalized equality.
+  prediction. With one predicted and one gold answer, F1 is the HotpotQA/2Wiki scripts' F1: SQuAD's
+  token F1, except that a pair where either side is ``yes``, ``no`` or ``noanswer`` scores 1 only when
+  equal, else 0 (``"No Doubt"`` earns nothing against ``"no"``). EM and hits@1 still need exact
+  normalized equality.
 - ``aliases`` (SQuAD-style references: gold texts that are alternatives for one answer, not a set to
   predict in full): each measure is its best against any single reference (SQuAD's
   ``metric_max_over_ground_truths``).
@@ -35,6 +37,8 @@ MatchMode = Literal["exact", "token"]
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
+#: Answers the official HotpotQA and 2Wiki F1 scores all or nothing (no partial token credit).
+_ALL_OR_NOTHING = frozenset({"yes", "no", "noanswer"})
 
 
 @lru_cache(maxsize=1 << 17)
@@ -56,7 +60,10 @@ def answer_set(answers: Iterable[str]) -> list[str]:
 
 
 def token_f1(prediction: str, gold: str) -> float:
-    """SQuAD token F1 between two already-normalized answers."""
+    """SQuAD token F1 between two already-normalized answers; 0 when either is yes/no/noanswer and the
+    other differs (the HotpotQA and 2Wiki scripts' rule)."""
+    if prediction != gold and (prediction in _ALL_OR_NOTHING or gold in _ALL_OR_NOTHING):
+        return 0.0
     pred_tokens, gold_tokens = prediction.split(), gold.split()
     common = sum((Counter(pred_tokens) & Counter(gold_tokens)).values())
     if common == 0:

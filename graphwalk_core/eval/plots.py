@@ -18,18 +18,24 @@ def _pyplot():  # type: ignore[no-untyped-def]
     return plt
 
 
-def plot_f1_by_hops(summary: pa.Table, path: Path) -> Path:
-    """One line per (dataset, system): F1 against hop count (rows without hops are left out)."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+def f1_by_hops_series(summary: pa.Table) -> dict[str, list[tuple[int, float]]]:
+    """(hops, F1) points by line label, one line per dataset family (``metaqa`` for ``metaqa-2hop``),
+    split and system, sorted by label and hops; rows without hops or F1 are left out."""
     series: dict[str, list[tuple[int, float]]] = {}
     for row in summary.to_pylist():
         if row["hops"] is None or row["f1"] is None:
             continue
-        label = f"{row['dataset'].split('-')[0]} · {row['system']}"
+        label = f"{row['dataset'].split('-')[0]} ({row['split']}) · {row['system']}"
         series.setdefault(label, []).append((row["hops"], row["f1"]))
-    for label, points in sorted(series.items()):
-        points.sort()
+    return {label: sorted(points) for label, points in sorted(series.items())}
+
+
+def plot_f1_by_hops(summary: pa.Table, path: Path) -> Path:
+    """One line per (dataset, split, system): F1 against hop count (rows without hops are left out)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    series = f1_by_hops_series(summary)
+    for label, points in series.items():
         ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
     ax.set_xlabel("hops")
     ax.set_ylabel("F1")

@@ -178,6 +178,11 @@ def test_custom_supporting_passages_over_a_corpus(tmp_path: Path) -> None:
         ("", r"^no questions in .*q\.csv$"),
         ("\n\n", r"^no questions in .*q\.csv$"),
         ("question,answers,start\n", r"^no questions in .*q\.csv$"),
+        # the line of the row itself, past blank lines and a quoted field spanning two lines
+        ('question,answers\nwho,B\n\n"multi\nline",C\nwhat,\n', r"q\.csv:6: 'answers' is empty$"),
+        # an unquoted comma in the answers ("Smith, John") dropped the field after it
+        ("question,answers\nwho,B\nwho wrote it,Smith, John\n", r"q\.csv:3: malformed CSV row: 3 fields"),
+        ('question,answers\n"who,B\nwhat,C\n', r"q\.csv:2: malformed CSV: a quote opened on this line"),
     ],
 )
 def test_custom_bad_rows_name_file_and_line(tmp_path: Path, content: str, message: str) -> None:
@@ -203,6 +208,35 @@ def test_custom_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
     with pytest.raises(InputError) as cut:
         load_dataset("custom", path=path, kb=kb)
     assert str(cut.value) == f"{path}:2: invalid JSON: Unterminated string starting at column 14"
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        # a gold set a system could only match by answering nothing: every metric would be 1 for an
+        # empty prediction
+        ('"answers": ["", " "]', "'answers' is empty"),
+        (
+            '"answers": ["The", "?"]',
+            "'answers' ['The', '?'] are nothing once normalized (compared "
+            "lowercased, without punctuation and the words a/an/the)",
+        ),
+        # a JSON value of the wrong type: a clear error, not a pydantic traceback
+        ('"answers": ["B"], "start": 5', "'start' must be a string, got 5"),
+        ('"answers": ["B"], "qtype": ["x"]', "'qtype' must be a string, got ['x']"),
+        # int() cut 2.5 to 2 and read true as 1: the question was grouped under another hop count
+        ('"answers": ["B"], "hops": 2.5', "'hops' must be an integer, got 2.5"),
+        ('"answers": ["B"], "hops": true', "'hops' must be an integer, got True"),
+    ],
+)
+def test_custom_jsonl_bad_values_name_file_and_line(tmp_path: Path, row: str, message: str) -> None:
+    kb = tmp_path / "kb.txt"
+    kb.write_text("A|r|B\n")
+    path = tmp_path / "q.jsonl"
+    path.write_text('{"question": "who", "answers": ["B"]}\n{"question": "who", ' + row + "}\n")
+    with pytest.raises(InputError) as error:
+        load_dataset("custom", path=path, kb=kb)
+    assert str(error.value) == f"{path}:2: {message}"
 
 
 @pytest.mark.parametrize(
@@ -253,6 +287,13 @@ def test_missing_files_and_bad_names(tmp_path: Path) -> None:
     bad.write_text('{"question_id": "1"}\n{oops\n')
     with pytest.raises(InputError, match=r"bad\.jsonl:1: not an IRCoT HotpotQA record"):
         load_dataset("hotpotqa", path=bad)
+    record = {"question_id": "1", "question_text": None, "answers_objects": [], "contexts": []}
+    bad.write_text(json.dumps(record) + "\n")  # a value of the wrong type: no pydantic traceback
+    with pytest.raises(InputError) as error:
+        load_dataset("hotpotqa", path=bad)
+    assert str(error.value) == (
+        f"{bad}:1: not an IRCoT HotpotQA record (question_text: Input should be a valid string)"
+    )
     with pytest.raises(InputError, match=r"^n must be at least 1, got 0$"):
         (tmp_path / "w.json").write_text(json.dumps([]))
         load_dataset("2wiki", path=tmp_path / "w.json", n=0)

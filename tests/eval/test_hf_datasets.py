@@ -128,6 +128,27 @@ async def test_column_mapping_for_another_layout(hub: HubServer, tmp_path: Path)
         ColumnMap.parse(["questions=q"])
 
 
+async def test_sentences_without_their_own_spaces_are_joined_with_one(hub: HubServer, tmp_path: Path) -> None:
+    """2Wiki's sentences carry no leading space (HotpotQA's do): joined as written, "II.She" ran two words
+    together at every sentence boundary."""
+    row = {
+        "id": "w1",
+        "question": "Who was the mother of Lothair II?",
+        "answer": "Ermengarde of Tours",
+        "context": {
+            "title": ["Lothair II", "Tours"],
+            "sentences": [["Lothair II was a king.", "His mother was Ermengarde of Tours."], ["A city."]],
+        },
+        "supporting_facts": {"title": ["Lothair II"], "sent_id": [1]},
+    }
+    hub.add_repo("tests/2wiki-mini", SHA, {"validation.jsonl": json.dumps(row) + "\n"})
+    ds = load_hub_dataset("tests/2wiki-mini", revision=SHA, endpoint=hub.endpoint, cache_dir=tmp_path)
+    assert [p.text for p in ds.knowledge.passages] == [
+        "Lothair II was a king. His mother was Ermengarde of Tours.",
+        "A city.",
+    ]
+
+
 async def test_bad_input_names_what_is_wrong(hub: HubServer, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a full 40-hex commit sha"):
         load_hub_dataset(REPO, revision="main", endpoint=hub.endpoint)

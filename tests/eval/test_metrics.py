@@ -55,6 +55,18 @@ def test_token_f1_matches_squad_for_single_answers() -> None:
         m.f1_score(["x"], ["x"], match="fuzzy")  # type: ignore[arg-type]
 
 
+def test_token_f1_scores_yes_no_all_or_nothing_as_the_hotpotqa_and_2wiki_scripts() -> None:
+    """The official HotpotQA and 2Wiki F1 is 0 when either side normalizes to yes, no or noanswer and the
+    two differ: "No Doubt" is not half right for the gold "no"."""
+    assert m.f1_score(["No Doubt"], ["no"], match="token") == 0.0
+    assert m.f1_score(["Yes, both are."], ["yes"], match="token") == 0.0
+    assert m.f1_score(["no"], ["No Man's Land"], match="token") == 0.0
+    assert m.f1_score(["noanswer"], ["noanswer available"], match="token") == 0.0
+    assert m.f1_score(["No."], ["no"], match="token") == 1.0
+    # other answers keep their token F1: [no, doubt] against [doubt, fire]: P = R = 1/2
+    assert m.f1_score(["No Doubt"], ["Doubt Fire"], match="token") == 0.5
+
+
 def test_hits_at_1_uses_the_first_prediction() -> None:
     assert m.hits_at_1(["y", "x"], ["X"]) == 0.0
     assert m.hits_at_1(["The X.", "y"], ["x"]) == 1.0

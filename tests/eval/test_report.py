@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.eval.plots import f1_by_hops_series
 from graphwalk_core.eval.report import (
     RESULTS_SCHEMA,
     report_from_runs,
@@ -106,6 +107,17 @@ def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:
     )
     for key in ("f1_by_hops", "cost_vs_f1"):
         assert paths[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_f1_by_hops_draws_one_line_per_split(tmp_path: Path) -> None:
+    """A folder holding a dev and a test run of MetaQA drew one line through both splits' points."""
+    dev = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path).results
+    test = [r.model_copy(update={"split": "test", "f1": 1.0}) for r in dev]
+    summary = summary_table([results_table(dev), results_table(test)])
+    assert f1_by_hops_series(summary) == {
+        "toy (dev) · dict": [(1, 0.5), (2, 0.5), (3, 0.5)],
+        "toy (test) · dict": [(1, 1.0), (2, 1.0), (3, 1.0)],
+    }
 
 
 def test_a_report_refuses_to_pool_two_runs_of_one_dataset_split_and_system(tmp_path: Path) -> None:

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +19,27 @@ from graphwalk_core.eval.datasets.base import (
     unique_id,
 )
 from graphwalk_core.eval.datasets.twowiki import load_corpus
-from graphwalk_core.ingest.sources.files import allow_csv_fields_of
+from graphwalk_core.eval.metrics import answer_set
+from graphwalk_core.ingest.sources.files import csv_rows
 from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph
 
 
 def _answers(value: Any, where: str, column: str = "answers") -> list[str]:
     if isinstance(value, list) and all(isinstance(a, str) for a in value):
-        return value
+        return [a for a in value if a.strip()]
     if isinstance(value, str):
         return [a.strip() for a in value.split("|") if a.strip()]
     raise InputError(f"{where}: '{column}' must be a list of strings or a '|'-separated string")
+
+
+def _text(row: dict[str, Any], key: str, where: str) -> str | None:
+    """The optional text field ``key`` (None when absent or empty); another JSON value is an InputError."""
+    value = row.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"{where}: '{key}' must be a string, got {value!r}")
+    return value
 
 
 def _question(row: dict[str, Any], index: int, where: str) -> Question:
@@ -41,12 +51,19 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
     gold = _answers(row["answers"], where)
     if not gold:
         raise InputError(f"{where}: 'answers' is empty")
+    if not answer_set(gold):  # only an empty prediction would match it
+        raise InputError(
+            f"{where}: 'answers' {gold} are nothing once normalized (compared lowercased, without "
+            "punctuation and the words a/an/the)"
+        )
     hops = row.get("hops")
     try:
+        if isinstance(hops, bool) or not isinstance(hops, int | str | None):
+            raise ValueError(hops)  # int() would cut 2.5 to 2 and read true as 1
         hops_value = int(hops) if hops not in (None, "") else None
     except ValueError as exc:
         raise InputError(f"{where}: 'hops' must be an integer, got {hops!r}") from exc
-    start = row.get("start") or None
+    start = _text(row, "start", where)
     extra: dict[str, Any] = {"start": start} if start else {}
     if row.get("supporting") not in (None, "", []):
         extra["supporting"] = _answers(row["supporting"], where, "supporting")
@@ -55,10 +72,28 @@ def _question(row: dict[str, Any], index: int, where: str) -> Question:
         text=text,
         gold=gold,
         hops=hops_value,
-        qtype=row.get("qtype") or None,
+        qtype=_text(row, "qtype", where),
         topic=start,
         extra=extra,
     )
+
+
+def _csv_records(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
+    """(first line, row by header name) of each non-blank record after the header; a record that does not
+    parse, or has another number of fields than the header (an unquoted comma), is an InputError naming
+    its line."""
+    records = csv_rows(text)
+    first = next(records, None)
+    if first is None:
+        return
+    line, _, header, error = first
+    if header is None:
+        raise InputError(f"{path}:{line}: {error} (in the header)")
+    names = [name.strip() for name in header]
+    for line, _, fields, error in records:
+        if error is not None or fields is None:
+            raise InputError(f"{path}:{line}: {error}")
+        yield line, dict(zip(names, fields, strict=True))
 
 
 def read_custom_questions(path: Path) -> list[Question]:
@@ -72,9 +107,8 @@ def read_custom_questions(path: Path) -> list[Question]:
     questions: list[Question] = []
     seen: dict[str, str] = {}
     if suffix == ".csv":
-        allow_csv_fields_of(text)
-        for i, row in enumerate(csv.DictReader(io.StringIO(text, newline="")), start=2):
-            questions.append(_question(row, i - 1, f"{path}:{i}"))
+        for index, (i, row) in enumerate(_csv_records(path, text), start=1):
+            questions.append(_question(row, index, f"{path}:{i}"))
             unique_id(seen, questions[-1].id, f"line {i}", f"{path}:{i}")
     else:
         for i, row in jsonl_rows(text, path):

@@ -9,7 +9,8 @@ Column shapes understood (HotpotQA's, 2Wiki's and SQuAD-like layouts on the hub 
 
 * answers: a string, a list of strings, or a struct with a ``text`` list (SQuAD);
 * passages: a list of ``{title, text}`` structs, or a struct of parallel lists (``{"title": [...],
-  "sentences": [[...], ...]}``); a text given as a list of sentences is joined;
+  "sentences": [[...], ...]}``); a text given as a list of sentences is joined (as written when they
+  carry their own spaces, as HotpotQA's do, else with one space, as 2Wiki's need);
 * supporting: a list of titles, or a struct whose ``title`` list names them (HotpotQA's
   ``supporting_facts``); every supporting title must be one of the row's passages.
 
@@ -250,7 +251,13 @@ def _answers(value: Any, where: str) -> list[str]:
 
 
 def _body(value: Any) -> str:
-    return "".join(value).strip() if isinstance(value, list) else str(value).strip()
+    """A passage text, or its sentence list joined: as written when the sentences carry their own spaces
+    (HotpotQA's do), else with one space between them (2Wiki's do not: "II.His" would be one word)."""
+    if not isinstance(value, list):
+        return str(value).strip()
+    sentences = [str(s) for s in value]
+    spaced = any(s[:1].isspace() for s in sentences[1:]) or any(s[-1:].isspace() for s in sentences[:-1])
+    return ("" if spaced else " ").join(sentences).strip()
 
 
 def _passages(value: Any, cols: ColumnMap, where: str) -> list[tuple[str, str]]:

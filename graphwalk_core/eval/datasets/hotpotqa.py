@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import (
     Dataset,
@@ -21,6 +23,8 @@ from graphwalk_core.eval.datasets.base import (
 from graphwalk_core.eval.datasets.passages import PassagePool
 
 DEFAULT_FILE = Path("hotpotqa") / "hotpotqa_dev_ircotfmt_300.jsonl"
+#: The IRCoT record key of each Question field, for errors.
+_IRCOT_KEYS = {"id": "question_id", "text": "question_text", "gold": "answers_objects spans"}
 
 
 def _ircot_record(record: dict[str, Any], where: str) -> tuple[Question, list[tuple[str, str, bool]]]:
@@ -32,6 +36,10 @@ def _ircot_record(record: dict[str, Any], where: str) -> tuple[Question, list[tu
         question = Question(id=str(record["question_id"]), text=record["question_text"], gold=answers)
     except (KeyError, TypeError) as exc:
         raise InputError(f"{where}: not an IRCoT HotpotQA record (missing {exc})") from exc
+    except ValidationError as exc:  # a value of the wrong type
+        error = exc.errors()[0]
+        key = _IRCOT_KEYS.get(str(error["loc"][0]), str(error["loc"][0])) if error["loc"] else "record"
+        raise InputError(f"{where}: not an IRCoT HotpotQA record ({key}: {error['msg']})") from exc
     return question, contexts
 
 

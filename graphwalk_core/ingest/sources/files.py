@@ -569,7 +569,7 @@ def allow_csv_fields_of(text: str) -> None:
         csv.field_size_limit(len(text))
 
 
-def _csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | None]]:
+def csv_rows(text: str) -> Iterator[tuple[int, int, list[str] | None, str | None]]:
     """(first line, last line, fields, error) per non-blank record of a CSV text, parsed strictly and
     locally.
 
@@ -632,7 +632,7 @@ def _csv_records(
 ) -> list[tuple[int, int, dict[str, Any]]]:
     """Records of a CSV file: ``(index, first line, record)`` (see :func:`_indexed`). The ``key``
     column's decimals stay as written ("1.10" is no float 1.1: a CSV cannot quote it into text)."""
-    rows = list(_csv_rows(text))
+    rows = list(csv_rows(text))
     if not rows:  # blank lines only: the caller skips empty files
         return []
     (line, _, header, error), body = rows[0], rows[1:]
