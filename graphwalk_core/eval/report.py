@@ -109,11 +109,14 @@ def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, see
         skip_reason=next((r["error"] for r in rows if r["status"] == "skipped"), None),
     )
     for name in ("f1", "em", "hits_at_1"):
-        # errors count as 0 (a failed answer is a wrong answer); skipped questions are excluded
+        # errors count as 0 (a failed answer is a wrong answer), unless the system's answered questions
+        # carry no score (a passage ranker: it retrieves, it does not answer); skipped ones are excluded
+        done = [r[name] for r in answered if r["status"] != "error"]
+        scored = not done or any(v is not None for v in done)
         values = [
             0.0 if r["status"] == "error" else r[name]
             for r in answered
-            if r["status"] == "error" or r[name] is not None
+            if (r["status"] == "error" and scored) or r[name] is not None
         ]
         ci = metrics.bootstrap_ci(values, seed=seed)
         out[name] = metrics.mean_or_none(values)
@@ -139,8 +142,9 @@ def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, see
 def summary_table(results_tables: Sequence[pa.Table], *, seed: int = 0) -> pa.Table:
     """Per dataset × split × hops × system: n, F1/EM/hits@1 with 95% bootstrap CIs, latency, cost, calls.
 
-    Scores average over answered questions; an errored question scores 0, a skipped one is excluded
-    (and counted in ``n_skipped`` with its reason).
+    Scores average over answered questions; an errored question scores 0 (where the system's answered
+    questions are scored at all), a skipped one is excluded (and counted in ``n_skipped`` with its
+    reason).
     """
     groups: dict[tuple[str, str, int | None, str], list[dict]] = {}
     for table in results_tables:

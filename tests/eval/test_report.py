@@ -92,6 +92,18 @@ def test_errors_score_zero_and_are_counted(tmp_path: Path) -> None:
     assert "1 errors (scored 0)" in summary_markdown(summary_table([results_table(rows)]))
 
 
+def test_an_error_leaves_a_system_that_answers_nothing_unscored(tmp_path: Path) -> None:
+    """A passage ranker's questions carry no F1 (it retrieves, it does not answer): one failed question
+    among them made its F1, EM and hits@1 0.000 instead of "—"."""
+    run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
+    unscored = {"f1": None, "em": None, "hits_at_1": None}
+    failed = {**unscored, "status": "error", "error": "boom"}
+    rows = [r.model_copy(update=failed if r.question_id == "q000" else unscored) for r in run.results]
+    hop1 = summary_table([results_table(rows)]).to_pylist()[0]
+    assert (hop1["n"], hop1["n_ok"], hop1["n_error"]) == (2, 1, 1)
+    assert (hop1["f1"], hop1["em"], hop1["hits_at_1"], hop1["f1_ci_low"]) == (None, None, None, None)
+
+
 def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:
     run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
     paths = write_report(
