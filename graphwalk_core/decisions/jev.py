@@ -202,9 +202,11 @@ class JevBackend:
         secret = self._api_key.get_secret_value()
         return text.replace(secret, "***") if secret else text
 
-    def _error(self, what: str, exc: BaseException) -> DecisionError:
-        """A DecisionError naming the status and request id, never the key."""
-        if isinstance(exc, TypeSafeAPITimeoutError):
+    def _error(self, what: str, exc: BaseException | None) -> DecisionError:
+        """A DecisionError naming the status and request id, never the key (``None``: out of budget)."""
+        if exc is None:
+            detail = f"no whole reply within the retry budget of {self.retry.timeout:g}s"
+        elif isinstance(exc, TypeSafeAPITimeoutError):
             detail = f"timed out after {self.timeout_s}s per attempt"
         elif isinstance(exc, TypeSafeAPIError):
             detail = f"HTTP {exc.status}: {exc} (request id: {exc.request_id or '-'})"
@@ -215,15 +217,20 @@ class JevBackend:
         return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"))
 
     async def _sdk_call(self, what: str, call: Awaitable[T]) -> T:
-        """Await an SDK call; its failure becomes a redacted DecisionError with no chained SDK error.
+        """Await an SDK call, cut at the retry budget; its failure becomes a redacted DecisionError with
+        no chained SDK error.
 
-        The error is raised outside the ``except`` block so that not even ``__context__`` keeps the
-        SDK exception (whose body may echo the key).
+        The SDK's timeout bounds each read, not a reply: one trickling in never ends an attempt, so the
+        budget is enforced here. The error is raised outside the ``except`` block so that not even
+        ``__context__`` keeps the SDK exception (whose body may echo the key).
         """
         try:
-            return await call
+            async with asyncio.timeout(self.retry.timeout):
+                return await call
         except TypeSafeError as exc:
             failure = self._error(what, exc)
+        except TimeoutError:
+            failure = self._error(what, None)
         raise failure
 
     async def decide(self, request: DecisionRequest) -> DecisionResponse:

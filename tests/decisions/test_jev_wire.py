@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import traceback
 from collections.abc import Iterator
 
@@ -378,3 +379,19 @@ async def test_openrouter_model_check_masks_a_key_echoed_in_a_malformed_body(
         await backend(openrouter).verify_model()
     assert openrouter.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert str(info.value).endswith("malformed body '<html>signed in as Bearer ***</html>'")
+
+
+async def test_a_reply_trickling_in_is_cut_at_the_retry_budget(server: JevServer) -> None:
+    """httpx's timeout is per read: a server (or proxy) sending a byte every 20 ms never tripped the
+    0.3 s timeout, so a reply that never ends hung the walk, however small the retry budget."""
+    server.enqueue(Reply(trickle_s=0.02))  # ~250 bytes: about 5 s
+    jev = backend(server, timeout_s=0.3, max_retries=1, retry_budget_s=1.0)
+    started = time.monotonic()
+    with pytest.raises(DecisionError) as info:
+        await jev.decide(REQUEST)
+    assert time.monotonic() - started < 2.0
+    assert str(info.value) == (
+        "Jev (typesafe, jev-1.13.0) decision failed (up to 1 retries): "
+        "no whole reply within the retry budget of 1s"
+    )
+    assert len(server.calls()) == 1
