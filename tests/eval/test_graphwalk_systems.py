@@ -226,3 +226,30 @@ def test_a_decider_model_fingerprint_is_part_of_the_run_id() -> None:
         assert system.identity()["decider_model"] == fingerprint
         ids.append(run_id_for(_dataset(), system))
     assert ids[0] != ids[1]
+
+
+def test_answers_that_failed_on_the_decider_are_asked_again_on_rerun(tmp_path: Path) -> None:
+    """Jev down (503) for a whole run: every answer is an error. Rerunning once it is back reused those
+    errors from the checkpoint (the run id is the same), so the run could never recover."""
+    from servers.jev_server import JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    def answer(name: str, question: dict, state: object) -> dict[str, float]:
+        return dict(follow_directed_by(ChoiceQuestion(key=name, options=question["criteria"]), state))
+
+    with JevServer() as server:
+        server.answer_fn = answer
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("relation-greedy", _dataset(), decider=decider, embedder=None, llm=None)
+        server.enqueue(JevReply(503, {"error": "overloaded"}), JevReply(503, {"error": "overloaded"}))
+        down = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert [r.status for r in down.results] == ["error", "error"]
+        assert "HTTP 503: " in (down.results[0].error or "")
+        back = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert back.metadata.run_id == down.metadata.run_id
+        assert back.metadata.resumed_from == 0
+        assert [(r.status, r.predicted, r.reused) for r in back.results] == [("ok", ["Dir X"], False)] * 2
+        again = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert (again.metadata.resumed_from, len(server.calls())) == (2, 6)
