@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -106,7 +107,7 @@ def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: st
     - A label that was not offered is an error.
     - An offered label that is missing gets 0 (with a warning).
     - The result is renormalized to sum to 1, keyed in offer order.
-    - An all-zero (or negative/NaN) distribution is an error.
+    - An all-zero (or negative, NaN or infinite) distribution is an error.
     """
     unknown = [label for label in raw if label not in offered]
     if unknown:
@@ -115,9 +116,12 @@ def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: st
     if missing:
         log.warning("question %r: labels missing from the distribution, taken as 0: %s", key, missing)
     values = [float(raw.get(label, 0.0)) for label in offered]
-    if any(v != v or v < 0 for v in values):  # NaN or negative
+    if any(not math.isfinite(v) or v < 0 for v in values):
         raise DecisionError(f"question {key!r}: invalid probabilities {raw}")
     total = sum(values)
+    if math.isinf(total):  # finite values, too large to add: scaled down first
+        values = [v / max(values) for v in values]
+        total = sum(values)
     if total <= 0:
         raise DecisionError(f"question {key!r}: the distribution has no mass: {raw}")
     return {label: v / total for label, v in zip(offered, values, strict=True)}

@@ -13,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 from servers.jev_server import JevServer, Recorded, Reply, running_server
 
-from graphwalk_core.decisions import ChoiceQuestion, DecisionError, DecisionRequest
+from graphwalk_core.decisions import ChoiceQuestion, DecisionError, DecisionRequest, normalize_distribution
 from graphwalk_core.decisions.jev import JevBackend
 from graphwalk_core.errors import ConfigError
 
@@ -395,3 +395,20 @@ async def test_a_reply_trickling_in_is_cut_at_the_retry_budget(server: JevServer
         "no whole reply within the retry budget of 1s"
     )
     assert len(server.calls()) == 1
+
+
+async def test_probabilities_whose_sum_overflows_are_still_normalized(server: JevServer) -> None:
+    """Each value finite, their sum not: the distribution came out all zeros (v / inf), summing to 0,
+    its top label the first offered whatever the server said."""
+
+    def huge(body: dict) -> dict:
+        body["answers"]["b0"]["probabilities"] = {"o1": 0.0, "o2": 1e308, "STOP": 1e308}
+        return body
+
+    server.enqueue(Reply(edit=huge))
+    resp = await backend(server).decide(REQUEST)
+    assert resp.results["b0"].probabilities == {"o1": 0.0, "o2": 0.5, "STOP": 0.5}
+    assert resp.results["b0"].top == "o2"
+    # an infinite value (a local model's overflow; the SDK refuses one on the wire) gave NaN
+    with pytest.raises(DecisionError, match=r"question 'q': invalid probabilities \{'a': inf, 'b': 0.1\}"):
+        normalize_distribution(["a", "b"], {"a": float("inf"), "b": 0.1}, key="q")
