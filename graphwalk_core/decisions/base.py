@@ -73,7 +73,17 @@ class DecisionResponse(BaseModel):
 
 
 class DecisionError(BackendError):
-    """The decision backend failed (after retries) or broke the contract."""
+    """The decision backend failed (after retries) or broke the contract.
+
+    ``usage``: what a reply that broke the contract still cost (it was billed all the same).
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.usage)
 
 
 @runtime_checkable

@@ -247,16 +247,32 @@ class JevBackend:
         call = self._client().system_one(state=request.state, questions=questions, model=self.model)
         resp = await self._sdk_call("decision", call)
         latency = time.perf_counter() - started
-        return self._parse(request, resp, latency)
+        extras = _raw_extras(resp.raw_http_response.content)
+        usage = Usage(
+            input_tokens=resp.usage.input_tokens or 0,
+            output_tokens=resp.usage.output_tokens or 0,
+            cost_usd=extras.get("cost"),
+        )
+        try:
+            return self._parse(request, resp, latency, extras, usage)
+        except DecisionError as exc:  # the reply was billed all the same
+            exc.usage = usage
+            raise
 
-    def _parse(self, request: DecisionRequest, resp: SystemOneResponse, latency: float) -> DecisionResponse:
+    def _parse(
+        self,
+        request: DecisionRequest,
+        resp: SystemOneResponse,
+        latency: float,
+        extras: dict[str, Any],
+        usage: Usage,
+    ) -> DecisionResponse:
         header_id = resp.raw_http_response.headers.get(REQUEST_ID_HEADER)
         if not _echo_matches(self.model, resp.model):
             raise DecisionError(
                 f"Jev answered with model {resp.model!r}, not the pinned {self.model!r} "
                 f"(request id: {header_id or '-'})"
             )
-        extras = _raw_extras(resp.raw_http_response.content)
         results: dict[str, ChoiceResult] = {}
         for q in request.questions:
             answer = resp.answers.get(q.key)
@@ -272,11 +288,7 @@ class JevBackend:
             )
         return DecisionResponse(
             results=results,
-            usage=Usage(
-                input_tokens=resp.usage.input_tokens or 0,
-                output_tokens=resp.usage.output_tokens or 0,
-                cost_usd=extras.get("cost"),
-            ),
+            usage=usage,
             latency_s=latency,
             model=resp.model,
             request_id=extras.get("id") or header_id,

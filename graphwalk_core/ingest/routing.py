@@ -378,7 +378,7 @@ class Router:
                 chosen[q.key] = (result.top, result.probabilities[result.top], "decider")
         except DecisionError as exc:
             log.warning("routing decision failed (%s): merging on exact names only", exc)
-            self.cost.calls += 1
+            self.cost.add(exc.usage)  # a reply that broke the contract was billed all the same
             self.fallbacks += len(questions)
             for q in questions:
                 chosen[q.key] = (NEW, 1.0, "fallback")

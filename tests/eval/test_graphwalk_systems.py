@@ -253,3 +253,31 @@ def test_answers_that_failed_on_the_decider_are_asked_again_on_rerun(tmp_path: P
         assert [(r.status, r.predicted, r.reused) for r in back.results] == [("ok", ["Dir X"], False)] * 2
         again = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
         assert (again.metadata.resumed_from, len(server.calls())) == (2, 6)
+
+
+def test_a_billed_reply_that_broke_the_contract_still_counts_its_tokens(tmp_path: Path) -> None:
+    """Jev answered (and billed) but with a label that was not offered: the walk failed and the call's
+    tokens were dropped, so an errored question reported 0 input tokens and no decision call."""
+    from servers.jev_server import TOKENS_IN_PER_QUESTION, TOKENS_OUT_PER_QUESTION, JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    def unknown_label(body: dict) -> dict:
+        next(iter(body["answers"].values()))["probabilities"]["o99"] = 0.1
+        return body
+
+    with JevServer() as server:
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("relation-greedy", _dataset(), decider=decider, embedder=None, llm=None)
+        server.enqueue(JevReply(edit=unknown_label))
+        run = run_eval(_dataset().model_copy(update={"questions": _dataset().questions[:1]}), system,
+                       out_dir=tmp_path, concurrency=1)  # fmt: skip
+        (result,) = run.results
+        n = len(server.calls()[0].json["questions"])
+    assert result.status == "error" and "not offered: ['o99']" in (result.error or "")
+    assert (result.decision_calls, result.input_tokens, result.output_tokens) == (
+        1,
+        TOKENS_IN_PER_QUESTION * n,
+        TOKENS_OUT_PER_QUESTION * n,
+    )
