@@ -75,15 +75,22 @@ class DecisionResponse(BaseModel):
 class DecisionError(BackendError):
     """The decision backend failed (after retries) or broke the contract.
 
-    ``usage``: what a reply that broke the contract still cost (it was billed all the same).
+    ``usage``: what a reply that broke the contract still cost (it was billed all the same). ``status``:
+    the HTTP status the backend last answered with, when it refused the call.
     """
 
-    def __init__(self, message: str, usage: Usage | None = None) -> None:
+    def __init__(self, message: str, usage: Usage | None = None, status: int | None = None) -> None:
         super().__init__(message)
         self.usage = usage if usage is not None else Usage()
+        self.status = status
+
+    @property
+    def refused(self) -> bool:
+        """The key was refused, or its credits are spent: no retry or fallback helps until the user acts."""
+        return self.status in (401, 402, 403)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return type(self), (str(self), self.usage)
+        return type(self), (str(self), self.usage, self.status)
 
 
 @runtime_checkable

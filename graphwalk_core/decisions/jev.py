@@ -214,7 +214,8 @@ class JevBackend:
             detail = f"{type(exc).__name__}: {exc}"
         who = f"Jev ({self.provider}, {self.model})"
         policy = f"up to {self.retry.max_retries} retries"
-        return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"))
+        status = exc.status if isinstance(exc, TypeSafeAPIError) else None
+        return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"), status=status)
 
     async def _sdk_call(self, what: str, call: Awaitable[T]) -> T:
         """Await an SDK call, cut at the retry budget; its failure becomes a redacted DecisionError with
