@@ -281,3 +281,25 @@ def test_a_billed_reply_that_broke_the_contract_still_counts_its_tokens(tmp_path
         TOKENS_IN_PER_QUESTION * n,
         TOKENS_OUT_PER_QUESTION * n,
     )
+
+
+def test_graph_reader_does_not_read_after_a_failed_walk(openai_server: OpenAIServer, tmp_path: Path) -> None:
+    """Jev down (503) under graph-reader: the failed walk's nothing was read anyway and the reader's
+    guess recorded with status ok, so an outage lowered the scores and a rerun reused the guesses."""
+    from servers.jev_server import JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    dataset = _dataset()
+    dataset = dataset.model_copy(update={"questions": dataset.questions[:1]})
+    llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr("sk-test"), backoff_s=0.01)
+    with JevServer() as server:
+        server.enqueue(JevReply(503, {"error": "overloaded"}))
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("graph-reader", dataset, decider=decider, embedder=None, llm=llm)
+        (result,) = run_eval(dataset, system, out_dir=tmp_path).results
+    assert result.status == "error"
+    assert (result.error or "").startswith("DecisionError: Jev (typesafe, jev-1.13.0) decision failed")
+    assert "HTTP 503: " in (result.error or "")
+    assert (result.llm_calls, openai_server.chat_requests) == (0, [])
