@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -72,7 +73,24 @@ class DecisionResponse(BaseModel):
 
 
 class DecisionError(BackendError):
-    """The decision backend failed (after retries) or broke the contract."""
+    """The decision backend failed (after retries) or broke the contract.
+
+    ``usage``: what a reply that broke the contract still cost (it was billed all the same). ``status``:
+    the HTTP status the backend last answered with, when it refused the call.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage if usage is not None else Usage()
+        self.status = status
+
+    @property
+    def refused(self) -> bool:
+        """The key was refused, or its credits are spent: no retry or fallback helps until the user acts."""
+        return self.status in (401, 402, 403)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return type(self), (str(self), self.usage, self.status)
 
 
 @runtime_checkable
@@ -106,7 +124,7 @@ def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: st
     - A label that was not offered is an error.
     - An offered label that is missing gets 0 (with a warning).
     - The result is renormalized to sum to 1, keyed in offer order.
-    - An all-zero (or negative/NaN) distribution is an error.
+    - An all-zero (or negative, NaN or infinite) distribution is an error.
     """
     unknown = [label for label in raw if label not in offered]
     if unknown:
@@ -115,9 +133,12 @@ def normalize_distribution(offered: list[str], raw: dict[str, float], *, key: st
     if missing:
         log.warning("question %r: labels missing from the distribution, taken as 0: %s", key, missing)
     values = [float(raw.get(label, 0.0)) for label in offered]
-    if any(v != v or v < 0 for v in values):  # NaN or negative
+    if any(not math.isfinite(v) or v < 0 for v in values):
         raise DecisionError(f"question {key!r}: invalid probabilities {raw}")
     total = sum(values)
+    if math.isinf(total):  # finite values, too large to add: scaled down first
+        values = [v / max(values) for v in values]
+        total = sum(values)
     if total <= 0:
         raise DecisionError(f"question {key!r}: the distribution has no mass: {raw}")
     return {label: v / total for label, v in zip(offered, values, strict=True)}

@@ -202,9 +202,11 @@ class JevBackend:
         secret = self._api_key.get_secret_value()
         return text.replace(secret, "***") if secret else text
 
-    def _error(self, what: str, exc: BaseException) -> DecisionError:
-        """A DecisionError naming the status and request id, never the key."""
-        if isinstance(exc, TypeSafeAPITimeoutError):
+    def _error(self, what: str, exc: BaseException | None) -> DecisionError:
+        """A DecisionError naming the status and request id, never the key (``None``: out of budget)."""
+        if exc is None:
+            detail = f"no whole reply within the retry budget of {self.retry.timeout:g}s"
+        elif isinstance(exc, TypeSafeAPITimeoutError):
             detail = f"timed out after {self.timeout_s}s per attempt"
         elif isinstance(exc, TypeSafeAPIError):
             detail = f"HTTP {exc.status}: {exc} (request id: {exc.request_id or '-'})"
@@ -212,18 +214,24 @@ class JevBackend:
             detail = f"{type(exc).__name__}: {exc}"
         who = f"Jev ({self.provider}, {self.model})"
         policy = f"up to {self.retry.max_retries} retries"
-        return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"))
+        status = exc.status if isinstance(exc, TypeSafeAPIError) else None
+        return DecisionError(self._redact(f"{who} {what} failed ({policy}): {detail}"), status=status)
 
     async def _sdk_call(self, what: str, call: Awaitable[T]) -> T:
-        """Await an SDK call; its failure becomes a redacted DecisionError with no chained SDK error.
+        """Await an SDK call, cut at the retry budget; its failure becomes a redacted DecisionError with
+        no chained SDK error.
 
-        The error is raised outside the ``except`` block so that not even ``__context__`` keeps the
-        SDK exception (whose body may echo the key).
+        The SDK's timeout bounds each read, not a reply: one trickling in never ends an attempt, so the
+        budget is enforced here. The error is raised outside the ``except`` block so that not even
+        ``__context__`` keeps the SDK exception (whose body may echo the key).
         """
         try:
-            return await call
+            async with asyncio.timeout(self.retry.timeout):
+                return await call
         except TypeSafeError as exc:
             failure = self._error(what, exc)
+        except TimeoutError:
+            failure = self._error(what, None)
         raise failure
 
     async def decide(self, request: DecisionRequest) -> DecisionResponse:
@@ -240,16 +248,32 @@ class JevBackend:
         call = self._client().system_one(state=request.state, questions=questions, model=self.model)
         resp = await self._sdk_call("decision", call)
         latency = time.perf_counter() - started
-        return self._parse(request, resp, latency)
+        extras = _raw_extras(resp.raw_http_response.content)
+        usage = Usage(
+            input_tokens=resp.usage.input_tokens or 0,
+            output_tokens=resp.usage.output_tokens or 0,
+            cost_usd=extras.get("cost"),
+        )
+        try:
+            return self._parse(request, resp, latency, extras, usage)
+        except DecisionError as exc:  # the reply was billed all the same
+            exc.usage = usage
+            raise
 
-    def _parse(self, request: DecisionRequest, resp: SystemOneResponse, latency: float) -> DecisionResponse:
+    def _parse(
+        self,
+        request: DecisionRequest,
+        resp: SystemOneResponse,
+        latency: float,
+        extras: dict[str, Any],
+        usage: Usage,
+    ) -> DecisionResponse:
         header_id = resp.raw_http_response.headers.get(REQUEST_ID_HEADER)
         if not _echo_matches(self.model, resp.model):
             raise DecisionError(
                 f"Jev answered with model {resp.model!r}, not the pinned {self.model!r} "
                 f"(request id: {header_id or '-'})"
             )
-        extras = _raw_extras(resp.raw_http_response.content)
         results: dict[str, ChoiceResult] = {}
         for q in request.questions:
             answer = resp.answers.get(q.key)
@@ -265,11 +289,7 @@ class JevBackend:
             )
         return DecisionResponse(
             results=results,
-            usage=Usage(
-                input_tokens=resp.usage.input_tokens or 0,
-                output_tokens=resp.usage.output_tokens or 0,
-                cost_usd=extras.get("cost"),
-            ),
+            usage=usage,
             latency_s=latency,
             model=resp.model,
             request_id=extras.get("id") or header_id,

@@ -99,8 +99,9 @@ def adopt_legacy_folder(out_dir: Path, run_id: str) -> None:
 
 def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionResult], int]:
     """The checkpointed results still valid for ``dataset``'s questions, by question id, labelled
-    ``reused``, and how many were dropped: a question edited since it was answered (text, gold, start,
-    hops, …) is answered again.
+    ``reused``, and how many were dropped as edited: a question edited since it was answered (text, gold,
+    start, hops, …) is answered again, and so is one whose answer was an error (a backend down, a key
+    refused), which a rerun is there to recover from.
 
     The checkpoint is rewritten to match: dropped records cut (it holds each question once), kept ones
     labelled, so it says how this run obtained each answer, as its results do, and a report rebuilt from
@@ -108,13 +109,18 @@ def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionRes
     """
     keys = {q.id: q.content_key() for q in dataset.questions}
     records = read_checkpoint(checkpoint)
-    kept = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
-    if len(kept) < len(records):
-        log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(kept))
+    current = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
+    if len(current) < len(records):
+        log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(current))
+    kept = [r for r in current if r.status != "error"]
+    if len(kept) < len(current):
+        log.info(
+            "%s: %d answers that failed with an error are asked again", checkpoint, len(current) - len(kept)
+        )
     if len(kept) < len(records) or not all(r.reused for r in kept):
         kept = [r.model_copy(update={"reused": True}) for r in kept]
         rewrite_checkpoint(checkpoint, kept)
-    return {r.question_id: r for r in kept}, len(records) - len(kept)
+    return {r.question_id: r for r in kept}, len(records) - len(current)
 
 
 async def _answer_with_backoff(

@@ -5,7 +5,8 @@ plus every node planned earlier in the run) and from earlier mentions of the sam
 Jaccard), so two differently named mentions of one entity in one chunk can merge. One decision request
 per chunk asks one :class:`ChoiceQuestion` per mention with candidates, over ``c1..cN`` and ``NEW``;
 mentions without candidates are NEW with no call, years route by exact name. Below ``route_threshold``
-an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name.
+an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name; if it
+refuses the key (HTTP 401, 402, 403), routing stops with its error.
 ``routing="exact"`` merges on identical normalized names with no calls (the baseline).
 
 Decider routing drops a fuzzy candidate (or peer) whose names cannot name the mention's entity
@@ -377,8 +378,10 @@ class Router:
                 result = response.results[q.key]
                 chosen[q.key] = (result.top, result.probabilities[result.top], "decider")
         except DecisionError as exc:
+            if exc.refused:  # a wrong key would route the whole source on exact names, ledgered complete
+                raise
             log.warning("routing decision failed (%s): merging on exact names only", exc)
-            self.cost.calls += 1
+            self.cost.add(exc.usage)  # a reply that broke the contract was billed all the same
             self.fallbacks += len(questions)
             for q in questions:
                 chosen[q.key] = (NEW, 1.0, "fallback")

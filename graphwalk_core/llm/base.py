@@ -43,6 +43,10 @@ class LLMError(BackendError):
         return type(self), (str(self), self.usage, self.attempts)
 
 
+class LLMReplyError(LLMError):
+    """Every request was answered, but no reply validated against the schema."""
+
+
 @runtime_checkable
 class LLMBackend(Protocol):
     @property

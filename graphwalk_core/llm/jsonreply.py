@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from graphwalk_core.llm.base import LLMError
+from graphwalk_core.llm.base import LLMReplyError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -65,7 +65,8 @@ async def ask_for_json(
 ) -> tuple[str, T]:
     """Ask ``send`` for a ``schema`` object; if the reply is invalid, ask once more with the error appended.
 
-    Returns the last reply text and the validated object; LLMError naming the model after 2 invalid replies.
+    Returns the last reply text and the validated object; LLMReplyError naming the model after 2 invalid
+    replies (a failed request raises the LLMError of ``send``).
     """
     chat = [{"role": "system", "content": schema_instruction(schema)}, *chat]
     text = await send(chat)
@@ -79,4 +80,5 @@ async def ask_for_json(
         return text, parse_json_reply(text, schema)
     except ReplyFormatError as second:
         name = schema.__name__
-        raise LLMError(f"LLM {model}: reply never validated against {name} in 2 tries: {second}") from None
+        message = f"LLM {model}: reply never validated against {name} in 2 tries: {second}"
+        raise LLMReplyError(message) from None

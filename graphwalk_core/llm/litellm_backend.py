@@ -76,7 +76,7 @@ def _retry_after_s(err: Exception) -> float | None:
 
 
 def _is_retryable(err: Exception, litellm: ModuleType) -> bool:
-    if isinstance(err, litellm.APIConnectionError | litellm.Timeout):
+    if isinstance(err, litellm.APIConnectionError | litellm.Timeout | TimeoutError):
         return True
     status = getattr(err, "status_code", None)
     return isinstance(status, int) and (status in RETRY_STATUSES or status >= 500)
@@ -184,8 +184,12 @@ class LiteLLMBackend:
         for retry in range(self.max_retries + 1):
             totals.attempts += 1
             try:
-                response = await litellm.acompletion(**kwargs)
+                # the client's timeout bounds each read: a reply trickling in would never end the attempt
+                async with asyncio.timeout(self.timeout_s):
+                    response = await litellm.acompletion(**kwargs)
             except Exception as err:
+                if type(err) is TimeoutError:
+                    err = TimeoutError(f"no whole reply within {self.timeout_s:g}s")
                 detail = self._redact(f"{type(err).__name__}: {err}")
                 if retry == self.max_retries or not _is_retryable(err, litellm):
                     raise LLMError(

@@ -22,6 +22,7 @@ from graphwalk_core.decisions.base import (
     DecisionError,
     DecisionRequest,
     DecisionResponse,
+    Usage,
     choice_confidence,
     normalize_distribution,
     top_label,
@@ -489,6 +490,8 @@ class _Walk:
         for call_id, batch, response in zip(call_ids, batches, results, strict=True):
             if isinstance(response, BaseException):
                 failure = failure or response
+                if isinstance(response, DecisionError) and response.usage != Usage():  # a billed reply
+                    self._record_call(call_id, batch, DecisionResponse(results={}, usage=response.usage))
                 continue
             self._record_call(call_id, batch, response)
             for q in batch:

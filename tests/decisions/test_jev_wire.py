@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 import traceback
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 from servers.jev_server import JevServer, Recorded, Reply, running_server
 
-from graphwalk_core.decisions import ChoiceQuestion, DecisionError, DecisionRequest
+from graphwalk_core.decisions import ChoiceQuestion, DecisionError, DecisionRequest, normalize_distribution
 from graphwalk_core.decisions.jev import JevBackend
 from graphwalk_core.errors import ConfigError
 
@@ -378,3 +379,36 @@ async def test_openrouter_model_check_masks_a_key_echoed_in_a_malformed_body(
         await backend(openrouter).verify_model()
     assert openrouter.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert str(info.value).endswith("malformed body '<html>signed in as Bearer ***</html>'")
+
+
+async def test_a_reply_trickling_in_is_cut_at_the_retry_budget(server: JevServer) -> None:
+    """httpx's timeout is per read: a server (or proxy) sending a byte every 20 ms never tripped the
+    0.3 s timeout, so a reply that never ends hung the walk, however small the retry budget."""
+    server.enqueue(Reply(trickle_s=0.02))  # ~250 bytes: about 5 s
+    jev = backend(server, timeout_s=0.3, max_retries=1, retry_budget_s=1.0)
+    started = time.monotonic()
+    with pytest.raises(DecisionError) as info:
+        await jev.decide(REQUEST)
+    assert time.monotonic() - started < 2.0
+    assert str(info.value) == (
+        "Jev (typesafe, jev-1.13.0) decision failed (up to 1 retries): "
+        "no whole reply within the retry budget of 1s"
+    )
+    assert len(server.calls()) == 1
+
+
+async def test_probabilities_whose_sum_overflows_are_still_normalized(server: JevServer) -> None:
+    """Each value finite, their sum not: the distribution came out all zeros (v / inf), summing to 0,
+    its top label the first offered whatever the server said."""
+
+    def huge(body: dict) -> dict:
+        body["answers"]["b0"]["probabilities"] = {"o1": 0.0, "o2": 1e308, "STOP": 1e308}
+        return body
+
+    server.enqueue(Reply(edit=huge))
+    resp = await backend(server).decide(REQUEST)
+    assert resp.results["b0"].probabilities == {"o1": 0.0, "o2": 0.5, "STOP": 0.5}
+    assert resp.results["b0"].top == "o2"
+    # an infinite value (a local model's overflow; the SDK refuses one on the wire) gave NaN
+    with pytest.raises(DecisionError, match=r"question 'q': invalid probabilities \{'a': inf, 'b': 0.1\}"):
+        normalize_distribution(["a", "b"], {"a": float("inf"), "b": 0.1}, key="q")

@@ -226,3 +226,80 @@ def test_a_decider_model_fingerprint_is_part_of_the_run_id() -> None:
         assert system.identity()["decider_model"] == fingerprint
         ids.append(run_id_for(_dataset(), system))
     assert ids[0] != ids[1]
+
+
+def test_answers_that_failed_on_the_decider_are_asked_again_on_rerun(tmp_path: Path) -> None:
+    """Jev down (503) for a whole run: every answer is an error. Rerunning once it is back reused those
+    errors from the checkpoint (the run id is the same), so the run could never recover."""
+    from servers.jev_server import JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    def answer(name: str, question: dict, state: object) -> dict[str, float]:
+        return dict(follow_directed_by(ChoiceQuestion(key=name, options=question["criteria"]), state))
+
+    with JevServer() as server:
+        server.answer_fn = answer
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("relation-greedy", _dataset(), decider=decider, embedder=None, llm=None)
+        server.enqueue(JevReply(503, {"error": "overloaded"}), JevReply(503, {"error": "overloaded"}))
+        down = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert [r.status for r in down.results] == ["error", "error"]
+        assert "HTTP 503: " in (down.results[0].error or "")
+        back = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert back.metadata.run_id == down.metadata.run_id
+        assert back.metadata.resumed_from == 0
+        assert [(r.status, r.predicted, r.reused) for r in back.results] == [("ok", ["Dir X"], False)] * 2
+        again = run_eval(_dataset(), system, out_dir=tmp_path, concurrency=1)
+        assert (again.metadata.resumed_from, len(server.calls())) == (2, 6)
+
+
+def test_a_billed_reply_that_broke_the_contract_still_counts_its_tokens(tmp_path: Path) -> None:
+    """Jev answered (and billed) but with a label that was not offered: the walk failed and the call's
+    tokens were dropped, so an errored question reported 0 input tokens and no decision call."""
+    from servers.jev_server import TOKENS_IN_PER_QUESTION, TOKENS_OUT_PER_QUESTION, JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    def unknown_label(body: dict) -> dict:
+        next(iter(body["answers"].values()))["probabilities"]["o99"] = 0.1
+        return body
+
+    with JevServer() as server:
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("relation-greedy", _dataset(), decider=decider, embedder=None, llm=None)
+        server.enqueue(JevReply(edit=unknown_label))
+        run = run_eval(_dataset().model_copy(update={"questions": _dataset().questions[:1]}), system,
+                       out_dir=tmp_path, concurrency=1)  # fmt: skip
+        (result,) = run.results
+        n = len(server.calls()[0].json["questions"])
+    assert result.status == "error" and "not offered: ['o99']" in (result.error or "")
+    assert (result.decision_calls, result.input_tokens, result.output_tokens) == (
+        1,
+        TOKENS_IN_PER_QUESTION * n,
+        TOKENS_OUT_PER_QUESTION * n,
+    )
+
+
+def test_graph_reader_does_not_read_after_a_failed_walk(openai_server: OpenAIServer, tmp_path: Path) -> None:
+    """Jev down (503) under graph-reader: the failed walk's nothing was read anyway and the reader's
+    guess recorded with status ok, so an outage lowered the scores and a rerun reused the guesses."""
+    from servers.jev_server import JevServer
+    from servers.jev_server import Reply as JevReply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    dataset = _dataset()
+    dataset = dataset.model_copy(update={"questions": dataset.questions[:1]})
+    llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr("sk-test"), backoff_s=0.01)
+    with JevServer() as server:
+        server.enqueue(JevReply(503, {"error": "overloaded"}))
+        decider = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        system = build_system("graph-reader", dataset, decider=decider, embedder=None, llm=llm)
+        (result,) = run_eval(dataset, system, out_dir=tmp_path).results
+    assert result.status == "error"
+    assert (result.error or "").startswith("DecisionError: Jev (typesafe, jev-1.13.0) decision failed")
+    assert "HTTP 503: " in (result.error or "")
+    assert (result.llm_calls, openai_server.chat_requests) == (0, [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from servers.openai_server import Fail, OpenAIServer, Reply
 
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.eval.datasets.base import Dataset, Knowledge, Passage, Question
-from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.runner import run_eval, run_eval_async
 from graphwalk_core.eval.systems.base import QASystem, SkippedSystem
 from graphwalk_core.eval.systems.registry import build_system
 from graphwalk_core.llm.litellm_backend import LiteLLMBackend
@@ -121,6 +122,23 @@ def test_iter_rag_counts_the_cost_of_a_step_that_never_validated(
     assert (result.predicted, result.llm_calls, result.output_tokens) == (["42 metres"], 2, 6)
     assert result.cost_usd == pytest.approx(0.007)
     assert result.input_tokens == sum(_words(r.body["messages"]) for r in openai_server.chat_requests)
+
+
+def test_iter_rag_step_that_failed_on_the_transport_is_not_taken_for_an_invalid_reply(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    """429s outlasting the LLM's retries on a step were caught as 'the step reply never validated': the
+    walk fell back to a plain read and recorded that as iter-rag's answer. The failure now reaches the
+    runner, which backs off from the rate limit and asks the question again."""
+    openai_server.enqueue(*[Fail(429, retry_after=0.01)] * 3, Reply(json.dumps({"answer": "42 metres"})))
+    llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr("sk-test"), max_retries=2)
+    system = build_system("iter-rag", _dataset(), decider=None, embedder=HashingEmbedder(), llm=llm)
+    run = asyncio.run(run_eval_async(_dataset(), system, out_dir=tmp_path, rate_limit_base_delay_s=0.01))
+    (result,) = run.results
+    assert (result.status, result.predicted, result.llm_calls) == ("ok", ["42 metres"], 1)
+    assert result.trace["steps"] == [{"answer": "42 metres"}]
+    assert len(openai_server.chat_requests) == 4
+    assert openai_server.chat_requests[3].body["response_format"] == {"type": "json_object"}
 
 
 def test_systems_without_an_llm_are_skipped_with_the_reason() -> None:

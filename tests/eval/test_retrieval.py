@@ -210,3 +210,26 @@ def test_a_walk_over_triples_cites_no_passages_so_its_recall_is_not_scored() -> 
     )
     ranked, ranked_recall = asyncio.run(run("graph-ppr-walk"))
     assert (ranked.cites_passages, ranked_recall) == (True, (1.0, 1.0, 1.0, True))
+
+
+def test_graph_ppr_walk_whose_walk_failed_is_an_error() -> None:
+    """Jev down (503) under graph-ppr-walk: the walk failed, graph-ppr ranked without its seeds and the
+    ranking was recorded with status ok, so an outage showed as lower recall and a rerun reused it."""
+    from pydantic import SecretStr
+    from servers.jev_server import JevServer, Reply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    ds = _dataset()
+    with JevServer() as server:
+        server.enqueue(Reply(503, {"error": "overloaded"}))
+        jev = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+
+        async def run() -> SystemAnswer:
+            system = await build_system_async("graph-ppr-walk", ds, decider=jev, embedder=HashingEmbedder())
+            return await system.answer(ds.questions[0])
+
+        answer = asyncio.run(run())
+    assert answer.status == "error"
+    assert (answer.error or "").startswith("DecisionError: Jev (typesafe, jev-1.13.0) decision failed")
+    assert answer.trace is not None and answer.trace["walk_status"] == "error"

@@ -169,3 +169,25 @@ async def test_failed_chunk_still_counts_its_calls_and_tokens(
     assert report.failed == ["a.txt"]
     cost = report.extraction_cost
     assert (cost.calls, cost.input_tokens, cost.output_tokens) == (2, 120, 10)
+
+
+async def test_a_reply_cut_short_is_asked_again_not_cached_as_empty(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    """A reply cut at the token limit leaves its outer object unclosed: the first whole object in it was
+    an entity, which validated as an extraction with no entities and no relations (all fields default),
+    so the chunk was stored empty, cached, and its document marked complete."""
+    cut = GOOD[: GOOD.index('{"name": "Inception"') + 10]
+    openai_server.enqueue(Reply(cut, finish_reason="length"), GOOD)
+    cache = ExtractionCache(tmp_path / "cache.sqlite")
+    store = MemoryGraphStore()
+    report = await ingest(
+        FileSource(corpus(tmp_path / "docs")), store, extractor=extractor(openai_server), routing="exact",
+        cache=cache,
+    )  # fmt: skip
+    assert (report.failed, report.extraction_cost.calls) == ([], 2)
+    fix = openai_server.chat_requests[1].body["messages"][-1]["content"]
+    assert fix.startswith("That reply was invalid: reply does not match LLMExtraction: <root>: Value error, ")
+    assert await store.counts() == (3, 2)
+    [cached] = cache._conn.execute("SELECT extraction FROM extractions").fetchall()
+    assert json.loads(cached[0])["relations"][0]["target"] == "Christopher Nolan"

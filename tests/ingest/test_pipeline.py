@@ -228,6 +228,53 @@ async def test_decider_failure_merges_only_on_exact_names(tmp_path: Path) -> Non
     assert sorted([n.name async for n in store.iter_nodes()]) == ["Christopher Nolan", "Nolan"]
 
 
+async def test_a_billed_routing_reply_that_broke_the_contract_counts_its_tokens(tmp_path: Path) -> None:
+    """Jev answered a routing question with a label not offered: the call fell back to exact names, and
+    its billed tokens were dropped from the routing cost."""
+    from pydantic import SecretStr
+    from servers.jev_server import TOKENS_IN_PER_QUESTION, JevServer, Reply
+
+    from graphwalk_core.decisions.jev import JevBackend
+
+    def unknown_label(body: dict) -> dict:
+        next(iter(body["answers"].values()))["probabilities"]["c99"] = 0.1
+        return body
+
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Nolan|person"})
+    with JevServer() as server:
+        server.enqueue(Reply(edit=unknown_label))
+        jev = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        report = await run(tmp_path, MemoryGraphStore(), ScriptedExtractor(), jev)  # type: ignore[arg-type]
+        [call] = server.calls()
+    assert (report.fallbacks, report.routing_cost.calls) == (1, 1)
+    assert report.routing_cost.input_tokens == TOKENS_IN_PER_QUESTION * len(call.json["questions"])
+
+
+@pytest.mark.parametrize("status", [401, 402, 403])
+async def test_a_refused_key_stops_routing_instead_of_merging_on_exact_names(
+    tmp_path: Path, status: int
+) -> None:
+    """A wrong or expired Jev key (or no credits left) fell back like an outage: every mention merged on
+    exact names only, the documents were ledgered complete, and a rerun with the right key left them so.
+    The ingest now stops with the error, before anything is written."""
+    from pydantic import SecretStr
+    from servers.jev_server import JevServer, Reply
+
+    from graphwalk_core.decisions.base import DecisionError
+    from graphwalk_core.decisions.jev import JevBackend
+    from graphwalk_core.ingest.ledger import read_ledger
+
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Nolan|person"})
+    store = MemoryGraphStore()
+    with JevServer() as server:
+        server.enqueue(Reply(status, {"error": "invalid API key"}))
+        jev = JevBackend(SecretStr("sk-test-0123456789"), base_url=server.base_url, max_retries=0)
+        with pytest.raises(DecisionError, match=rf"HTTP {status}: .*invalid API key"):
+            await run(tmp_path, store, ScriptedExtractor(), jev)  # type: ignore[arg-type]
+    assert await store.counts() == (0, 0)
+    assert await read_ledger(store, "docs") == {}
+
+
 async def test_low_confidence_escalates_to_the_llm(tmp_path: Path) -> None:
     write(tmp_path, {"a.txt": "E Chris Nolan|person", "b.txt": "E Nolan|person"})
     llm = FakeLLM('{"choice": "c1"}')

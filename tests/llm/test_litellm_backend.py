@@ -229,3 +229,22 @@ async def test_key_with_surrounding_whitespace_is_sent_stripped(openai_server: O
     llm = LiteLLMBackend("openai/test-model", openai_server.base_url, SecretStr(f" {KEY}\n"), max_retries=0)
     assert (await llm.complete(MESSAGES)).text == "Paris."
     assert openai_server.chat_requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_a_reply_trickling_in_times_out_the_attempt(openai_server: OpenAIServer) -> None:
+    """The client's timeout is per read: a body sent a byte every 20 ms never tripped the 0.5 s timeout,
+    so a reply that never ends hung the extraction; now the attempt ends at the timeout and is retried."""
+    llm = backend(openai_server, timeout_s=0.5)
+    await backend(openai_server).complete(MESSAGES)  # litellm's first call sets up for ~1 s on a busy machine
+    openai_server.enqueue(Reply("Paris, " * 20, trickle_s=0.02), Reply("Paris."))  # the first: ~8 s
+    started = time.monotonic()
+    result = await llm.complete(MESSAGES)
+    assert time.monotonic() - started < 2.5
+    assert (result.text, result.attempts) == ("Paris.", 2)
+    assert len(openai_server.chat_requests) == 3
+    openai_server.enqueue(Reply("Paris, " * 20, trickle_s=0.02))
+    with pytest.raises(LLMError) as err:
+        await backend(openai_server, timeout_s=0.5, max_retries=0).complete(MESSAGES)
+    assert str(err.value) == (
+        "LLM openai/test-model failed after 1 attempt(s): TimeoutError: no whole reply within 0.5s"
+    )

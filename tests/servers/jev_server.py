@@ -30,13 +30,14 @@ OPENROUTER_USD_PER_INPUT_TOKEN = 0.042e-6
 class Reply:
     """A scripted reply. ``body``: raw bytes (sent as is), JSON, or a function of the recorded request.
 
-    ``delay_s`` sleeps before answering.
+    ``delay_s`` sleeps before answering; ``trickle_s`` sends the body a byte at a time, this far apart.
     """
 
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    trickle_s: float = 0.0
     #: For 200 replies with ``body=None``: the normal answer, passed through this edit.
     edit: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
@@ -187,7 +188,13 @@ class JevServer(BackgroundHTTPServer):
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if reply.trickle_s:
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     self.close_connection = True
 

@@ -37,7 +37,8 @@ from servers.background import BackgroundHTTPServer
 
 @dataclass(frozen=True)
 class Reply:
-    """A chat completion reply; token counts default to whitespace word counts of prompt and reply."""
+    """A chat completion reply; token counts default to whitespace word counts of prompt and reply.
+    ``trickle_s``: the body is sent a byte at a time, this far apart."""
 
     text: str
     prompt_tokens: int | None = None
@@ -45,6 +46,7 @@ class Reply:
     cost: float | None = None  # reported as usage.cost (OpenRouter style) when set
     headers: dict[str, str] = field(default_factory=dict)
     finish_reason: str = "stop"
+    trickle_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,10 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None when the body was empty or not JSON
     raw: bytes
     at: float = field(default_factory=time.monotonic)  # arrival time (time.monotonic)
+
+
+#: Internal: how ``_chat`` tells the handler to trickle a reply (not sent).
+TRICKLE_HEADER = "x-test-trickle-s"
 
 
 def _words(text: str) -> int:
@@ -173,7 +179,10 @@ class OpenAIServer(BackgroundHTTPServer):
             ],
             "usage": usage,
         }
-        return 200, dict(reply.headers), json.dumps(payload).encode()
+        headers = dict(reply.headers)
+        if reply.trickle_s:
+            headers[TRICKLE_HEADER] = str(reply.trickle_s)
+        return 200, headers, json.dumps(payload).encode()
 
     def _embeddings(self, body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
         inputs = body.get("input")
@@ -250,6 +259,7 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, extra, body = server.handle(self.command, self.path, headers, raw)
+            trickle_s = float(extra.pop(TRICKLE_HEADER, 0))
             self.send_response(status)
             if not any(k.lower() == "content-type" for k in extra):
                 self.send_header("Content-Type", "application/json")
@@ -257,7 +267,15 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            try:
+                if not trickle_s:
+                    self.wfile.write(body)
+                for i in range(len(body) if trickle_s else 0):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(trickle_s)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                self.close_connection = True
 
         do_GET = _serve
         do_POST = _serve

@@ -81,7 +81,10 @@ class GraphReaderSystem:
             tally.cost_usd, tally.decision_calls = totals.cost_usd, totals.decision_calls
             blocks = self.blocks(result)
             walked = {"walk_answers": [a.names[:10] for a in result.answers[:3]], "status": result.status}
-        answers = await read(self.llm, question.text, blocks or ["(the walk reached nothing)"], tally)
+        # a walk whose decider failed (an outage, a refused key) is an error, not a context to guess from
+        failed = result is not None and result.status == "error"
+        context = blocks or ["(the walk reached nothing)"]
+        answers = [] if failed else await read(self.llm, question.text, context, tally)
         return SystemAnswer(
             answers=answers,
             latency_s=time.perf_counter() - start,
@@ -89,5 +92,7 @@ class GraphReaderSystem:
             passages=passages_of(result) if result is not None else [],
             cites_passages=self.walker.cites_passages,
             trace={**walked, "blocks": blocks},
+            status="error" if failed else "ok",
+            error=result.error if result is not None and failed else None,
             **tally.fields(),
         )

@@ -11,7 +11,7 @@ from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.systems.base import SystemAnswer, UsageTally
 from graphwalk_core.eval.systems.documents import Document, DocumentIndex
 from graphwalk_core.eval.systems.llm_reader import context_block, parse_answers, rag_identity, read
-from graphwalk_core.llm.base import LLMBackend, LLMError, Message
+from graphwalk_core.llm.base import LLMBackend, LLMReplyError, Message
 
 STEP_SYSTEM = (
     "You answer multi-hop questions from the given context, looking things up when it is not enough. "
@@ -87,7 +87,7 @@ class IterRAGSystem:
             ]
             try:
                 result = await self.llm.complete(messages, schema=IterStep)
-            except LLMError as exc:  # the step reply never validated: fall back to a plain answer
+            except LLMReplyError as exc:  # the step reply never validated: fall back to a plain answer
                 tally.add(exc.usage, llm=True)
                 steps.append({"invalid_step": str(exc)[:200]})
                 break

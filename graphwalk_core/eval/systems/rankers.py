@@ -111,6 +111,7 @@ class WalkSeededSystem:
         walked = await self.walker.answer(question)
         result = self.ppr.rank(question.text, self.ranker.k, walk=walked.passages)
         trace = result.model_dump(mode="json", exclude_none=True)
+        failed = walked.status == "error"  # the decider failed (an outage, a refused key): no walk seeds
         return walked.model_copy(
             update={
                 "answers": [],
@@ -119,8 +120,8 @@ class WalkSeededSystem:
                 "passages": result.passage_ids,
                 "cites_passages": True,  # ranked passages, whatever graph the walk read
                 "trace": {**trace, "walk": walked.trace, "walk_status": walked.status},
-                "status": "ok",
-                "error": None,
+                "status": "error" if failed else "ok",
+                "error": walked.error if failed else None,
             }
         )
 

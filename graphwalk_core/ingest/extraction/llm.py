@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from graphwalk_core.ingest.extraction.base import (
     ExtractedEntity,
@@ -51,6 +52,15 @@ class LLMExtraction(BaseModel):
 
     entities: list[LLMEntity] = Field(default_factory=list)
     relations: list[LLMRelation] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _names_a_list(cls, data: Any) -> Any:
+        """An object with neither key is not the reply: in a reply cut short, the first whole object is an
+        inner one (an entity), which would otherwise validate as an empty extraction."""
+        if isinstance(data, dict) and "entities" not in data and "relations" not in data:
+            raise ValueError(f"an object with neither 'entities' nor 'relations': keys {sorted(data)}")
+        return data
 
     def to_extraction(self) -> Extraction:
         return Extraction(
