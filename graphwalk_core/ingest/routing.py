@@ -5,8 +5,9 @@ plus every node planned earlier in the run) and from earlier mentions of the sam
 Jaccard), so two differently named mentions of one entity in one chunk can merge. One decision request
 per chunk asks one :class:`ChoiceQuestion` per mention with candidates, over ``c1..cN`` and ``NEW``;
 mentions without candidates are NEW with no call, years route by exact name. Below ``route_threshold``
-an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name; if it
-refuses the key (HTTP 401, 402, 403), routing stops with its error.
+an LLM (when configured) adjudicates. If the decider fails, a mention merges only on an exact name and its
+document is left incomplete (routed again by the next run); if it refuses the key (HTTP 401, 402, 403),
+routing stops with its error.
 ``routing="exact"`` merges on identical normalized names with no calls (the baseline).
 
 Decider routing drops a fuzzy candidate (or peer) whose names cannot name the mention's entity
@@ -576,6 +577,13 @@ async def route_extractions(
             )
             continue
         decisions, nodes, edges = await router.route_chunk(item, source_id)
+        fell_back = sum(d.via == "fallback" for d in decisions)
+        if fell_back:  # written as routed on exact names, and routed again by the next run
+            plan.status = "incomplete"
+            plan.errors.append(
+                f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): the routing decision "
+                f"failed, {fell_back} mention(s) merged on exact names only"
+            )
         mentions.extend(decisions)
         plan.nodes.extend(nodes)
         plan.edges.extend(edges)

@@ -226,6 +226,16 @@ async def test_decider_failure_merges_only_on_exact_names(tmp_path: Path) -> Non
     report = await run(tmp_path, store, ScriptedExtractor(), decider)
     assert (decider.calls, report.fallbacks) == (1, 1)  # the unique exact match needs no call
     assert sorted([n.name async for n in store.iter_nodes()]) == ["Christopher Nolan", "Nolan"]
+    # the document routed without its decider is left incomplete: the next run routes it again (before,
+    # it was ledgered complete and its duplicate "Nolan" stayed for good once the decider was back)
+    assert report.failed == ["b.txt"]
+    assert [(e.document_id, e.status) for e in (await read_ledger(store, "docs")).values()] == [
+        ("a.txt", "complete"),
+        ("b.txt", "incomplete"),
+    ]
+    again = await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=alias_script))
+    assert (again.incomplete, again.unchanged, again.failed) == (1, 1, [])
+    assert [(n.name, n.aliases) async for n in store.iter_nodes()] == [("Christopher Nolan", ("Nolan",))]
 
 
 async def test_a_billed_routing_reply_that_broke_the_contract_counts_its_tokens(tmp_path: Path) -> None:
