@@ -81,6 +81,20 @@ def test_query_errors_are_clear(tmp_path: Path) -> None:
     assert (result.exit_code, "--strategy must be one of greedy, beam, sample" in result.output) == (2, True)
 
 
+def test_query_trace_goes_to_a_new_folder_and_a_bad_target_is_refused_before_the_walk(tmp_path: Path) -> None:
+    # a missing folder was a FileNotFoundError traceback after the walk, with no answer printed
+    base = ["query", str(MOVIES), "who directed Avatar", "--start", "Avatar", "--decider", "fake", "--trace"]
+    trace = tmp_path / "new" / "trace.json"
+    result = runner.invoke(app, [*base, str(trace)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(trace.read_text(encoding="utf-8"))["query"] == "who directed Avatar"
+    result = runner.invoke(app, [*base, str(tmp_path)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {tmp_path} is a folder, not a file\n")
+    under_a_file = trace / "t.json"
+    result = runner.invoke(app, [*base, str(under_a_file)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {under_a_file}: {trace} is a file\n")
+
+
 def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, minilm_dir: Path) -> None:
     """The README's example: the relation-beam eval system's config, MetaQA's relation glosses, the local
     decider (without the glosses, the actors of Inception outrank its director)."""
