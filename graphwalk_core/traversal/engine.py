@@ -340,7 +340,7 @@ class _Walk:
             return _Prepared(beam, "forced_move", moves, step)
         options: dict[str, Any] = {label: desc for label, (_, desc) in zip(moves, keyed, strict=True)}
         if allow_stop:
-            options[prompts.STOP] = prompts.stop_description(self.cfg.stop_style, names)
+            options[prompts.STOP] = prompts.stop_description(self.cfg.stop_style, names, len(beam.frontier))
         step.options = options
         path = [self._hop_text(h) for h in beam.hops]
         current_type = None

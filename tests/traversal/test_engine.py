@@ -215,6 +215,18 @@ async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGr
     assert q.instructions["current"] == {"node": "Avatar", "type": "film"}  # type: ignore[index]
 
 
+async def test_literal_stop_counts_the_whole_relation_frontier(movies: MemoryGraphStore) -> None:
+    # the engine passes the names of 3 frontier nodes: "and N more" never appeared, so STOP said the
+    # first 3 of 4 nodes were the answer
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(hop_mode="relation", stop_style="literal")
+    start = ["Avatar", "Inception", "Memento", "Titanic"]
+    await Traverser(movies, decider, config=config).walk("q", start)
+    stop = decider.requests[0].questions[0].options["STOP"]
+    shown = "Avatar, Inception, Memento and 1 more"
+    assert stop == f"STOP: {shown} is itself the answer to the query; take no further hop"
+
+
 async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
     traverser = Traverser(movies, FakeDecisionBackend())
     with pytest.raises(InputError, match="question is empty"):
