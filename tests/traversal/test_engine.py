@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
@@ -16,7 +18,7 @@ from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
 from graphwalk_core.traversal.config import TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
-from graphwalk_core.traversal.trace import Trace
+from graphwalk_core.traversal.trace import Trace, render_trace
 
 from .conftest import by_node, gold_path_script, graph
 
@@ -225,6 +227,20 @@ async def test_literal_stop_counts_the_whole_relation_frontier(movies: MemoryGra
     stop = decider.requests[0].questions[0].options["STOP"]
     shown = "Avatar, Inception, Memento and 1 more"
     assert stop == f"STOP: {shown} is itself the answer to the query; take no further hop"
+
+
+async def test_rendered_trace_says_when_a_frontier_has_more_nodes_than_it_names(
+    movies: MemoryGraphStore,
+) -> None:
+    # it compared the frontier size with the 10 ids kept, not the 3 names shown: a 4-node set read as 3
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(hop_mode="relation")
+    result = await Traverser(movies, decider, config=config).walk(
+        "q", ["Avatar", "Inception", "Memento", "Titanic"]
+    )
+    console = Console(file=io.StringIO(), width=200)
+    render_trace(result.trace, console)
+    assert "beam 0 at Avatar, Inception, Memento ... (4 nodes) -> STOP (call c0)" in console.file.getvalue()  # type: ignore[attr-defined]
 
 
 async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
