@@ -142,7 +142,7 @@ def query(
         ),
     ] = None,
     strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
-    beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
+    beam_width: Annotated[int, typer.Option("--beam-width", min=1, help="beams kept per depth")] = 3,
     hop_mode: Annotated[
         str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,

@@ -79,6 +79,13 @@ def test_query_errors_are_clear(tmp_path: Path) -> None:
     assert (result.exit_code, "the question is empty" in result.output) == (2, True)
     result = runner.invoke(app, ["query", str(MOVIES), "q", "--strategy", "bfs"])
     assert (result.exit_code, "--strategy must be one of greedy, beam, sample" in result.output) == (2, True)
+    # a pydantic validation error with a link, or "invalid graphwalk config override" under a preset
+    for extra in ([], ["--preset", "relation-beam"]):
+        result = runner.invoke(app, ["query", str(MOVIES), "q", "--beam-width", "0", *extra])
+        assert result.exit_code == 2
+        assert "Invalid value for '--beam-width': Input should be greater than or equal to 1" in " ".join(
+            result.output.split()
+        )
 
 
 def test_query_trace_goes_to_a_new_folder_and_a_bad_target_is_refused_before_the_walk(tmp_path: Path) -> None:
