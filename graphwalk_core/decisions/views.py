@@ -42,13 +42,14 @@ def mask_mentions(text: str, names: Sequence[str]) -> str:
     return " ".join(text.split())
 
 
-def _path_moves(path: Any, start: Sequence[str]) -> tuple[Move, ...]:
-    """The moves of an engine ``path``: relation steps as written, edge steps oriented from the start."""
+def _path_moves(path: Any, current: str | None) -> tuple[Move, ...]:
+    """The moves of an engine ``path``: relation steps as written, edge steps oriented back from
+    ``current``, the node the walk stands on (of several start nodes, any one may have begun it)."""
     if not isinstance(path, list):
         return ()
     moves: list[Move] = []
-    here = start[0] if start else None
-    for step in path:
+    here = current
+    for step in reversed(path):
         text = str(step)
         relation_step = PATH_STEP_TEXT.match(text)
         if relation_step:
@@ -56,10 +57,10 @@ def _path_moves(path: Any, start: Sequence[str]) -> tuple[Move, ...]:
             continue
         edge = _EDGE_STEP.match(text)
         if edge:
-            forward = here is None or edge["source"] == here
+            forward = here is None or edge["target"] == here
             moves.append((edge["relation"], "out" if forward else "in"))
-            here = edge["target"] if forward else edge["source"]
-    return tuple(moves)
+            here = edge["source"] if forward else edge["target"]
+    return tuple(reversed(moves))
 
 
 def option_move(label: str, description: JSONContent | None) -> Move:
@@ -78,11 +79,14 @@ def view_of(
     query = state.get("query", "") if isinstance(state, dict) else str(state)
     instr = question.instructions if isinstance(question.instructions, dict) else {}
     start = [str(s) for s in instr.get(pk.START) or []]
+    here = instr.get(pk.CURRENT)
+    current = here.get(pk.NODE) if isinstance(here, dict) else None
     options = tuple(
         None if label in stop_labels else option_move(label, description)
         for label, description in question.options.items()
     )
-    return DecisionView(mask_mentions(str(query), start), _path_moves(instr.get(pk.PATH), start), options)
+    path = _path_moves(instr.get(pk.PATH), str(current) if current is not None else None)
+    return DecisionView(mask_mentions(str(query), start), path, options)
 
 
 def words(relation: str) -> str:
