@@ -382,6 +382,8 @@ class _Walk:
         if self.cfg.exclude_visited:
             visited = beam.visited
             adjacent = [a for a in adjacent if a[1] not in visited]
+        elif self.cfg.direction == "both":  # a self-loop is read both ways: offer its edge once, outgoing
+            adjacent = [a for a in adjacent if a[2] == "out" or a[1] != current]
         pruned = _Pruned()
         if len(adjacent) > min(self.cfg.prefilter_threshold, self.max_shown):
             adjacent, pruned = await self._prune(adjacent)
