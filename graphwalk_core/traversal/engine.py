@@ -538,6 +538,7 @@ class _Walk:
         # (score, prepared, label, p) candidates in offer order; materialized only if selected
         candidates: list[tuple[float, _Prepared, str, float]] = []
         carried: list[Beam] = []
+        forced: dict[int, Step] = {}  # forced move's child id -> its step (kept only if selected)
         for p in prepared:
             step = p.step
             assert step is not None
@@ -555,7 +556,7 @@ class _Walk:
                 step.forced, step.chosen, step.note = True, "o1", "forced move (one legal option, no call)"
                 child = await self._apply(beam, p.moves["o1"], step)
                 self._score_step(step, child, None)
-                step.kept = {"o1": child.id}
+                forced[child.id] = step
                 self.trace.totals.forced_steps += 1
                 self.trace.steps.append(step)
                 carried.append(child)
@@ -578,7 +579,7 @@ class _Walk:
                 )
                 candidates.append((score, p, label, prob))
         if self.sampling:
-            return finished + carried
+            return self._keep_forced(finished + carried, forced)
         # finished walks and forced continuations compete with the new candidates for the k slots;
         # the sort is stable, so ties keep pool order, then offer order
         pool_entries: list[tuple[float, Beam | None, _Prepared | None, str, float]] = [
@@ -589,7 +590,15 @@ class _Walk:
         out: list[Beam] = []
         for _, beam, p, label, prob in pool_entries[: self.cfg.width]:
             out.append(beam if beam is not None else await self._take(p, label, prob))  # type: ignore[arg-type]
-        return out
+        return self._keep_forced(out, forced)
+
+    @staticmethod
+    def _keep_forced(pool: list[Beam], forced: dict[int, Step]) -> list[Beam]:
+        """``pool``, with the forced moves it kept recorded in their steps."""
+        for beam in pool:
+            if (step := forced.get(beam.id)) is not None:
+                step.kept = {"o1": beam.id}
+        return pool
 
     async def _take(self, p: _Prepared, label: str, prob: float) -> Beam:
         """Materialize one chosen option of a question as a walk (a STOP finishes a copy)."""

@@ -84,6 +84,23 @@ async def test_forced_move_is_not_a_call_nor_a_decision() -> None:
     assert top.score == pytest.approx(math.log(0.9) / 2, abs=1e-12)  # choice at A + forced STOP
 
 
+async def test_a_forced_move_that_loses_its_slot_keeps_no_child_in_the_trace() -> None:
+    # S1's forced move scores the floor and loses greedy's one slot to S2's choice; its step still said
+    # kept {"o1": 2}, a walk that never went on
+    store = graph([("S1", "r", "X"), ("S2", "r", "Y"), ("S2", "r", "Z")])
+    script = by_node({"S2": {"Y": 0.3, "Z": 0.7}})
+    result, _ = await walk(store, script, ["S1", "S2"], allow_stop_at_start=False)
+    steps = [(s.depth, s.beam_id, s.current, s.forced, s.kept) for s in result.trace.steps]
+    assert steps == [
+        (0, 0, ["S1"], True, {}),
+        (0, 1, ["S2"], False, {"o2": 3}),
+        (1, 3, ["Z"], True, {}),
+    ]
+    # kept when it wins a slot
+    result, _ = await walk(store, script, ["S1", "S2"], allow_stop_at_start=False, strategy="beam")
+    assert [s.kept for s in result.trace.steps if s.depth == 0] == [{"o1": 2}, {"o2": 3, "o1": 4}]
+
+
 async def test_walk_without_a_real_choice_scores_the_floor() -> None:
     result, decider = await walk(graph([("S", "r", "A")]), None, ["S"], allow_stop_at_start=False)
     assert decider.calls == 0
