@@ -469,7 +469,7 @@ class _Walk:
         if self.ask_answer_type:
             self.ask_answer_type = False
             types = await self.traverser.node_types()
-            if len(types) >= 2:
+            if 2 <= len(types) <= self.traverser.decider.max_options:  # more: no question can offer them all
                 extra = [prompts.answer_type_question(types)]
         state = prompts.build_state(self.query)
         batches = split_batches(state, questions, per_beam=self.cfg.beam_batching == "per_beam")

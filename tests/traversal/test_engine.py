@@ -220,6 +220,16 @@ async def test_answer_type_hint_rides_the_first_call(movies: MemoryGraphStore) -
     assert [q.key for q in decider.requests[0].questions] == ["b0"]
 
 
+async def test_no_answer_type_question_when_the_graph_has_more_types_than_the_decider_takes() -> None:
+    # 300 node types made a 300-option question for a decider of 255 options: every walk ended in error
+    triples = [("A", f"r{i:03d}", f"x{i:03d}") for i in range(300)]
+    store = MemoryGraphStore.from_triples(triples, source_id="test", node_type_for=lambda rel, role: rel)
+    decider = FakeDecisionBackend()
+    result = await Traverser(store, decider, config=TraversalConfig(answer_type="hint")).walk("q", ["A"])
+    assert (result.status, result.error, result.trace.answer_type) == ("ok", None, None)
+    assert [q.key for q in decider.requests[0].questions] == ["b0"]
+
+
 async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGraphStore) -> None:
     decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
     config = TraversalConfig(show_types=True, stop_style="literal", relation_glosses={"release_year": "year"})
