@@ -16,10 +16,11 @@ from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 
 #: What an entity mention becomes in the masked question.
 MASK = "ENTITY"
-#: A relation-mode path step as the engine writes it: ``directed_by (out)``.
-PATH_STEP_TEXT = re.compile(r"^(?P<relation>\S+) \((?P<direction>out|in)\)$")
-#: An entity-mode path step (an edge as stored): ``Memento --directed_by--> Christopher Nolan``.
-_EDGE_STEP = re.compile(r"^(?P<source>.*) --(?P<relation>\S+)--> (?P<target>.*)$")
+#: A relation-mode path step as the engine writes it: ``directed_by (out)`` (a relation may have spaces).
+PATH_STEP_TEXT = re.compile(r"^(?P<relation>.+) \((?P<direction>out|in)\)$")
+#: An entity-mode path step (an edge as stored): ``Memento --directed_by--> Christopher Nolan``; read
+#: before PATH_STEP_TEXT, which also matches an edge to a node named like ``Nolan (in)``.
+_EDGE_STEP = re.compile(r"^(?P<source>.*) --(?P<relation>.+?)--> (?P<target>.*)$")
 
 #: A move: (relation, direction); ``None`` stands for STOP.
 Move = tuple[str, str]
@@ -51,15 +52,15 @@ def _path_moves(path: Any, current: str | None) -> tuple[Move, ...]:
     here = current
     for step in reversed(path):
         text = str(step)
-        relation_step = PATH_STEP_TEXT.match(text)
-        if relation_step:
-            moves.append((relation_step["relation"], relation_step["direction"]))
-            continue
         edge = _EDGE_STEP.match(text)
         if edge:
             forward = here is None or edge["target"] == here
             moves.append((edge["relation"], "out" if forward else "in"))
             here = edge["source"] if forward else edge["target"]
+            continue
+        relation_step = PATH_STEP_TEXT.match(text)
+        if relation_step:
+            moves.append((relation_step["relation"], relation_step["direction"]))
     return tuple(reversed(moves))
 
 
