@@ -115,12 +115,20 @@ def _config(
     )
 
 
-def _check_trace(path: Path) -> None:
-    """An InputError, before any walk, when ``--trace`` cannot be a file: a folder, or under a file."""
+def _check_trace(path: Path, graph: str) -> None:
+    """An InputError, before any walk, when ``--trace`` cannot be a file (a folder, or under a file) or
+    is the graph's own file, or in its folder."""
     if path.is_dir():
         raise InputError(f"--trace {path} is a folder, not a file")
     if taken := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise InputError(f"--trace {path}: {taken} is a file")
+    held = Path(graph)
+    if (
+        "://" not in graph
+        and held.exists()
+        and any(p.exists() and p.samefile(held) for p in (path, *path.parents))
+    ):
+        raise InputError(f"--trace {path} would write over the graph {graph}")
 
 
 def query(
@@ -170,7 +178,7 @@ def query(
     try:
         config = _config(preset, strategy, hop_mode, beam_width, glosses)
         if trace is not None:
-            _check_trace(trace)
+            _check_trace(trace, graph)
         if decider is not None:
             choice(decider, get_args(DeciderName), "--decider")
         result, names = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))

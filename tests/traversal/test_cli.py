@@ -102,6 +102,27 @@ def test_query_trace_goes_to_a_new_folder_and_a_bad_target_is_refused_before_the
     assert (result.exit_code, result.stderr) == (2, f"error: --trace {under_a_file}: {trace} is a file\n")
 
 
+def test_query_trace_never_replaces_the_graph(tmp_path: Path) -> None:
+    # --trace naming the graph's own file replaced the graph with the trace
+    kb = tmp_path / "kb.txt"
+    kb.write_bytes(MOVIES.read_bytes())
+    args = ["query", str(kb), "who directed Avatar", "--start", "Avatar", "--decider", "fake", "--trace"]
+    result = runner.invoke(app, [*args, str(kb)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {kb} would write over the graph {kb}\n")
+    assert kb.read_bytes() == MOVIES.read_bytes()
+    # nor a table of a Parquet graph folder
+    folder = tmp_path / "kb.parquet"
+    assert runner.invoke(app, ["graph", "import", str(kb), "--out", str(folder)]).exit_code == 0
+    table = sorted(folder.glob("*.parquet"))[0]
+    before = table.read_bytes()
+    result = runner.invoke(app, ["query", str(folder), *args[2:], str(table)])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: --trace {table} would write over the graph {folder}\n",
+    )
+    assert table.read_bytes() == before
+
+
 def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, minilm_dir: Path) -> None:
     """The README's example: the relation-beam eval system's config, MetaQA's relation glosses, the local
     decider (without the glosses, the actors of Inception outrank its director)."""
