@@ -38,6 +38,7 @@ from graphwalk_core.stores.base import (
     group_order,
     merge_groups,
     offers,
+    one_state,
 )
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
@@ -173,17 +174,19 @@ class Traverser:
         return self._node_types
 
     async def walk(self, question: str, start: list[NodeId]) -> WalkResult:
-        """Answer ``question`` from ``start``. Budget aborts and backend failures come back as results."""
+        """Answer ``question`` from ``start``, reading one committed state of a store that offers it.
+        Budget aborts and backend failures come back as results."""
         if not question or not question.strip():
             raise InputError("the question is empty")
         if not start:
             raise InputError("no start node given")
         check_state(prompts.build_state(question.strip()))
-        found = await self.store.get_nodes(start)
-        missing = [s for s in start if s not in found]
-        if missing:
-            raise InputError(f"start node(s) not in the graph: {missing}")
-        return await _Walk(self, question.strip(), list(dict.fromkeys(start))).run()
+        async with one_state(self.store):  # what another process writes meanwhile is not half in it
+            found = await self.store.get_nodes(start)
+            missing = [s for s in start if s not in found]
+            if missing:
+                raise InputError(f"start node(s) not in the graph: {missing}")
+            return await _Walk(self, question.strip(), list(dict.fromkeys(start))).run()
 
 
 class _Walk:

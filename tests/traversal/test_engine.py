@@ -16,7 +16,7 @@ from graphwalk_core.model import Edge, edge_id
 from graphwalk_core.stores.base import first_adjacent, upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.config import Budget, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
 from graphwalk_core.traversal.trace import Trace, render_trace
 
@@ -401,3 +401,38 @@ async def test_cards_show_a_node_s_adjacency_in_the_order_walks_read_it(tmp_path
         ]
         assert [tuple(a) for a in await first_adjacent(store, "Hub", 9)] == walked
     await sql.close()
+
+
+async def test_a_walk_reads_one_state_of_a_graph_another_process_writes(tmp_path: Path) -> None:
+    """An edge the walk took, deleted by another writer before the answer was built, left its answer with
+    no way back to the start: ``RuntimeError: coroutine raised StopIteration``. The walk now reads one
+    committed state of a SQL graph from its start to its answers."""
+    url = f"sqlite:///{tmp_path / 'g.sqlite'}"
+    sql, writer = SQLGraphStore(url), SQLGraphStore(url)
+    memory = graph([("S", "r", "A"), ("A", "t", "B"), ("S", "u", "C")])
+    await upsert_many(sql, [n async for n in memory.iter_nodes()], [e async for e in memory.iter_edges()])
+
+    class DeletesAfterTheSecondHop(FakeDecisionBackend):
+        async def decide(self, request):  # type: ignore[no-untyped-def]
+            response = await super().decide(request)
+            if len(self.requests) == 2:
+                await writer.delete_edge(edge_id("A", "t", "B"))
+            return response
+
+    decider = DeletesAfterTheSecondHop(script=gold_path_script([("r", "out"), ("t", "out")]))
+    config = TraversalConfig(hop_mode="relation", allow_stop_at_start=False, budget=Budget(max_depth=2))
+    result = await Traverser(sql, decider, config=config).walk("q", ["S"])
+    top = result.answers[0]
+    assert (result.status, top.node_ids, top.terminated_by, top.witness_paths) == (
+        "ok",
+        ["B"],
+        "max_depth",
+        [1],
+    )
+    assert [(h.source, h.target, h.source_ids) for h in top.witness] == [
+        ("S", "A", ["test"]),
+        ("A", "B", ["test"]),
+    ]
+    assert await sql.get_edge(edge_id("A", "t", "B")) is None  # the next walk sees the write
+    await sql.close()
+    await writer.close()
