@@ -115,6 +115,22 @@ def _config(
     )
 
 
+def _check_trace(path: Path, graph: str) -> None:
+    """An InputError, before any walk, when ``--trace`` cannot be a file (a folder, or under a file) or
+    is the graph's own file, or in its folder."""
+    if path.is_dir():
+        raise InputError(f"--trace {path} is a folder, not a file")
+    if taken := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
+        raise InputError(f"--trace {path}: {taken} is a file")
+    held = Path(graph)
+    if (
+        "://" not in graph
+        and held.exists()
+        and any(p.exists() and p.samefile(held) for p in (path, *path.parents))
+    ):
+        raise InputError(f"--trace {path} would write over the graph {graph}")
+
+
 def query(
     graph: Annotated[str, typer.Argument(help="graph: triples .txt, Parquet folder, .db file or URL")],
     question: Annotated[str, typer.Argument(help="the question to answer")],
@@ -134,7 +150,7 @@ def query(
         ),
     ] = None,
     strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
-    beam_width: Annotated[int, typer.Option("--beam-width", help="beams kept per depth")] = 3,
+    beam_width: Annotated[int, typer.Option("--beam-width", min=1, help="beams kept per depth")] = 3,
     hop_mode: Annotated[
         str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,
@@ -161,14 +177,18 @@ def query(
     console = Console()
     try:
         config = _config(preset, strategy, hop_mode, beam_width, glosses)
+        if trace is not None:
+            _check_trace(trace, graph)
         if decider is not None:
             choice(decider, get_args(DeciderName), "--decider")
         result, names = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
-        Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}")
+        Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
         raise typer.Exit(code=2) from err
     if trace is not None:
-        trace.write_text(result.trace.model_dump_json(indent=2), encoding="utf-8")
+        from graphwalk_core.files import write_text_atomic
+
+        write_text_atomic(result.trace.model_dump_json(indent=2), trace)
     if as_json:
         typer.echo(result.model_dump_json())
     else:

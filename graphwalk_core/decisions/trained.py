@@ -182,9 +182,12 @@ class DeciderModel:
 
     def combine(self, view: DecisionView, logits: np.ndarray) -> np.ndarray:
         """The network's log probabilities times the plan's to the power of its weight (a product of
-        experts), renormalized by the caller's softmax; the network's alone where the planner abstains."""
+        experts), renormalized by the caller's softmax; the network's alone where the planner abstains or
+        weighs nothing (0 * -inf would be NaN)."""
         log_p = logits - logits.max()
         log_p -= np.log(np.exp(log_p).sum())
+        if self.planner.weight == 0:
+            return log_p
         planned = self.planner.distribution(view.question, view.path, view.options)
         return log_p if planned is None else log_p + self.planner.weight * planned
 

@@ -16,10 +16,11 @@ from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 
 #: What an entity mention becomes in the masked question.
 MASK = "ENTITY"
-#: A relation-mode path step as the engine writes it: ``directed_by (out)``.
-PATH_STEP_TEXT = re.compile(r"^(?P<relation>\S+) \((?P<direction>out|in)\)$")
-#: An entity-mode path step (an edge as stored): ``Memento --directed_by--> Christopher Nolan``.
-_EDGE_STEP = re.compile(r"^(?P<source>.*) --(?P<relation>\S+)--> (?P<target>.*)$")
+#: A relation-mode path step as the engine writes it: ``directed_by (out)`` (a relation may have spaces).
+PATH_STEP_TEXT = re.compile(r"^(?P<relation>.+) \((?P<direction>out|in)\)$")
+#: An entity-mode path step (an edge as stored): ``Memento --directed_by--> Christopher Nolan``; read
+#: before PATH_STEP_TEXT, which also matches an edge to a node named like ``Nolan (in)``.
+_EDGE_STEP = re.compile(r"^(?P<source>.*) --(?P<relation>.+?)--> (?P<target>.*)$")
 
 #: A move: (relation, direction); ``None`` stands for STOP.
 Move = tuple[str, str]
@@ -42,24 +43,25 @@ def mask_mentions(text: str, names: Sequence[str]) -> str:
     return " ".join(text.split())
 
 
-def _path_moves(path: Any, start: Sequence[str]) -> tuple[Move, ...]:
-    """The moves of an engine ``path``: relation steps as written, edge steps oriented from the start."""
+def _path_moves(path: Any, current: str | None) -> tuple[Move, ...]:
+    """The moves of an engine ``path``: relation steps as written, edge steps oriented back from
+    ``current``, the node the walk stands on (of several start nodes, any one may have begun it)."""
     if not isinstance(path, list):
         return ()
     moves: list[Move] = []
-    here = start[0] if start else None
-    for step in path:
+    here = current
+    for step in reversed(path):
         text = str(step)
+        edge = _EDGE_STEP.match(text)
+        if edge:
+            forward = here is None or edge["target"] == here
+            moves.append((edge["relation"], "out" if forward else "in"))
+            here = edge["source"] if forward else edge["target"]
+            continue
         relation_step = PATH_STEP_TEXT.match(text)
         if relation_step:
             moves.append((relation_step["relation"], relation_step["direction"]))
-            continue
-        edge = _EDGE_STEP.match(text)
-        if edge:
-            forward = here is None or edge["source"] == here
-            moves.append((edge["relation"], "out" if forward else "in"))
-            here = edge["target"] if forward else edge["source"]
-    return tuple(moves)
+    return tuple(reversed(moves))
 
 
 def option_move(label: str, description: JSONContent | None) -> Move:
@@ -78,11 +80,14 @@ def view_of(
     query = state.get("query", "") if isinstance(state, dict) else str(state)
     instr = question.instructions if isinstance(question.instructions, dict) else {}
     start = [str(s) for s in instr.get(pk.START) or []]
+    here = instr.get(pk.CURRENT)
+    current = here.get(pk.NODE) if isinstance(here, dict) else None
     options = tuple(
         None if label in stop_labels else option_move(label, description)
         for label, description in question.options.items()
     )
-    return DecisionView(mask_mentions(str(query), start), _path_moves(instr.get(pk.PATH), start), options)
+    path = _path_moves(instr.get(pk.PATH), str(current) if current is not None else None)
+    return DecisionView(mask_mentions(str(query), start), path, options)
 
 
 def words(relation: str) -> str:

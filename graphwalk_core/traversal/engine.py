@@ -39,6 +39,7 @@ from graphwalk_core.stores.base import (
     group_order,
     merge_groups,
     offers,
+    one_state,
 )
 from graphwalk_core.traversal import prompts
 from graphwalk_core.traversal.answers import WalkResult, build_answers
@@ -174,17 +175,19 @@ class Traverser:
         return self._node_types
 
     async def walk(self, question: str, start: list[NodeId]) -> WalkResult:
-        """Answer ``question`` from ``start``. Budget aborts and backend failures come back as results."""
+        """Answer ``question`` from ``start``, reading one committed state of a store that offers it.
+        Budget aborts and backend failures come back as results."""
         if not question or not question.strip():
             raise InputError("the question is empty")
         if not start:
             raise InputError("no start node given")
         check_state(prompts.build_state(question.strip()))
-        found = await self.store.get_nodes(start)
-        missing = [s for s in start if s not in found]
-        if missing:
-            raise InputError(f"start node(s) not in the graph: {missing}")
-        return await _Walk(self, question.strip(), list(dict.fromkeys(start))).run()
+        async with one_state(self.store):  # what another process writes meanwhile is not half in it
+            found = await self.store.get_nodes(start)
+            missing = [s for s in start if s not in found]
+            if missing:
+                raise InputError(f"start node(s) not in the graph: {missing}")
+            return await _Walk(self, question.strip(), list(dict.fromkeys(start))).run()
 
 
 class _Walk:
@@ -341,7 +344,7 @@ class _Walk:
             return _Prepared(beam, "forced_move", moves, step)
         options: dict[str, Any] = {label: desc for label, (_, desc) in zip(moves, keyed, strict=True)}
         if allow_stop:
-            options[prompts.STOP] = prompts.stop_description(self.cfg.stop_style, names)
+            options[prompts.STOP] = prompts.stop_description(self.cfg.stop_style, names, len(beam.frontier))
         step.options = options
         path = [self._hop_text(h) for h in beam.hops]
         current_type = None
@@ -383,6 +386,8 @@ class _Walk:
         if self.cfg.exclude_visited:
             visited = beam.visited
             adjacent = [a for a in adjacent if a[1] not in visited]
+        elif self.cfg.direction == "both":  # a self-loop is read both ways: offer its edge once, outgoing
+            adjacent = [a for a in adjacent if a[2] == "out" or a[1] != current]
         pruned = _Pruned()
         if len(adjacent) > min(self.cfg.prefilter_threshold, self.max_shown):
             adjacent, pruned = await self._prune(adjacent)
@@ -468,7 +473,7 @@ class _Walk:
         if self.ask_answer_type:
             self.ask_answer_type = False
             types = await self.traverser.node_types()
-            if len(types) >= 2:
+            if 2 <= len(types) <= self.traverser.decider.max_options:  # more: no question can offer them all
                 extra = [prompts.answer_type_question(types)]
         state = prompts.build_state(self.query)
         batches = split_batches(state, questions, per_beam=self.cfg.beam_batching == "per_beam")
@@ -539,6 +544,7 @@ class _Walk:
         # (score, prepared, label, p) candidates in offer order; materialized only if selected
         candidates: list[tuple[float, _Prepared, str, float]] = []
         carried: list[Beam] = []
+        forced: dict[int, Step] = {}  # forced move's child id -> its step (kept only if selected)
         for p in prepared:
             step = p.step
             assert step is not None
@@ -556,7 +562,7 @@ class _Walk:
                 step.forced, step.chosen, step.note = True, "o1", "forced move (one legal option, no call)"
                 child = await self._apply(beam, p.moves["o1"], step)
                 self._score_step(step, child, None)
-                step.kept = {"o1": child.id}
+                forced[child.id] = step
                 self.trace.totals.forced_steps += 1
                 self.trace.steps.append(step)
                 carried.append(child)
@@ -579,7 +585,7 @@ class _Walk:
                 )
                 candidates.append((score, p, label, prob))
         if self.sampling:
-            return finished + carried
+            return self._keep_forced(finished + carried, forced)
         # finished walks and forced continuations compete with the new candidates for the k slots;
         # the sort is stable, so ties keep pool order, then offer order
         pool_entries: list[tuple[float, Beam | None, _Prepared | None, str, float]] = [
@@ -590,7 +596,15 @@ class _Walk:
         out: list[Beam] = []
         for _, beam, p, label, prob in pool_entries[: self.cfg.width]:
             out.append(beam if beam is not None else await self._take(p, label, prob))  # type: ignore[arg-type]
-        return out
+        return self._keep_forced(out, forced)
+
+    @staticmethod
+    def _keep_forced(pool: list[Beam], forced: dict[int, Step]) -> list[Beam]:
+        """``pool``, with the forced moves it kept recorded in their steps."""
+        for beam in pool:
+            if (step := forced.get(beam.id)) is not None:
+                step.kept = {"o1": beam.id}
+        return pool
 
     async def _take(self, p: _Prepared, label: str, prob: float) -> Beam:
         """Materialize one chosen option of a question as a walk (a STOP finishes a copy)."""

@@ -30,11 +30,16 @@ def build_state(query: str) -> dict[str, str]:
     return {"query": query}
 
 
-def stop_description(style: Literal["plain", "literal"], current: Sequence[str]) -> str:
-    """The STOP option's description."""
+def stop_description(
+    style: Literal["plain", "literal"], current: Sequence[str], total: int | None = None
+) -> str:
+    """The STOP option's description; ``total``: how many current nodes there are, when ``current`` names
+    only the first of them."""
     if style == "plain":
         return "stop here: the current node answers the query"
-    shown = ", ".join(current[:3]) + (f" and {len(current) - 3} more" if len(current) > 3 else "")
+    named = current[:3]
+    more = (len(current) if total is None else total) - len(named)
+    shown = ", ".join(named) + (f" and {more} more" if more > 0 else "")
     return f"STOP: {shown} is itself the answer to the query; take no further hop"
 
 

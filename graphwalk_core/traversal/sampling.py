@@ -10,13 +10,17 @@ from graphwalk_core.decisions.base import top_label
 
 
 def apply_temperature(dist: dict[str, float], temperature: float) -> dict[str, float]:
-    """``p ** (1 / T)`` renormalized; ``T == 0`` is a one-hot argmax (ties by offer order)."""
+    """``p ** (1 / T)`` renormalized; ``T == 0`` is a one-hot argmax (ties by offer order).
+
+    The powers are of ``p / max(p)``, so a low ``T`` never underflows every label to 0.
+    """
     if temperature == 0:
         best = top_label(dist)
         return {label: 1.0 if label == best else 0.0 for label in dist}
     if temperature == 1:
         return dict(dist)
-    powered = {label: p ** (1.0 / temperature) if p > 0 else 0.0 for label, p in dist.items()}
+    top = max(dist.values())
+    powered = {label: (p / top) ** (1.0 / temperature) if p > 0 else 0.0 for label, p in dist.items()}
     total = sum(powered.values())
     return {label: v / total for label, v in powered.items()}
 

@@ -112,8 +112,9 @@ def render_trace(
         depth_node = by_depth.get(step.depth)
         if depth_node is None:
             depth_node = by_depth[step.depth] = root.add(f"depth {step.depth}")
-        here = escape(", ".join(step.current_names or step.current))
-        if step.frontier_size > len(step.current):
+        shown = step.current_names or step.current
+        here = escape(", ".join(shown))
+        if step.frontier_size > len(shown):
             here += f" ... ({step.frontier_size} nodes)"
         how = "forced" if step.forced else f"call {step.call_id}"
         score = "" if step.norm_score is None else f" score={step.norm_score:.3f}"

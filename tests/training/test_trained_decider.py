@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -349,3 +350,21 @@ def test_examples_that_never_take_a_move_are_an_input_error() -> None:
     ]
     with pytest.raises(InputError, match=r"^no decision example takes a move \(every top choice is STOP\)"):
         fit_decider(stopped, EMBEDDER, config=FitConfig(validation_fraction=0.0))
+
+
+def test_a_model_whose_planner_weighs_nothing_scores_by_the_network_alone(model_dir: Path) -> None:
+    # plan_weight=0: 0 * -inf gave NaN for every move the planner rules out, and the decider failed
+    # with "invalid probabilities"
+    from graphwalk_core.decisions.views import DecisionView
+
+    loaded = DeciderModel.load(model_dir)
+    model = dataclasses.replace(loaded, planner=dataclasses.replace(loaded.planner, weight=0.0))
+    view = DecisionView(
+        "who directed ENTITY", (("directed_by", "in"), ("directed_by", "in")), (("directed_by", "in"), None)
+    )
+    planned = model.planner.distribution(view.question, view.path, view.options)
+    assert planned is not None and planned.tolist() == [-math.inf, 0.0]
+    total = math.log(math.exp(0.5) + math.exp(0.2))
+    assert model.combine(view, np.array([0.5, 0.2])).tolist() == pytest.approx(
+        [0.5 - total, 0.2 - total], abs=1e-12
+    )

@@ -79,6 +79,48 @@ def test_query_errors_are_clear(tmp_path: Path) -> None:
     assert (result.exit_code, "the question is empty" in result.output) == (2, True)
     result = runner.invoke(app, ["query", str(MOVIES), "q", "--strategy", "bfs"])
     assert (result.exit_code, "--strategy must be one of greedy, beam, sample" in result.output) == (2, True)
+    # a pydantic validation error with a link, or "invalid graphwalk config override" under a preset
+    for extra in ([], ["--preset", "relation-beam"]):
+        result = runner.invoke(app, ["query", str(MOVIES), "q", "--beam-width", "0", *extra])
+        assert result.exit_code == 2
+        assert "Invalid value for '--beam-width': Input should be greater than or equal to 1" in " ".join(
+            result.output.split()
+        )
+
+
+def test_query_trace_goes_to_a_new_folder_and_a_bad_target_is_refused_before_the_walk(tmp_path: Path) -> None:
+    # a missing folder was a FileNotFoundError traceback after the walk, with no answer printed
+    base = ["query", str(MOVIES), "who directed Avatar", "--start", "Avatar", "--decider", "fake", "--trace"]
+    trace = tmp_path / "new" / "trace.json"
+    result = runner.invoke(app, [*base, str(trace)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(trace.read_text(encoding="utf-8"))["query"] == "who directed Avatar"
+    result = runner.invoke(app, [*base, str(tmp_path)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {tmp_path} is a folder, not a file\n")
+    under_a_file = trace / "t.json"
+    result = runner.invoke(app, [*base, str(under_a_file)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {under_a_file}: {trace} is a file\n")
+
+
+def test_query_trace_never_replaces_the_graph(tmp_path: Path) -> None:
+    # --trace naming the graph's own file replaced the graph with the trace
+    kb = tmp_path / "kb.txt"
+    kb.write_bytes(MOVIES.read_bytes())
+    args = ["query", str(kb), "who directed Avatar", "--start", "Avatar", "--decider", "fake", "--trace"]
+    result = runner.invoke(app, [*args, str(kb)])
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {kb} would write over the graph {kb}\n")
+    assert kb.read_bytes() == MOVIES.read_bytes()
+    # nor a table of a Parquet graph folder
+    folder = tmp_path / "kb.parquet"
+    assert runner.invoke(app, ["graph", "import", str(kb), "--out", str(folder)]).exit_code == 0
+    table = sorted(folder.glob("*.parquet"))[0]
+    before = table.read_bytes()
+    result = runner.invoke(app, ["query", str(folder), *args[2:], str(table)])
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: --trace {table} would write over the graph {folder}\n",
+    )
+    assert table.read_bytes() == before
 
 
 def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, minilm_dir: Path) -> None:

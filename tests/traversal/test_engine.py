@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
@@ -14,9 +16,9 @@ from graphwalk_core.model import Edge, edge_id
 from graphwalk_core.stores.base import first_adjacent, upsert_many
 from graphwalk_core.stores.memory import MemoryGraphStore
 from graphwalk_core.stores.sql import SQLGraphStore
-from graphwalk_core.traversal.config import TraversalConfig
+from graphwalk_core.traversal.config import Budget, TraversalConfig
 from graphwalk_core.traversal.engine import Traverser
-from graphwalk_core.traversal.trace import Trace
+from graphwalk_core.traversal.trace import Trace, render_trace
 
 from .conftest import by_node, gold_path_script, graph
 
@@ -80,6 +82,23 @@ async def test_forced_move_is_not_a_call_nor_a_decision() -> None:
     top = result.answers[0]
     assert (top.node_ids, top.n_choices) == (["X"], 1)
     assert top.score == pytest.approx(math.log(0.9) / 2, abs=1e-12)  # choice at A + forced STOP
+
+
+async def test_a_forced_move_that_loses_its_slot_keeps_no_child_in_the_trace() -> None:
+    # S1's forced move scores the floor and loses greedy's one slot to S2's choice; its step still said
+    # kept {"o1": 2}, a walk that never went on
+    store = graph([("S1", "r", "X"), ("S2", "r", "Y"), ("S2", "r", "Z")])
+    script = by_node({"S2": {"Y": 0.3, "Z": 0.7}})
+    result, _ = await walk(store, script, ["S1", "S2"], allow_stop_at_start=False)
+    steps = [(s.depth, s.beam_id, s.current, s.forced, s.kept) for s in result.trace.steps]
+    assert steps == [
+        (0, 0, ["S1"], True, {}),
+        (0, 1, ["S2"], False, {"o2": 3}),
+        (1, 3, ["Z"], True, {}),
+    ]
+    # kept when it wins a slot
+    result, _ = await walk(store, script, ["S1", "S2"], allow_stop_at_start=False, strategy="beam")
+    assert [s.kept for s in result.trace.steps if s.depth == 0] == [{"o1": 2}, {"o2": 3, "o1": 4}]
 
 
 async def test_walk_without_a_real_choice_scores_the_floor() -> None:
@@ -201,6 +220,16 @@ async def test_answer_type_hint_rides_the_first_call(movies: MemoryGraphStore) -
     assert [q.key for q in decider.requests[0].questions] == ["b0"]
 
 
+async def test_no_answer_type_question_when_the_graph_has_more_types_than_the_decider_takes() -> None:
+    # 300 node types made a 300-option question for a decider of 255 options: every walk ended in error
+    triples = [("A", f"r{i:03d}", f"x{i:03d}") for i in range(300)]
+    store = MemoryGraphStore.from_triples(triples, source_id="test", node_type_for=lambda rel, role: rel)
+    decider = FakeDecisionBackend()
+    result = await Traverser(store, decider, config=TraversalConfig(answer_type="hint")).walk("q", ["A"])
+    assert (result.status, result.error, result.trace.answer_type) == ("ok", None, None)
+    assert [q.key for q in decider.requests[0].questions] == ["b0"]
+
+
 async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGraphStore) -> None:
     decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
     config = TraversalConfig(show_types=True, stop_style="literal", relation_glosses={"release_year": "year"})
@@ -213,6 +242,32 @@ async def test_prompt_knobs_show_types_literal_stop_and_glosses(movies: MemoryGr
     assert q.options["o3"]["meaning"] == "year"  # type: ignore[index]
     assert q.options["STOP"] == "STOP: Avatar is itself the answer to the query; take no further hop"
     assert q.instructions["current"] == {"node": "Avatar", "type": "film"}  # type: ignore[index]
+
+
+async def test_literal_stop_counts_the_whole_relation_frontier(movies: MemoryGraphStore) -> None:
+    # the engine passes the names of 3 frontier nodes: "and N more" never appeared, so STOP said the
+    # first 3 of 4 nodes were the answer
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(hop_mode="relation", stop_style="literal")
+    start = ["Avatar", "Inception", "Memento", "Titanic"]
+    await Traverser(movies, decider, config=config).walk("q", start)
+    stop = decider.requests[0].questions[0].options["STOP"]
+    shown = "Avatar, Inception, Memento and 1 more"
+    assert stop == f"STOP: {shown} is itself the answer to the query; take no further hop"
+
+
+async def test_rendered_trace_says_when_a_frontier_has_more_nodes_than_it_names(
+    movies: MemoryGraphStore,
+) -> None:
+    # it compared the frontier size with the 10 ids kept, not the 3 names shown: a 4-node set read as 3
+    decider = FakeDecisionBackend(script=lambda q, s: {k: 1.0 if k == "STOP" else 0.0 for k in q.options})
+    config = TraversalConfig(hop_mode="relation")
+    result = await Traverser(movies, decider, config=config).walk(
+        "q", ["Avatar", "Inception", "Memento", "Titanic"]
+    )
+    console = Console(file=io.StringIO(), width=200)
+    render_trace(result.trace, console)
+    assert "beam 0 at Avatar, Inception, Memento ... (4 nodes) -> STOP (call c0)" in console.file.getvalue()  # type: ignore[attr-defined]
 
 
 async def test_bad_input_raises_clear_errors(movies: MemoryGraphStore) -> None:
@@ -346,3 +401,38 @@ async def test_cards_show_a_node_s_adjacency_in_the_order_walks_read_it(tmp_path
         ]
         assert [tuple(a) for a in await first_adjacent(store, "Hub", 9)] == walked
     await sql.close()
+
+
+async def test_a_walk_reads_one_state_of_a_graph_another_process_writes(tmp_path: Path) -> None:
+    """An edge the walk took, deleted by another writer before the answer was built, left its answer with
+    no way back to the start: ``RuntimeError: coroutine raised StopIteration``. The walk now reads one
+    committed state of a SQL graph from its start to its answers."""
+    url = f"sqlite:///{tmp_path / 'g.sqlite'}"
+    sql, writer = SQLGraphStore(url), SQLGraphStore(url)
+    memory = graph([("S", "r", "A"), ("A", "t", "B"), ("S", "u", "C")])
+    await upsert_many(sql, [n async for n in memory.iter_nodes()], [e async for e in memory.iter_edges()])
+
+    class DeletesAfterTheSecondHop(FakeDecisionBackend):
+        async def decide(self, request):  # type: ignore[no-untyped-def]
+            response = await super().decide(request)
+            if len(self.requests) == 2:
+                await writer.delete_edge(edge_id("A", "t", "B"))
+            return response
+
+    decider = DeletesAfterTheSecondHop(script=gold_path_script([("r", "out"), ("t", "out")]))
+    config = TraversalConfig(hop_mode="relation", allow_stop_at_start=False, budget=Budget(max_depth=2))
+    result = await Traverser(sql, decider, config=config).walk("q", ["S"])
+    top = result.answers[0]
+    assert (result.status, top.node_ids, top.terminated_by, top.witness_paths) == (
+        "ok",
+        ["B"],
+        "max_depth",
+        [1],
+    )
+    assert [(h.source, h.target, h.source_ids) for h in top.witness] == [
+        ("S", "A", ["test"]),
+        ("A", "B", ["test"]),
+    ]
+    assert await sql.get_edge(edge_id("A", "t", "B")) is None  # the next walk sees the write
+    await sql.close()
+    await writer.close()

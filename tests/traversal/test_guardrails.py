@@ -113,3 +113,15 @@ async def test_visited_set_ends_an_adversarial_entity_walk() -> None:
     # A -> B -> C, then A and B are visited: a dead end, forced STOP
     assert (result.status, top.node_ids, top.terminated_by) == ("ok", ["C"], "dead_end")
     assert decider.calls == 2
+
+
+async def test_a_self_loop_is_offered_once() -> None:
+    # it came as two moves (out and in) showing the same edge, which took the mass of two options
+    decider = FakeDecisionBackend()
+    config = TraversalConfig(exclude_visited=False, budget=Budget(max_depth=1))
+    await Traverser(graph([("A", "r", "A"), ("A", "r", "B")]), decider, config=config).walk("q", ["A"])
+    options = decider.requests[0].questions[0].options
+    assert [(o["edge"], o["direction"]) for label, o in options.items() if label != "STOP"] == [  # type: ignore[index]
+        ("A --r--> A", "out"),
+        ("A --r--> B", "out"),
+    ]

@@ -77,6 +77,15 @@ def test_temperature() -> None:
     assert apply_temperature({"x": 0.4, "y": 0.4, "z": 0.2}, 0.0) == {"x": 1.0, "y": 0.0, "z": 0.0}
 
 
+def test_low_temperature_keeps_the_mass_of_the_most_probable_labels() -> None:
+    # p ** (1 / T) underflowed to 0 for every label (60 equal options at T = 0.004, or p = 1e-200 at
+    # T = 0.5): the walk ended with ZeroDivisionError; now the powers are taken relative to the maximum
+    uniform = {f"o{i}": 1 / 60 for i in range(60)}
+    assert apply_temperature(uniform, 0.004) == uniform
+    assert apply_temperature({"a": 0.02, "b": 0.01, "STOP": 0.97}, 0.004) == {"a": 0.0, "b": 0.0, "STOP": 1.0}
+    assert apply_temperature({"a": 1e-200, "b": 0.0}, 0.5) == {"a": 1.0, "b": 0.0}
+
+
 def test_top_p() -> None:
     dist = {"a": 0.2, "b": 0.5, "c": 0.3}
     assert apply_top_p(dist, 0.8) == pytest.approx({"a": 0.0, "b": 0.625, "c": 0.375}, abs=1e-12)
