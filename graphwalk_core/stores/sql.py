@@ -190,8 +190,9 @@ class SQLGraphStore:
                 reason += f" (no folder {folder}: create it first)"
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
-        #: the read transaction of an open :meth:`snapshot`
+        #: the read transaction of the open :meth:`snapshot` (shared by overlapping ones), and their number
         self._snapshot: Connection | None = None
+        self._snapshot_users = 0
         #: upserts held until the open transaction needs them in the tables (see the module docstring)
         self._pending_nodes: dict[NodeId, Node] = {}
         self._pending_edges: dict[EdgeId, Edge] = {}
@@ -344,16 +345,23 @@ class SQLGraphStore:
     async def snapshot(self) -> AsyncIterator[SQLGraphStore]:
         """Reads inside see one committed state of the tables, whatever other processes commit meanwhile
         (one read transaction: no writer waits for it); nothing is written inside. In a transaction, or
-        in a snapshot already, reads see that one's state."""
-        if self._conn is not None or self._snapshot is not None:
+        in a snapshot already, reads see that one's state: overlapping snapshots (concurrent walks) share
+        one read transaction, ended when the last of them ends."""
+        if self._conn is not None:
             yield self
             return
-        with self._reader.begin() as conn:
+        if self._snapshot is None:
+            conn = self._reader.connect()
+            conn.begin()
             self._snapshot = conn
-            try:
-                yield self
-            finally:
-                self._snapshot = None
+        self._snapshot_users += 1
+        try:
+            yield self
+        finally:
+            self._snapshot_users -= 1
+            if self._snapshot_users == 0 and self._snapshot is not None:
+                conn, self._snapshot = self._snapshot, None
+                conn.close()  # ends the read transaction
 
     # ------------------------------------------------------------------ row helpers
 

@@ -252,6 +252,28 @@ async def test_snapshot(store: GraphStore) -> None:
     assert await store.counts() == (5, 3)
 
 
+async def test_overlapping_snapshots_read_one_state_until_the_last_ends(store: GraphStore) -> None:
+    """Concurrent walks (an eval's tasks) each read in a snapshot: one entered while another was open
+    shared it, and read the tables as they were NOW once that one ended, mixing two states in a walk."""
+    if not offers(store, Snapshots):
+        return
+    assert isinstance(store, SQLGraphStore)
+    await movies(store)
+    first, second = store.snapshot(), store.snapshot()
+    await first.__aenter__()
+    assert await store.counts() == (4, 3)
+    await second.__aenter__()
+    await first.__aexit__(None, None, None)
+    other = SQLGraphStore(store.url)  # another process's writer
+    try:
+        await other.upsert_node(node("Tenet", type="film"))
+        assert await store.counts() == (4, 3)  # still the state the snapshots read
+        await second.__aexit__(None, None, None)
+        assert await store.counts() == (5, 3)
+    finally:
+        await other.close()
+
+
 async def test_degree(store: GraphStore) -> None:
     await movies(store)
     assert await store.degree("Memento") == 2
