@@ -691,14 +691,43 @@ def _float(literal: str) -> float | str:
     return number if math.isfinite(number) else literal
 
 
+class _Repeated(dict[str, Any]):
+    """A JSON object that names a key twice: ``json`` keeps its last value without a word."""
+
+    key: str
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a :class:`_Repeated` when a key repeats (the first one that does)."""
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    repeated, seen = _Repeated(obj), set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated.key = key
+            break
+        seen.add(key)
+    return repeated
+
+
+def _repeated_key(value: Any) -> str | None:
+    """Why ``value`` (a parsed record) cannot be read as written: an object in it names a key twice, so
+    one of the values would be dropped in silence; None when none does."""
+    if isinstance(value, _Repeated):
+        return f"the key {json.dumps(value.key)} appears twice in one object: one of its values would be lost"
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return next((why for item in items if (why := _repeated_key(item)) is not None), None)
+
+
 def _loads(text: str) -> Any:
     """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
     an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
     digits, or arrays and objects nested past its recursion limit, at the first bracket. So is what only
     Python reads: ``NaN`` and ``±Infinity``, at the first one. A number too large for a float stays text
-    (:func:`_float`)."""
+    (:func:`_float`). An object that names a key twice is a :class:`_Repeated` (see :func:`_repeated_key`)."""
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float)
+        return json.loads(text, parse_constant=_no_constant, parse_float=_float, object_pairs_hook=_object)
     except json.JSONDecodeError:
         raise
     except _NotJSON as exc:
@@ -725,10 +754,10 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         except json.JSONDecodeError as exc:
             parsed.append((line_no, json_error(exc)))
             continue
-        if isinstance(value, dict):
-            parsed.append((line_no, value))
-        else:
+        if not isinstance(value, dict):
             parsed.append((line_no, f"a record must be a JSON object, got {type(value).__name__}"))
+        else:
+            parsed.append((line_no, _repeated_key(value) or value))
     return _indexed(rel, text, parsed, skipped)
 
 
@@ -756,17 +785,12 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     out: list[tuple[int, int, dict[str, Any]]] = []
     for index, (item, offset) in enumerate(zip(items, starts, strict=True)):
         line = text.count("\n", 0, offset) + 1
-        if isinstance(item, dict):
+        if not isinstance(item, dict):
+            reason = f"record #{index} must be a JSON object, got {type(item).__name__}"
+        elif (reason := _repeated_key(item)) is None:
             out.append((index, line, item))
-        else:
-            skipped.append(
-                SkippedItem(
-                    path=rel,
-                    line=line,
-                    reason=f"record #{index} must be a JSON object, got {type(item).__name__}",
-                    document_id=f"{rel}#{index}",
-                )
-            )
+            continue
+        skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=f"{rel}#{index}"))
     return out
 
 
