@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,6 +112,44 @@ async def test_mapping_errors_name_the_record(tmp_path: Path) -> None:
     assert [s.describe() for s in source.skipped] == [
         "films.csv:3: the name column 'title' is missing or empty"
     ]
+
+
+async def test_a_name_without_a_letter_or_digit_names_no_entity(tmp_path: Path) -> None:
+    """A placeholder ("-", "?") normalizes to no name at all, so every one of them was one node: the films
+    of an unknown director were all directed by one "-" node, which took every "?" record's attributes.
+    A record so named is a skip naming its line (as an empty name is); a relation cell so filled names no
+    target (as an empty cell does), as text extraction drops such names."""
+    (tmp_path / "films.csv").write_text(
+        "title,year,director\nUp,2009,-\n?,2010,Ann Lee\nCars,2006,Ann Lee|?\n", encoding="utf-8"
+    )
+    spec = {
+        "name": "title",
+        "type": "film",
+        "relations": [{"column": "director", "type": "by", "split": "|"}],
+    }
+    source = FileSource(tmp_path, mappings=load_mappings(spec))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.extraction.model_dump() if d.extraction else None) for d in docs] == [
+        ("films.csv#0", {"entities": [film("Up", 2009)], "relations": []}),
+        (
+            "films.csv#2",
+            {
+                "entities": [film("Cars", 2006), entity("Ann Lee")],
+                "relations": [{"source": "Cars", "type": "by", "target": "Ann Lee", "attributes": {}}],
+            },
+        ),
+    ]
+    assert [s.describe() for s in source.skipped] == [
+        "films.csv:3: the name column 'title' holds no letter or digit: '?'"
+    ]
+
+
+def film(name: str, year: int) -> dict[str, Any]:
+    return {"name": name, "type": "film", "description": None, "attributes": {"year": year}, "node_id": None}
+
+
+def entity(name: str) -> dict[str, Any]:
+    return {"name": name, "type": "entity", "description": None, "attributes": {}, "node_id": None}
 
 
 async def test_mapping_keys_that_match_no_record_file_are_named(tmp_path: Path) -> None:

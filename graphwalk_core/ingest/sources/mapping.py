@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.sources.yamlfile import read_yaml
-from graphwalk_core.ingest.text import snake_case
+from graphwalk_core.ingest.text import normalize_name, snake_case
 from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
 
 #: What to do about two columns of one attribute name, when a mapping's ``attributes`` can choose.
@@ -140,6 +140,8 @@ class RecordMapping(BaseModel):
         name = _text(value(self.name))
         if not name:
             raise InputError(f"{where}: the name column {self.name!r} is missing or empty")
+        if not normalize_name(name):  # "?" and "-" would be one node, as would every such name
+            raise InputError(f"{where}: the name column {self.name!r} holds no letter or digit: {name!r}")
         keys = self.attributes
         if keys is None:
             named = (self.name, self.description, *(r.column for r in self.relations))
@@ -161,7 +163,9 @@ class RecordMapping(BaseModel):
             if not raw:
                 continue
             targets = [t.strip() for t in raw.split(rel.split)] if rel.split else [raw]
-            for target in dict.fromkeys(t for t in targets if t):
+            # a placeholder ("-", "?") names no entity, as an empty cell names none (text extraction drops
+            # such names too)
+            for target in dict.fromkeys(t for t in targets if normalize_name(t)):
                 if target == name:
                     continue
                 entities.append(ExtractedEntity(name=target, type=rel.target_type))
