@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -697,18 +698,38 @@ class _Repeated(dict[str, Any]):
     key: str
 
 
-def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """An object's pairs as a dict; a :class:`_Repeated` when a key repeats (the first one that does)."""
-    obj = dict(pairs)
-    if len(obj) == len(pairs):
-        return obj
-    repeated, seen = _Repeated(obj), set()
-    for key, _ in pairs:
-        if key in seen:
-            repeated.key = key
-            break
-        seen.add(key)
-    return repeated
+class _Decoder(threading.local):
+    """A JSON decoder per thread (one per call cost more than the parse) whose object hook notes whether an
+    object of the text it last read named a key twice (then a :class:`_Repeated`)."""
+
+    def __init__(self) -> None:
+        self.repeated = False
+        self.decoder = json.JSONDecoder(
+            parse_constant=_no_constant, parse_float=_float, object_pairs_hook=self._object
+        )
+
+    def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        out, seen = _Repeated(obj), set[str]()
+        for key, _ in pairs:
+            if key in seen:
+                out.key = key
+                break
+            seen.add(key)
+        self.repeated = True
+        return out
+
+    def loads(self, text: str) -> tuple[Any, bool]:
+        """``json.loads(text)`` with the hooks, and whether an object in it names a key twice."""
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        self.repeated = False
+        return self.decoder.decode(text), self.repeated
+
+
+_DECODER = _Decoder()
 
 
 def _repeated_key(value: Any) -> str | None:
@@ -720,14 +741,15 @@ def _repeated_key(value: Any) -> str | None:
     return next((why for item in items if (why := _repeated_key(item)) is not None), None)
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> tuple[Any, bool]:
     """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
     an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
     digits, or arrays and objects nested past its recursion limit, at the first bracket. So is what only
     Python reads: ``NaN`` and ``±Infinity``, at the first one. A number too large for a float stays text
-    (:func:`_float`). An object that names a key twice is a :class:`_Repeated` (see :func:`_repeated_key`)."""
+    (:func:`_float`). Returns the value and whether an object in it names a key twice (a :class:`_Repeated`,
+    see :func:`_repeated_key`)."""
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float, object_pairs_hook=_object)
+        return _DECODER.loads(text)
     except json.JSONDecodeError:
         raise
     except _NotJSON as exc:
@@ -750,14 +772,14 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         if not line.strip():
             continue
         try:
-            value = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
+            value, repeats = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
             parsed.append((line_no, json_error(exc)))
             continue
         if not isinstance(value, dict):
             parsed.append((line_no, f"a record must be a JSON object, got {type(value).__name__}"))
         else:
-            parsed.append((line_no, _repeated_key(value) or value))
+            parsed.append((line_no, (repeats and _repeated_key(value)) or value))
     return _indexed(rel, text, parsed, skipped)
 
 
@@ -766,7 +788,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
     kept: JSON has no local recovery)."""
     try:
-        value = _loads(text)
+        value, repeats = _loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=json_error(exc)))
         return []
@@ -787,7 +809,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
         line = text.count("\n", 0, offset) + 1
         if not isinstance(item, dict):
             reason = f"record #{index} must be a JSON object, got {type(item).__name__}"
-        elif (reason := _repeated_key(item)) is None:
+        elif not repeats or (reason := _repeated_key(item)) is None:
             out.append((index, line, item))
             continue
         skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=f"{rel}#{index}"))
