@@ -511,8 +511,12 @@ def _record_document(
 def _cell(value: str) -> JSONValue:
     """CSV cells: integers and decimals in ASCII digits become numbers (not digits with a leading zero:
     "007" stays text, as 7 would lose it; nor "-0"; nor a decimal too large for a float), blanks become
-    None, the rest stays text."""
+    None, the rest stays text. A quoted cell's CRLF line breaks are LF, as the file's lines are read: a
+    file switched between CRLF and LF line ends (git's autocrlf switches those inside quotes too) holds
+    the same records."""
     value = value.strip()
+    if "\r\n" in value:
+        value = value.replace("\r\n", "\n")
     if not value:
         return None
     if _INT.fullmatch(value):
