@@ -8,7 +8,11 @@ from typing import Any
 import pytest
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import ScriptedExtractor, graph_tables
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -142,6 +146,37 @@ async def test_a_name_without_a_letter_or_digit_names_no_entity(tmp_path: Path) 
     assert [s.describe() for s in source.skipped] == [
         "films.csv:3: the name column 'title' holds no letter or digit: '?'"
     ]
+
+
+async def test_mapped_types_are_written_as_extraction_writes_types(tmp_path: Path) -> None:
+    """A mapping's types were kept as written, while text extraction snake_cases its own: a ``Person``
+    record beside a text's ``person`` was a type conflict on the node, a ``Knows`` column beside a text's
+    ``knows`` a second edge. A mapping already in snake_case keeps its version (nothing re-processed)."""
+    (tmp_path / "people.csv").write_text("name,knows\nAlice,Bob\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("E Alice|person\nE Bob|person\nR Alice|knows|Bob\n", encoding="utf-8")
+    knows = {"column": "knows", "type": "Knows", "target_type": "Person"}
+    mappings = load_mappings({"people.csv": {"name": "name", "type": "Person", "relations": [knows]}})
+    spec = {
+        "name": "name",
+        "type": "person",
+        "relations": [{**knows, "type": "knows", "target_type": "person"}],
+    }
+    assert mappings["people.csv"].version == load_mappings(spec)["*"].version
+    store = MemoryGraphStore()
+    await ingest(
+        FileSource(tmp_path, source_id="s", mappings=mappings),
+        store,
+        extractor=ScriptedExtractor(),
+        routing="exact",
+    )
+    tables = await graph_tables(store)
+    assert [(n["name"], n["type"], n["conflicts"]) for n in tables["nodes"]] == [
+        ("Alice", "person", {}),
+        ("Bob", "person", {}),
+    ]
+    assert [e["type"] for e in tables["edges"]] == ["knows"]
+    with pytest.raises(InputError, match=r"invalid mapping for '\*': type: '\?' has no letter or digit \("):
+        load_mappings({"name": "name", "type": "?"})
 
 
 def film(name: str, year: int) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRela
 from graphwalk_core.ingest.sources.yamlfile import read_yaml
 from graphwalk_core.ingest.text import normalize_name, snake_case
 from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
+from graphwalk_core.stores.keys import MAX_TYPE_BYTES, utf8_size
 
 #: What to do about two columns of one attribute name, when a mapping's ``attributes`` can choose.
 LIST_ATTRIBUTES = "rename one, or list the attributes to keep in the mapping"
@@ -76,6 +77,18 @@ def attribute_names(columns: Iterable[str], *, where: str, hint: str = "rename o
     return names
 
 
+def type_name(value: str) -> str:
+    """A node or edge type as extraction writes one: snake_case (``Film Director`` -> ``film_director``), so
+    a mapped record's types are the ones text extraction gives the same entity and relation (``Person``
+    beside ``person`` was a type conflict on every such node, ``Knows`` beside ``knows`` a second edge)."""
+    kind = snake_case(value)
+    if not kind:
+        raise ValueError(f"{value!r} has no letter or digit")
+    if utf8_size(kind) > MAX_TYPE_BYTES:
+        raise ValueError(f"{utf8_size(kind)} bytes in UTF-8, over the {MAX_TYPE_BYTES} a graph store keeps")
+    return kind
+
+
 class RelationColumn(BaseModel):
     """A column whose value names another entity: ``record --type--> value``."""
 
@@ -91,6 +104,11 @@ class RelationColumn(BaseModel):
     def _nfc(cls, column: str) -> str:
         """In NFC, as a mapping's columns (:meth:`RecordMapping._nfc`)."""
         return nfc(column)
+
+    @field_validator("type", "target_type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return type_name(value)
 
 
 class RecordMapping(BaseModel):
@@ -118,6 +136,11 @@ class RecordMapping(BaseModel):
         if isinstance(value, list):
             return [nfc(column) for column in value]
         return nfc(value) if value is not None else None
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return type_name(value)
 
     @property
     def extraction_spec(self) -> dict[str, Any]:
@@ -220,7 +243,9 @@ def _why(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         field = ".".join(str(part) for part in error["loc"])
-        problem = {"extra_forbidden": "unknown field", "missing": "missing"}.get(error["type"], error["msg"])
+        problem = {"extra_forbidden": "unknown field", "missing": "missing"}.get(
+            error["type"], error["msg"].removeprefix("Value error, ")
+        )
         problems.append(f"{field}: {problem}" if field else problem)
     return (
         f"{'; '.join(problems)} (a mapping takes {', '.join(RecordMapping.model_fields)}; a relation "
