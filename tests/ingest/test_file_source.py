@@ -179,6 +179,23 @@ async def test_mapped_types_are_written_as_extraction_writes_types(tmp_path: Pat
         load_mappings({"name": "name", "type": "?"})
 
 
+async def test_a_blank_description_cell_is_no_summary(tmp_path: Path) -> None:
+    """A blank cell of the description column gave the node an empty summary backed by the record, so two
+    files' blank cells outvoted the summary a text gives (the node's summary was ``""``)."""
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / name).write_text("name,plot\nUp,\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("E Up|film||A film about balloons\n", encoding="utf-8")
+    mappings = load_mappings({"name": "name", "type": "film", "description": "plot"})
+    store = MemoryGraphStore()
+    source = FileSource(tmp_path, source_id="s", mappings=mappings)
+    await ingest(source, store, extractor=ScriptedExtractor(), routing="exact")
+    (node,) = (await graph_tables(store))["nodes"]
+    assert (node["summary"], list(node["summary_sources"])) == (
+        "A film about balloons",
+        ["A film about balloons"],
+    )
+
+
 def film(name: str, year: int) -> dict[str, Any]:
     return {"name": name, "type": "film", "description": None, "attributes": {"year": year}, "node_id": None}
 

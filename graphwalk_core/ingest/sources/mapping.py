@@ -176,7 +176,8 @@ class RecordMapping(BaseModel):
             ExtractedEntity(
                 name=name,
                 type=self.type,
-                description=_text(value(self.description)) if self.description else None,
+                # a blank cell is no description: an empty summary backed by two blank cells outvoted a text's
+                description=(_text(value(self.description)) or None) if self.description else None,
                 attributes=attributes,
             )
         ]
