@@ -196,6 +196,33 @@ async def test_a_blank_description_cell_is_no_summary(tmp_path: Path) -> None:
     )
 
 
+async def test_a_json_list_in_a_relation_column_names_a_target_per_item(tmp_path: Path) -> None:
+    """A JSON record's list of names in a relation column named one target by the list's Python text
+    (``['Ann Lee', 'Bob Ray']``), and a list or object in the name or description column named the entity
+    or described it so. A relation list names a target per item (each split when the relation splits);
+    any other list or object where one value is read is a skip naming the line and the column."""
+    (tmp_path / "films.jsonl").write_text(
+        '{"title": "Up", "cast": ["Ann Lee", "Bob Ray|Cy Dee"]}\n'
+        '{"title": ["Cars", "Cars 2"]}\n'
+        '{"title": "Jaws", "plot": {"en": "A shark"}}\n'
+        '{"title": "Big", "cast": [["Ann Lee"]]}\n',
+        encoding="utf-8",
+    )
+    cast = {"column": "cast", "type": "starred", "split": "|"}
+    mappings = load_mappings({"name": "title", "description": "plot", "relations": [cast]})
+    source = FileSource(tmp_path, mappings=mappings)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, [r.target for r in d.extraction.relations]) for d in docs if d.extraction] == [
+        ("films.jsonl#0", ["Ann Lee", "Bob Ray", "Cy Dee"])
+    ]
+    assert [s.describe() for s in source.skipped] == [
+        """films.jsonl:2: the name column 'title' holds a list, not a single value: ["Cars","Cars 2"]""",
+        "films.jsonl:3: the description column 'plot' holds an object, not a single value: "
+        '{"en":"A shark"}',
+        """films.jsonl:4: the relation column 'cast' holds a list, not a single value: ["Ann Lee"]""",
+    ]
+
+
 def film(name: str, year: int) -> dict[str, Any]:
     return {"name": name, "type": "film", "description": None, "attributes": {"year": year}, "node_id": None}
 

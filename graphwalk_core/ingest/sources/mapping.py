@@ -26,7 +26,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.sources.yamlfile import read_yaml
 from graphwalk_core.ingest.text import normalize_name, snake_case
-from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
+from graphwalk_core.model import GENERIC_TYPE, JSONValue, canonical_json, content_hash
 from graphwalk_core.stores.keys import MAX_TYPE_BYTES, utf8_size
 
 #: What to do about two columns of one attribute name, when a mapping's ``attributes`` can choose.
@@ -160,7 +160,7 @@ class RecordMapping(BaseModel):
             field = field_of(record, column)
             return record.get(field) if field is not None else None
 
-        name = _text(value(self.name))
+        name = _text(_single(value(self.name), f"{where}: the name column {self.name!r}"))
         if not name:
             raise InputError(f"{where}: the name column {self.name!r} is missing or empty")
         if not normalize_name(name):  # "?" and "-" would be one node, as would every such name
@@ -172,21 +172,28 @@ class RecordMapping(BaseModel):
             keys = [k for k in record if k not in used]
         names = attribute_names(keys, where=where, hint=LIST_ATTRIBUTES)
         attributes = {names[k]: v for k in keys if (v := _literal(value(k))) is not None}
+        description = None
+        if self.description:
+            text = _text(
+                _single(value(self.description), f"{where}: the description column {self.description!r}")
+            )
+            # a blank cell is no description: an empty summary backed by two blank cells outvoted a text's
+            description = text or None
         entities = [
             ExtractedEntity(
                 name=name,
                 type=self.type,
-                # a blank cell is no description: an empty summary backed by two blank cells outvoted a text's
-                description=(_text(value(self.description)) or None) if self.description else None,
+                description=description,
                 attributes=attributes,
             )
         ]
         relations: list[ExtractedRelation] = []
         for rel in self.relations:
-            raw = _text(value(rel.column))
-            if not raw:
-                continue
-            targets = [t.strip() for t in raw.split(rel.split)] if rel.split else [raw]
+            cell = value(rel.column)  # a JSON list names a target per item
+            targets: list[str] = []
+            for item in cell if isinstance(cell, list) else [cell]:
+                raw = _text(_single(item, f"{where}: the relation column {rel.column!r}"))
+                targets.extend([t.strip() for t in raw.split(rel.split)] if rel.split else [raw])
             # a placeholder ("-", "?") names no entity, as an empty cell names none (text extraction drops
             # such names too)
             for target in dict.fromkeys(t for t in targets if normalize_name(t)):
@@ -195,6 +202,15 @@ class RecordMapping(BaseModel):
                 entities.append(ExtractedEntity(name=target, type=rel.target_type))
                 relations.append(ExtractedRelation(source=name, type=rel.type, target=target))
         return Extraction(entities=entities, relations=relations)
+
+
+def _single(value: JSONValue, what: str) -> JSONValue:
+    """``value`` when it is one value; a JSON object (or a list where one value is read) is an InputError
+    saying ``what`` holds it: its Python text (``['Ann', 'Bob']``) named an entity."""
+    if isinstance(value, dict | list):
+        kind = "an object" if isinstance(value, dict) else "a list"
+        raise InputError(f"{what} holds {kind}, not a single value: {canonical_json(value)[:80]}")
+    return value
 
 
 def _text(value: Any) -> str:
