@@ -231,6 +231,36 @@ def entity(name: str) -> dict[str, Any]:
     return {"name": name, "type": "entity", "description": None, "attributes": {}, "node_id": None}
 
 
+async def test_mapped_columns_no_record_of_a_file_has_are_named(tmp_path: Path) -> None:
+    """A misspelled relation, attribute or description column (or one renamed in the file's header) made
+    no edge, attribute or summary without a word, so a header renamed from ``director`` to ``Director``
+    retracted every edge it gave. Now it is named, once per file, as a note that keeps nothing (the
+    records are read as before); a column some record has is no note (JSON fields are optional)."""
+    (tmp_path / "films.csv").write_text("title,Director,year\nUp,Pete Docter,2009\n", encoding="utf-8")
+    (tmp_path / "more.jsonl").write_text(
+        '{"title": "Jaws", "year": 1975}\n'
+        '{"title": "Big", "director": "Penny Marshall", "plot": "Grows up"}\n',
+        encoding="utf-8",
+    )
+    by = {"column": "director", "type": "directed_by"}
+    spec = {"name": "title", "description": "plot", "attributes": ["year", "rating"], "relations": [by]}
+    source = FileSource(tmp_path, mappings=load_mappings({"*.csv": spec, "more.jsonl": spec}))
+    assert [d.id async for d in source.documents()] == ["films.csv#0", "more.jsonl#0", "more.jsonl#1"]
+    assert [(s.describe(), s.kind) for s in source.skipped] == [
+        (
+            "mapping key '*.csv': columns 'plot' (the description), 'rating' (an attribute), 'director' (the "
+            "relation 'directed_by') are in no record of films.csv, so they give nothing (misspelled, or "
+            "renamed in the file?)",
+            "mapping",
+        ),
+        (
+            "mapping key 'more.jsonl': column 'rating' (an attribute) is in no record of more.jsonl, so it "
+            "gives nothing (misspelled, or renamed in the file?)",
+            "mapping",
+        ),
+    ]
+
+
 async def test_mapping_keys_that_match_no_record_file_are_named(tmp_path: Path) -> None:
     """A key naming a file in a subfolder by its bare name, or misspelled, is reported, not ignored."""
     (tmp_path / "sub").mkdir()

@@ -39,8 +39,10 @@ from graphwalk_core.ingest.sources.base import (
 from graphwalk_core.ingest.sources.mapping import (
     Mappings,
     RecordMapping,
+    absent_columns,
     field_of,
     mapping_for,
+    mapping_key,
     unmatched_keys,
 )
 from graphwalk_core.ingest.text import snake_case
@@ -349,6 +351,10 @@ class FileSource(SourceBase):
         for index, line, record in records:
             columns.update(dict.fromkeys(record))
             rows.append((index, line, record))
+        absent = absent_columns(mapping, columns, rel) if mapping is not None and rows else None
+        if absent is not None:  # a note: the records are read (keeping nothing: kind "mapping")
+            pattern = str(mapping_key(self.mappings, rel))
+            scan.skipped.append(SkippedItem(path=pattern, reason=absent, kind="mapping"))
         if mapping is not None and mapping.key is not None:
             identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
         else:

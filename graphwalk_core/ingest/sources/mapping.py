@@ -275,11 +275,33 @@ def unmatched_keys(mappings: Mappings, names: list[str]) -> list[str]:
     return [key for key in mappings if not any(n == key or fnmatch.fnmatchcase(n, key) for n in names)]
 
 
-def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
-    """The mapping whose glob matches ``key`` exactly first, else the first glob that matches."""
+def mapping_key(mappings: Mappings, key: str) -> str | None:
+    """The mapping key (a glob) that ``key`` matches exactly first, else the first glob that matches."""
     if key in mappings:
-        return mappings[key]
-    for pattern, mapping in mappings.items():
-        if fnmatch.fnmatchcase(key, pattern):
-            return mapping
-    return None
+        return key
+    return next((pattern for pattern in mappings if fnmatch.fnmatchcase(key, pattern)), None)
+
+
+def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
+    """The mapping of :func:`mapping_key`."""
+    pattern = mapping_key(mappings, key)
+    return mappings[pattern] if pattern is not None else None
+
+
+def absent_columns(mapping: RecordMapping, fields: Mapping[str, Any], file: str) -> str | None:
+    """Which columns ``mapping`` reads beside its name (description, listed attributes, relations) are
+    none of ``fields`` (every field of ``file``'s records), each with its role; None when it has them all.
+    A misspelled or renamed column made no summary, attribute or edge, without a word."""
+    roles = [
+        *([(mapping.description, "the description")] if mapping.description else []),
+        *((column, "an attribute") for column in mapping.attributes or ()),
+        *((rel.column, f"the relation {rel.type!r}") for rel in mapping.relations),
+    ]
+    absent = [f"{column!r} ({role})" for column, role in roles if field_of(fields, column) is None]
+    if not absent:
+        return None
+    one = len(absent) == 1
+    return (
+        f"column{'' if one else 's'} {', '.join(absent)} {'is' if one else 'are'} in no record of {file}, so "
+        f"{'it gives' if one else 'they give'} nothing (misspelled, or renamed in the file?)"
+    )
