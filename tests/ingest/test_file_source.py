@@ -9,7 +9,7 @@ import pytest
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.pipeline import ingest
-from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.ingest.sources import FileSource, load_mappings, load_sources
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import ScriptedExtractor, graph_tables
@@ -308,6 +308,36 @@ def test_an_invalid_mapping_names_each_field_and_what_a_mapping_takes(tmp_path: 
         "relations.0.colum: unknown field; kee: unknown field (a mapping takes name, type, key, description, "
         "attributes, relations; a relation takes column, type, target_type, split; docs/mappings.md)"
     )
+
+
+def test_a_yaml_key_written_twice_is_named_not_dropped(tmp_path: Path) -> None:
+    """YAML keeps the last of two values for one key without a word: a ``relations:`` written twice lost
+    its first list (every edge it made retracted), a file key twice its first mapping, a source entry's
+    field twice its first value. Each is an error naming the file, both lines and the key; a merge key
+    (``<<``) still overrides as YAML says."""
+    (tmp_path / "m.yaml").write_text(
+        "films.csv:\n  name: title\n  relations:\n    - {column: director, type: directed_by}\n"
+        "  relations:\n    - {column: stars, type: starred}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        load_mappings(tmp_path / "m.yaml")
+    assert str(caught.value) == (
+        f"mapping file {tmp_path / 'm.yaml'}:5: the key 'relations' repeats the one on line 3 (YAML would "
+        "keep the last and drop the other without a word)"
+    )
+    (tmp_path / "sources.yaml").write_text(
+        "- id: films\n  kind: files\n  path_or_url: films\n  path_or_url: other\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError, match=r"sources\.yaml:4: the key 'path_or_url' repeats the one on line 3"):
+        load_sources(tmp_path / "sources.yaml")
+    (tmp_path / "merged.yaml").write_text(
+        "a.csv: &base\n  name: title\n  type: film\nb.csv:\n  <<: *base\n  name: name\n", encoding="utf-8"
+    )
+    assert {k: (m.name, m.type) for k, m in load_mappings(tmp_path / "merged.yaml").items()} == {
+        "a.csv": ("title", "film"),
+        "b.csv": ("name", "film"),
+    }
 
 
 async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
