@@ -355,7 +355,8 @@ async def apply_plan(
     written: set[str] | None = None,
 ) -> UpdateReport:
     """Write the plan: deleted documents are retracted first, then the plan's documents, each retracting
-    its old provenance (when it had any) and folding in its new elements.
+    its old provenance (when it had any) and folding in its new elements. A document whose extraction
+    failed (incomplete) and that had data keeps it and its ledger entry as they were (it is retried).
 
     The retractions, the plan's documents and their ledger entries commit as ONE transaction: the unit
     of atomicity is the unit of routing (a plan is routed against one graph state, and a plan routed
@@ -370,6 +371,7 @@ async def apply_plan(
     report = report if report is not None else UpdateReport(source_id=diff.source_id)
     source_id = diff.source_id
     retracting = diff.retracting
+    kept: list[str] = []  # failed documents that keep what they gave before
     with collector_paused():
         async with store.transaction():
             await check_current(store, diff, plan)  # under the writer lock: no other apply in between
@@ -379,6 +381,17 @@ async def apply_plan(
             # retried step would not learn the ids it re-keys (the plan, routed before it, names the old ones)
             renames = await retract_deleted(store, diff, report)
             for doc in plan.documents:
+                if doc.status == "incomplete" and doc.document_id in retracting:
+                    # an extraction that failed deletes nothing: what the document gave stays, and so does
+                    # its ledger entry (the next run retries it); routing left its nodes out, so they are
+                    # read back as written
+                    kept.append(doc.document_id)
+                    if written is not None:
+                        nodes, _ = await store.elements_from_source(
+                            provenance_source(source_id, doc.document_id)
+                        )
+                        written.update(node.id for node in nodes)
+                    continue
                 touched = set()
                 if doc.document_id in retracting:
                     touched = await retract_document(
@@ -402,7 +415,7 @@ async def apply_plan(
     if written is not None:
         written.update(renames, renames.values())
     for doc in plan.documents:
-        report.ledger_written += 1
+        report.ledger_written += doc.document_id not in kept
         report.documents_applied.append(doc.document_id)
         if doc.status == "incomplete":
             report.documents_incomplete.append(doc.document_id)

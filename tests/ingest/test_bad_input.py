@@ -229,6 +229,27 @@ async def test_quoted_fields_may_span_lines_and_are_named_by_their_first_line(tm
     ]
 
 
+async def test_switching_a_csv_between_crlf_and_lf_line_ends_changes_no_record(tmp_path: Path) -> None:
+    """A quoted cell's line break read as written kept its CR: the same file with CRLF line ends (as git's
+    autocrlf writes it, inside quotes too) held another value, so switching re-processed the record and
+    changed the attribute in the graph (docs/guarantees.md: it changes no record)."""
+    text = 'id,name,note\n1,Ann,"two\nlines"\n2,Bob,plain\n'
+    mappings = load_mappings({"name": "name", "key": "id"})
+    (tmp_path / "t.csv").write_text(text, encoding="utf-8", newline="")
+    store = MemoryGraphStore()
+    await ingest(FileSource(tmp_path, source_id="s", mappings=mappings), store, routing="exact")
+    before = await graph_tables(store, "s")
+    (tmp_path / "t.csv").write_text(text.replace("\n", "\r\n"), encoding="utf-8", newline="")
+    source = FileSource(tmp_path, source_id="s", mappings=mappings)
+    assert [d.records async for d in source.documents()] == [
+        [{"id": 1, "name": "Ann", "note": "two\nlines"}],
+        [{"id": 2, "name": "Bob", "note": "plain"}],
+    ]
+    report = await ingest(source, store, routing="exact")
+    assert (report.unchanged, report.changed) == (2, 0)
+    assert await graph_tables(store, "s") == before
+
+
 async def test_json_lines_end_at_newlines_only_and_array_items_name_their_line(tmp_path: Path) -> None:
     (tmp_path / "a.jsonl").write_text(
         '{"name": "Ann\u2028Lee"}\n{"name": "Bob"}\n', encoding="utf-8", newline=""
@@ -639,3 +660,32 @@ async def test_a_document_whose_ledger_key_no_store_keeps_is_a_skip(tmp_path: Pa
         ],
     )
     assert list(await read_ledger(store, "docs")) == ["near.txt"]
+
+
+async def test_a_json_object_naming_a_key_twice_is_a_skip_that_keeps_what_the_record_gave(
+    tmp_path: Path,
+) -> None:
+    """JSON would keep the last of two values for one key without a word (as a CSV header naming a column
+    twice would); the record is a skip naming its line, in .jsonl and .json, nested or not, and keeps what
+    it gave before."""
+    mappings = load_mappings({"name": "name", "type": "film"})
+    (tmp_path / "a.jsonl").write_text('{"name": "Up", "year": 2009}\n{"name": "Cars"}\n', encoding="utf-8")
+    (tmp_path / "b.json").write_text('[\n  {"name": "Big"},\n  {"name": "Jaws"}\n]\n', encoding="utf-8")
+    store = MemoryGraphStore()
+    await ingest(FileSource(tmp_path, source_id="s", mappings=mappings), store, routing="exact")
+    before = await graph_tables(store, "s")
+    (tmp_path / "a.jsonl").write_text(
+        '{"name": "Up", "year": 2009, "year": 2010}\n{"name": "Cars"}\n', encoding="utf-8"
+    )
+    (tmp_path / "b.json").write_text(
+        '[\n  {"name": "Big"},\n  {"name": "Jaws", "cast": {"shark": "Bruce", "shark": "Brucie"}}\n]\n',
+        encoding="utf-8",
+    )
+    source = FileSource(tmp_path, source_id="s", mappings=mappings)
+    report = await ingest(source, store, routing="exact")
+    assert [s.describe() for s in report.skipped] == [
+        'a.jsonl:1: the key "year" appears twice in one object: one of its values would be lost',
+        'b.json:3: the key "shark" appears twice in one object: one of its values would be lost',
+    ]
+    assert (report.unchanged, report.deleted, report.kept) == (2, 0, 2)
+    assert await graph_tables(store, "s") == before

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.ingest.sources import FileSource, load_mappings
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.sources import FileSource, load_mappings, load_sources
+from graphwalk_core.stores.memory import MemoryGraphStore
+
+from .conftest import ScriptedExtractor, graph_tables
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,6 +118,149 @@ async def test_mapping_errors_name_the_record(tmp_path: Path) -> None:
     ]
 
 
+async def test_a_name_without_a_letter_or_digit_names_no_entity(tmp_path: Path) -> None:
+    """A placeholder ("-", "?") normalizes to no name at all, so every one of them was one node: the films
+    of an unknown director were all directed by one "-" node, which took every "?" record's attributes.
+    A record so named is a skip naming its line (as an empty name is); a relation cell so filled names no
+    target (as an empty cell does), as text extraction drops such names."""
+    (tmp_path / "films.csv").write_text(
+        "title,year,director\nUp,2009,-\n?,2010,Ann Lee\nCars,2006,Ann Lee|?\n", encoding="utf-8"
+    )
+    spec = {
+        "name": "title",
+        "type": "film",
+        "relations": [{"column": "director", "type": "by", "split": "|"}],
+    }
+    source = FileSource(tmp_path, mappings=load_mappings(spec))
+    docs = [d async for d in source.documents()]
+    assert [(d.id, d.extraction.model_dump() if d.extraction else None) for d in docs] == [
+        ("films.csv#0", {"entities": [film("Up", 2009)], "relations": []}),
+        (
+            "films.csv#2",
+            {
+                "entities": [film("Cars", 2006), entity("Ann Lee")],
+                "relations": [{"source": "Cars", "type": "by", "target": "Ann Lee", "attributes": {}}],
+            },
+        ),
+    ]
+    assert [s.describe() for s in source.skipped] == [
+        "films.csv:3: the name column 'title' holds no letter or digit: '?'"
+    ]
+
+
+async def test_mapped_types_are_written_as_extraction_writes_types(tmp_path: Path) -> None:
+    """A mapping's types were kept as written, while text extraction snake_cases its own: a ``Person``
+    record beside a text's ``person`` was a type conflict on the node, a ``Knows`` column beside a text's
+    ``knows`` a second edge. A mapping already in snake_case keeps its version (nothing re-processed)."""
+    (tmp_path / "people.csv").write_text("name,knows\nAlice,Bob\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("E Alice|person\nE Bob|person\nR Alice|knows|Bob\n", encoding="utf-8")
+    knows = {"column": "knows", "type": "Knows", "target_type": "Person"}
+    mappings = load_mappings({"people.csv": {"name": "name", "type": "Person", "relations": [knows]}})
+    spec = {
+        "name": "name",
+        "type": "person",
+        "relations": [{**knows, "type": "knows", "target_type": "person"}],
+    }
+    assert mappings["people.csv"].version == load_mappings(spec)["*"].version
+    store = MemoryGraphStore()
+    await ingest(
+        FileSource(tmp_path, source_id="s", mappings=mappings),
+        store,
+        extractor=ScriptedExtractor(),
+        routing="exact",
+    )
+    tables = await graph_tables(store)
+    assert [(n["name"], n["type"], n["conflicts"]) for n in tables["nodes"]] == [
+        ("Alice", "person", {}),
+        ("Bob", "person", {}),
+    ]
+    assert [e["type"] for e in tables["edges"]] == ["knows"]
+    with pytest.raises(InputError, match=r"invalid mapping for '\*': type: '\?' has no letter or digit \("):
+        load_mappings({"name": "name", "type": "?"})
+
+
+async def test_a_blank_description_cell_is_no_summary(tmp_path: Path) -> None:
+    """A blank cell of the description column gave the node an empty summary backed by the record, so two
+    files' blank cells outvoted the summary a text gives (the node's summary was ``""``)."""
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / name).write_text("name,plot\nUp,\n", encoding="utf-8")
+    (tmp_path / "t.txt").write_text("E Up|film||A film about balloons\n", encoding="utf-8")
+    mappings = load_mappings({"name": "name", "type": "film", "description": "plot"})
+    store = MemoryGraphStore()
+    source = FileSource(tmp_path, source_id="s", mappings=mappings)
+    await ingest(source, store, extractor=ScriptedExtractor(), routing="exact")
+    (node,) = (await graph_tables(store))["nodes"]
+    assert (node["summary"], list(node["summary_sources"])) == (
+        "A film about balloons",
+        ["A film about balloons"],
+    )
+
+
+async def test_a_json_list_in_a_relation_column_names_a_target_per_item(tmp_path: Path) -> None:
+    """A JSON record's list of names in a relation column named one target by the list's Python text
+    (``['Ann Lee', 'Bob Ray']``), and a list or object in the name or description column named the entity
+    or described it so. A relation list names a target per item (each split when the relation splits);
+    any other list or object where one value is read is a skip naming the line and the column."""
+    (tmp_path / "films.jsonl").write_text(
+        '{"title": "Up", "cast": ["Ann Lee", "Bob Ray|Cy Dee"]}\n'
+        '{"title": ["Cars", "Cars 2"]}\n'
+        '{"title": "Jaws", "plot": {"en": "A shark"}}\n'
+        '{"title": "Big", "cast": [["Ann Lee"]]}\n',
+        encoding="utf-8",
+    )
+    cast = {"column": "cast", "type": "starred", "split": "|"}
+    mappings = load_mappings({"name": "title", "description": "plot", "relations": [cast]})
+    source = FileSource(tmp_path, mappings=mappings)
+    docs = [d async for d in source.documents()]
+    assert [(d.id, [r.target for r in d.extraction.relations]) for d in docs if d.extraction] == [
+        ("films.jsonl#0", ["Ann Lee", "Bob Ray", "Cy Dee"])
+    ]
+    assert [s.describe() for s in source.skipped] == [
+        """films.jsonl:2: the name column 'title' holds a list, not a single value: ["Cars","Cars 2"]""",
+        "films.jsonl:3: the description column 'plot' holds an object, not a single value: "
+        '{"en":"A shark"}',
+        """films.jsonl:4: the relation column 'cast' holds a list, not a single value: ["Ann Lee"]""",
+    ]
+
+
+def film(name: str, year: int) -> dict[str, Any]:
+    return {"name": name, "type": "film", "description": None, "attributes": {"year": year}, "node_id": None}
+
+
+def entity(name: str) -> dict[str, Any]:
+    return {"name": name, "type": "entity", "description": None, "attributes": {}, "node_id": None}
+
+
+async def test_mapped_columns_no_record_of_a_file_has_are_named(tmp_path: Path) -> None:
+    """A misspelled relation, attribute or description column (or one renamed in the file's header) made
+    no edge, attribute or summary without a word, so a header renamed from ``director`` to ``Director``
+    retracted every edge it gave. Now it is named, once per file, as a note that keeps nothing (the
+    records are read as before); a column some record has is no note (JSON fields are optional)."""
+    (tmp_path / "films.csv").write_text("title,Director,year\nUp,Pete Docter,2009\n", encoding="utf-8")
+    (tmp_path / "more.jsonl").write_text(
+        '{"title": "Jaws", "year": 1975}\n'
+        '{"title": "Big", "director": "Penny Marshall", "plot": "Grows up"}\n',
+        encoding="utf-8",
+    )
+    by = {"column": "director", "type": "directed_by"}
+    spec = {"name": "title", "description": "plot", "attributes": ["year", "rating"], "relations": [by]}
+    source = FileSource(tmp_path, mappings=load_mappings({"*.csv": spec, "more.jsonl": spec}))
+    assert [d.id async for d in source.documents()] == ["films.csv#0", "more.jsonl#0", "more.jsonl#1"]
+    assert [(s.describe(), s.kind) for s in source.skipped] == [
+        (
+            "mapping key '*.csv': columns 'plot' (the description), 'rating' (an attribute), 'director' (the "
+            "relation 'directed_by') are in no record of films.csv, so they give nothing (misspelled, or "
+            "renamed in the file?)",
+            "mapping",
+        ),
+        (
+            "mapping key 'more.jsonl': column 'rating' (an attribute) is in no record of more.jsonl, so it "
+            "gives nothing (misspelled, or renamed in the file?)",
+            "mapping",
+        ),
+    ]
+
+
 async def test_mapping_keys_that_match_no_record_file_are_named(tmp_path: Path) -> None:
     """A key naming a file in a subfolder by its bare name, or misspelled, is reported, not ignored."""
     (tmp_path / "sub").mkdir()
@@ -160,6 +308,36 @@ def test_an_invalid_mapping_names_each_field_and_what_a_mapping_takes(tmp_path: 
         "relations.0.colum: unknown field; kee: unknown field (a mapping takes name, type, key, description, "
         "attributes, relations; a relation takes column, type, target_type, split; docs/mappings.md)"
     )
+
+
+def test_a_yaml_key_written_twice_is_named_not_dropped(tmp_path: Path) -> None:
+    """YAML keeps the last of two values for one key without a word: a ``relations:`` written twice lost
+    its first list (every edge it made retracted), a file key twice its first mapping, a source entry's
+    field twice its first value. Each is an error naming the file, both lines and the key; a merge key
+    (``<<``) still overrides as YAML says."""
+    (tmp_path / "m.yaml").write_text(
+        "films.csv:\n  name: title\n  relations:\n    - {column: director, type: directed_by}\n"
+        "  relations:\n    - {column: stars, type: starred}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as caught:
+        load_mappings(tmp_path / "m.yaml")
+    assert str(caught.value) == (
+        f"mapping file {tmp_path / 'm.yaml'}:5: the key 'relations' repeats the one on line 3 (YAML would "
+        "keep the last and drop the other without a word)"
+    )
+    (tmp_path / "sources.yaml").write_text(
+        "- id: films\n  kind: files\n  path_or_url: films\n  path_or_url: other\n", encoding="utf-8"
+    )
+    with pytest.raises(InputError, match=r"sources\.yaml:4: the key 'path_or_url' repeats the one on line 3"):
+        load_sources(tmp_path / "sources.yaml")
+    (tmp_path / "merged.yaml").write_text(
+        "a.csv: &base\n  name: title\n  type: film\nb.csv:\n  <<: *base\n  name: name\n", encoding="utf-8"
+    )
+    assert {k: (m.name, m.type) for k, m in load_mappings(tmp_path / "merged.yaml").items()} == {
+        "a.csv": ("title", "film"),
+        "b.csv": ("name", "film"),
+    }
 
 
 async def test_documents_stream_file_by_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -144,6 +144,45 @@ async def test_failed_chunk_marks_document_incomplete_and_retries(
     assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
 
 
+async def test_a_changed_document_whose_extraction_fails_keeps_what_it_gave(
+    tmp_path: Path, new_store: Callable[[], GraphStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    """An extraction that fails (a model outage) is no deletion: the edited document's old facts were
+    retracted and only the chunks that extracted written (here none), so a failed run emptied the graph
+    of it. Now it keeps its elements and ledger entry until it extracts in full; a later window routes
+    to its nodes (read back, not a reload), and the retry gives a fresh ingest's graph."""
+    write(tmp_path, {"a.txt": "E Alice|person|born=1\nE Bob|person\nR Alice|knows|Bob"})
+    store, extractor, decider = new_store(), ScriptedExtractor(), FakeDecisionBackend(script=same_name_script)
+    await run(tmp_path, store, extractor, decider)
+    before, ledger = await graph_tables(store, "docs"), await read_ledger(store, "docs")
+    write(
+        tmp_path,
+        {
+            "a.txt": "E Alice|person|born=2\nE Bob|person\nR Alice|knows|Bob\nFAIL",
+            "b.txt": "E Alice|person\nE Carol|person\nR Carol|knows|Alice",
+        },
+    )
+    report = await run(tmp_path, store, extractor, decider, window=1)
+    assert (report.changed, report.new, report.failed, report.update.ledger_written) == (1, 1, ["a.txt"], 1)
+    assert (await read_ledger(store, "docs"))["a.txt"] == ledger["a.txt"]
+    after = await graph_tables(store, "docs")
+    alice = next(n for n in after["nodes"] if n["name"] == "Alice")
+    assert (alice["attributes"], sorted({p["source_id"] for p in alice["provenance"]})) == (
+        {"born": 1},
+        ["docs/a.txt", "docs/b.txt"],
+    )
+    assert sorted(n["name"] for n in after["nodes"]) == ["Alice", "Bob", "Carol"]
+    assert [e for e in after["edges"] if e in before["edges"]] == before["edges"]
+    assert "out of step" not in caplog.text
+    extractor.fail = False
+    retry = await run(tmp_path, store, extractor, decider)
+    assert (retry.changed, retry.unchanged, retry.failed) == (1, 1, [])
+    fresh, working = new_store(), ScriptedExtractor()
+    working.fail = False
+    await run(tmp_path, fresh, working, FakeDecisionBackend(script=same_name_script))
+    assert await graph_tables(store, "docs") == await graph_tables(fresh, "docs")
+
+
 def alias_script(question: ChoiceQuestion, state: JSONContent) -> dict[str, float]:
     """Same name, else a candidate whose name words contain the mention's (``Nolan`` -> ``Chris Nolan``)."""
     answer = same_name_script(question, state)

@@ -96,6 +96,33 @@ async def test_a_mapping_key_matching_no_table_is_named_and_keeps_nothing() -> N
     ]
 
 
+async def test_mapping_fields_a_sql_row_makes_nothing_of_are_named_as_ignored() -> None:
+    """A table mapping's ``relations`` made no edge, and its ``description`` and ``attributes`` changed
+    nothing, without a word (docs/mappings.md: the same mappings apply to SQL sources)."""
+    relations = [{"column": "title", "type": "named"}]
+    mappings = load_mappings(
+        {
+            "films": {"name": "title", "attributes": ["year"], "relations": relations},
+            "people": {"name": "name", "description": "name"},
+            "studios": {"name": "name", "type": "studio"},
+        }
+    )
+    source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
+    assert len([d async for d in source.documents()]) == 26
+    assert [(s.describe(), s.kind) for s in source.skipped] == [
+        (
+            "mapping key 'films': its attributes and relations are ignored: a SQL row's relations are its "
+            "foreign keys, its attributes its columns but its keys and name",
+            "mapping",
+        ),
+        (
+            "mapping key 'people': its description is ignored: a SQL row's relations are its foreign keys, "
+            "its attributes its columns but its keys and name",
+            "mapping",
+        ),
+    ]
+
+
 async def test_a_key_in_a_table_mapping_is_named_as_ignored() -> None:
     """``key`` identifies record files' documents; a SQL row keeps its primary key, and the skipped input
     says so instead of ignoring the key silently."""

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 import sys
+import threading
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -38,8 +39,10 @@ from graphwalk_core.ingest.sources.base import (
 from graphwalk_core.ingest.sources.mapping import (
     Mappings,
     RecordMapping,
+    absent_columns,
     field_of,
     mapping_for,
+    mapping_key,
     unmatched_keys,
 )
 from graphwalk_core.ingest.text import snake_case
@@ -348,6 +351,10 @@ class FileSource(SourceBase):
         for index, line, record in records:
             columns.update(dict.fromkeys(record))
             rows.append((index, line, record))
+        absent = absent_columns(mapping, columns, rel) if mapping is not None and rows else None
+        if absent is not None:  # a note: the records are read (keeping nothing: kind "mapping")
+            pattern = str(mapping_key(self.mappings, rel))
+            scan.skipped.append(SkippedItem(path=pattern, reason=absent, kind="mapping"))
         if mapping is not None and mapping.key is not None:
             identified = _keyed(rel, mapping.key, rows, scan.skipped, first_skip)
         else:
@@ -510,8 +517,12 @@ def _record_document(
 def _cell(value: str) -> JSONValue:
     """CSV cells: integers and decimals in ASCII digits become numbers (not digits with a leading zero:
     "007" stays text, as 7 would lose it; nor "-0"; nor a decimal too large for a float), blanks become
-    None, the rest stays text."""
+    None, the rest stays text. A quoted cell's CRLF line breaks are LF, as the file's lines are read: a
+    file switched between CRLF and LF line ends (git's autocrlf switches those inside quotes too) holds
+    the same records."""
     value = value.strip()
+    if "\r\n" in value:
+        value = value.replace("\r\n", "\n")
     if not value:
         return None
     if _INT.fullmatch(value):
@@ -691,14 +702,64 @@ def _float(literal: str) -> float | str:
     return number if math.isfinite(number) else literal
 
 
-def _loads(text: str) -> Any:
+class _Repeated(dict[str, Any]):
+    """A JSON object that names a key twice: ``json`` keeps its last value without a word."""
+
+    key: str
+
+
+class _Decoder(threading.local):
+    """A JSON decoder per thread (one per call cost more than the parse) whose object hook notes whether an
+    object of the text it last read named a key twice (then a :class:`_Repeated`)."""
+
+    def __init__(self) -> None:
+        self.repeated = False
+        self.decoder = json.JSONDecoder(
+            parse_constant=_no_constant, parse_float=_float, object_pairs_hook=self._object
+        )
+
+    def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) == len(pairs):
+            return obj
+        out, seen = _Repeated(obj), set[str]()
+        for key, _ in pairs:
+            if key in seen:
+                out.key = key
+                break
+            seen.add(key)
+        self.repeated = True
+        return out
+
+    def loads(self, text: str) -> tuple[Any, bool]:
+        """``json.loads(text)`` with the hooks, and whether an object in it names a key twice."""
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        self.repeated = False
+        return self.decoder.decode(text), self.repeated
+
+
+_DECODER = _Decoder()
+
+
+def _repeated_key(value: Any) -> str | None:
+    """Why ``value`` (a parsed record) cannot be read as written: an object in it names a key twice, so
+    one of the values would be dropped in silence; None when none does."""
+    if isinstance(value, _Repeated):
+        return f"the key {json.dumps(value.key)} appears twice in one object: one of its values would be lost"
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return next((why for item in items if (why := _repeated_key(item)) is not None), None)
+
+
+def _loads(text: str) -> tuple[Any, bool]:
     """``json.loads``; what Python cannot read is a JSONDecodeError, not an error that would end the run:
     an integer of more digits than it reads (``sys.get_int_max_str_digits``), at the first such run of
     digits, or arrays and objects nested past its recursion limit, at the first bracket. So is what only
     Python reads: ``NaN`` and ``±Infinity``, at the first one. A number too large for a float stays text
-    (:func:`_float`)."""
+    (:func:`_float`). Returns the value and whether an object in it names a key twice (a :class:`_Repeated`,
+    see :func:`_repeated_key`)."""
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_float)
+        return _DECODER.loads(text)
     except json.JSONDecodeError:
         raise
     except _NotJSON as exc:
@@ -721,14 +782,14 @@ def _jsonl_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tupl
         if not line.strip():
             continue
         try:
-            value = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
+            value, repeats = _loads(line.rstrip("\r\n"))  # an error's column then lies on this line
         except json.JSONDecodeError as exc:
             parsed.append((line_no, json_error(exc)))
             continue
-        if isinstance(value, dict):
-            parsed.append((line_no, value))
-        else:
+        if not isinstance(value, dict):
             parsed.append((line_no, f"a record must be a JSON object, got {type(value).__name__}"))
+        else:
+            parsed.append((line_no, (repeats and _repeated_key(value)) or value))
     return _indexed(rel, text, parsed, skipped)
 
 
@@ -737,7 +798,7 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     not valid JSON as a whole, or holds neither an object nor an array, is one skip (its records are
     kept: JSON has no local recovery)."""
     try:
-        value = _loads(text)
+        value, repeats = _loads(text)
     except json.JSONDecodeError as exc:
         skipped.append(SkippedItem(path=rel, line=exc.lineno, reason=json_error(exc)))
         return []
@@ -756,17 +817,12 @@ def _json_records(rel: str, text: str, skipped: list[SkippedItem]) -> list[tuple
     out: list[tuple[int, int, dict[str, Any]]] = []
     for index, (item, offset) in enumerate(zip(items, starts, strict=True)):
         line = text.count("\n", 0, offset) + 1
-        if isinstance(item, dict):
+        if not isinstance(item, dict):
+            reason = f"record #{index} must be a JSON object, got {type(item).__name__}"
+        elif not repeats or (reason := _repeated_key(item)) is None:
             out.append((index, line, item))
-        else:
-            skipped.append(
-                SkippedItem(
-                    path=rel,
-                    line=line,
-                    reason=f"record #{index} must be a JSON object, got {type(item).__name__}",
-                    document_id=f"{rel}#{index}",
-                )
-            )
+            continue
+        skipped.append(SkippedItem(path=rel, line=line, reason=reason, document_id=f"{rel}#{index}"))
     return out
 
 

@@ -25,8 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.sources.yamlfile import read_yaml
-from graphwalk_core.ingest.text import snake_case
-from graphwalk_core.model import GENERIC_TYPE, JSONValue, content_hash
+from graphwalk_core.ingest.text import normalize_name, snake_case
+from graphwalk_core.model import GENERIC_TYPE, JSONValue, canonical_json, content_hash
+from graphwalk_core.stores.keys import MAX_TYPE_BYTES, utf8_size
 
 #: What to do about two columns of one attribute name, when a mapping's ``attributes`` can choose.
 LIST_ATTRIBUTES = "rename one, or list the attributes to keep in the mapping"
@@ -76,6 +77,18 @@ def attribute_names(columns: Iterable[str], *, where: str, hint: str = "rename o
     return names
 
 
+def type_name(value: str) -> str:
+    """A node or edge type as extraction writes one: snake_case (``Film Director`` -> ``film_director``), so
+    a mapped record's types are the ones text extraction gives the same entity and relation (``Person``
+    beside ``person`` was a type conflict on every such node, ``Knows`` beside ``knows`` a second edge)."""
+    kind = snake_case(value)
+    if not kind:
+        raise ValueError(f"{value!r} has no letter or digit")
+    if utf8_size(kind) > MAX_TYPE_BYTES:
+        raise ValueError(f"{utf8_size(kind)} bytes in UTF-8, over the {MAX_TYPE_BYTES} a graph store keeps")
+    return kind
+
+
 class RelationColumn(BaseModel):
     """A column whose value names another entity: ``record --type--> value``."""
 
@@ -91,6 +104,11 @@ class RelationColumn(BaseModel):
     def _nfc(cls, column: str) -> str:
         """In NFC, as a mapping's columns (:meth:`RecordMapping._nfc`)."""
         return nfc(column)
+
+    @field_validator("type", "target_type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return type_name(value)
 
 
 class RecordMapping(BaseModel):
@@ -119,6 +137,11 @@ class RecordMapping(BaseModel):
             return [nfc(column) for column in value]
         return nfc(value) if value is not None else None
 
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return type_name(value)
+
     @property
     def extraction_spec(self) -> dict[str, Any]:
         """What decides a record's extraction: every field but ``key`` (which names the document only, so
@@ -137,9 +160,11 @@ class RecordMapping(BaseModel):
             field = field_of(record, column)
             return record.get(field) if field is not None else None
 
-        name = _text(value(self.name))
+        name = _text(_single(value(self.name), f"{where}: the name column {self.name!r}"))
         if not name:
             raise InputError(f"{where}: the name column {self.name!r} is missing or empty")
+        if not normalize_name(name):  # "?" and "-" would be one node, as would every such name
+            raise InputError(f"{where}: the name column {self.name!r} holds no letter or digit: {name!r}")
         keys = self.attributes
         if keys is None:
             named = (self.name, self.description, *(r.column for r in self.relations))
@@ -147,26 +172,45 @@ class RecordMapping(BaseModel):
             keys = [k for k in record if k not in used]
         names = attribute_names(keys, where=where, hint=LIST_ATTRIBUTES)
         attributes = {names[k]: v for k in keys if (v := _literal(value(k))) is not None}
+        description = None
+        if self.description:
+            text = _text(
+                _single(value(self.description), f"{where}: the description column {self.description!r}")
+            )
+            # a blank cell is no description: an empty summary backed by two blank cells outvoted a text's
+            description = text or None
         entities = [
             ExtractedEntity(
                 name=name,
                 type=self.type,
-                description=_text(value(self.description)) if self.description else None,
+                description=description,
                 attributes=attributes,
             )
         ]
         relations: list[ExtractedRelation] = []
         for rel in self.relations:
-            raw = _text(value(rel.column))
-            if not raw:
-                continue
-            targets = [t.strip() for t in raw.split(rel.split)] if rel.split else [raw]
-            for target in dict.fromkeys(t for t in targets if t):
+            cell = value(rel.column)  # a JSON list names a target per item
+            targets: list[str] = []
+            for item in cell if isinstance(cell, list) else [cell]:
+                raw = _text(_single(item, f"{where}: the relation column {rel.column!r}"))
+                targets.extend([t.strip() for t in raw.split(rel.split)] if rel.split else [raw])
+            # a placeholder ("-", "?") names no entity, as an empty cell names none (text extraction drops
+            # such names too)
+            for target in dict.fromkeys(t for t in targets if normalize_name(t)):
                 if target == name:
                     continue
                 entities.append(ExtractedEntity(name=target, type=rel.target_type))
                 relations.append(ExtractedRelation(source=name, type=rel.type, target=target))
         return Extraction(entities=entities, relations=relations)
+
+
+def _single(value: JSONValue, what: str) -> JSONValue:
+    """``value`` when it is one value; a JSON object (or a list where one value is read) is an InputError
+    saying ``what`` holds it: its Python text (``['Ann', 'Bob']``) named an entity."""
+    if isinstance(value, dict | list):
+        kind = "an object" if isinstance(value, dict) else "a list"
+        raise InputError(f"{what} holds {kind}, not a single value: {canonical_json(value)[:80]}")
+    return value
 
 
 def _text(value: Any) -> str:
@@ -216,7 +260,9 @@ def _why(exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         field = ".".join(str(part) for part in error["loc"])
-        problem = {"extra_forbidden": "unknown field", "missing": "missing"}.get(error["type"], error["msg"])
+        problem = {"extra_forbidden": "unknown field", "missing": "missing"}.get(
+            error["type"], error["msg"].removeprefix("Value error, ")
+        )
         problems.append(f"{field}: {problem}" if field else problem)
     return (
         f"{'; '.join(problems)} (a mapping takes {', '.join(RecordMapping.model_fields)}; a relation "
@@ -229,11 +275,33 @@ def unmatched_keys(mappings: Mappings, names: list[str]) -> list[str]:
     return [key for key in mappings if not any(n == key or fnmatch.fnmatchcase(n, key) for n in names)]
 
 
-def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
-    """The mapping whose glob matches ``key`` exactly first, else the first glob that matches."""
+def mapping_key(mappings: Mappings, key: str) -> str | None:
+    """The mapping key (a glob) that ``key`` matches exactly first, else the first glob that matches."""
     if key in mappings:
-        return mappings[key]
-    for pattern, mapping in mappings.items():
-        if fnmatch.fnmatchcase(key, pattern):
-            return mapping
-    return None
+        return key
+    return next((pattern for pattern in mappings if fnmatch.fnmatchcase(key, pattern)), None)
+
+
+def mapping_for(mappings: Mappings, key: str) -> RecordMapping | None:
+    """The mapping of :func:`mapping_key`."""
+    pattern = mapping_key(mappings, key)
+    return mappings[pattern] if pattern is not None else None
+
+
+def absent_columns(mapping: RecordMapping, fields: Mapping[str, Any], file: str) -> str | None:
+    """Which columns ``mapping`` reads beside its name (description, listed attributes, relations) are
+    none of ``fields`` (every field of ``file``'s records), each with its role; None when it has them all.
+    A misspelled or renamed column made no summary, attribute or edge, without a word."""
+    roles = [
+        *([(mapping.description, "the description")] if mapping.description else []),
+        *((column, "an attribute") for column in mapping.attributes or ()),
+        *((rel.column, f"the relation {rel.type!r}") for rel in mapping.relations),
+    ]
+    absent = [f"{column!r} ({role})" for column, role in roles if field_of(fields, column) is None]
+    if not absent:
+        return None
+    one = len(absent) == 1
+    return (
+        f"column{'' if one else 's'} {', '.join(absent)} {'is' if one else 'are'} in no record of {file}, so "
+        f"{'it gives' if one else 'they give'} nothing (misspelled, or renamed in the file?)"
+    )

@@ -66,6 +66,12 @@ _LOOKUP_PARAMS = 500
 _NAME_COLUMNS = ("name", "title", "label")
 #: A mapping's ``key`` names record files' documents; a row is identified by its table's primary key.
 IGNORED_KEY = "its key column is ignored: a SQL row is identified by its table's primary key"
+#: A mapping's fields that make nothing of a SQL row (its relations are its foreign keys, its attributes its
+#: other columns): said, not ignored in silence (a ``relations`` entry made no edge, without a word).
+IGNORED_FIELDS = (
+    "its {fields} {are} ignored: a SQL row's relations are its foreign keys, its attributes its columns "
+    "but its keys and name"
+)
 #: How much of a primary key over the byte limit a skip shows.
 _SHOWN_KEY = 40
 #: The statement that makes a connection's queries read one snapshot, per backend: a pass then reads its
@@ -269,6 +275,10 @@ class SQLSource(SourceBase):
         for pattern, mapping in self.mappings.items():
             if mapping.key is not None:
                 self._skipped.append(SkippedItem(path=pattern, reason=IGNORED_KEY, kind="mapping"))
+            fields = [f for f in ("description", "attributes", "relations") if getattr(mapping, f)]
+            if fields:
+                reason = IGNORED_FIELDS.format(fields=" and ".join(fields), are="are" if fields[1:] else "is")
+                self._skipped.append(SkippedItem(path=pattern, reason=reason, kind="mapping"))
 
     def _table_documents(
         self,
