@@ -155,6 +155,9 @@ class DocumentPlan(BaseModel):
     routing: str = ""
     status: Literal["complete", "incomplete"] = "complete"
     errors: list[str] = Field(default_factory=list)
+    #: chunks whose extraction failed: the plan lacks their facts, so a document that had data keeps it
+    #: (an incomplete plan without them, routed on exact names in an outage, holds every fact: written)
+    failed_chunks: int = 0
     nodes: list[Node] = Field(default_factory=list)
     edges: list[Edge] = Field(default_factory=list)
 

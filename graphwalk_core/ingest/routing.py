@@ -572,6 +572,7 @@ async def route_extractions(
         plan = plans[item.chunk.document_id]
         if item.extraction is None:
             plan.status = "incomplete"
+            plan.failed_chunks += 1
             plan.errors.append(
                 f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}"
             )

@@ -356,7 +356,7 @@ async def apply_plan(
 ) -> UpdateReport:
     """Write the plan: deleted documents are retracted first, then the plan's documents, each retracting
     its old provenance (when it had any) and folding in its new elements. A document whose extraction
-    failed (incomplete) and that had data keeps it and its ledger entry as they were (it is retried).
+    failed in a chunk and that had data keeps it and its ledger entry as they were (it is retried).
 
     The retractions, the plan's documents and their ledger entries commit as ONE transaction: the unit
     of atomicity is the unit of routing (a plan is routed against one graph state, and a plan routed
@@ -381,7 +381,7 @@ async def apply_plan(
             # retried step would not learn the ids it re-keys (the plan, routed before it, names the old ones)
             renames = await retract_deleted(store, diff, report)
             for doc in plan.documents:
-                if doc.status == "incomplete" and doc.document_id in retracting:
+                if doc.failed_chunks and doc.document_id in retracting:
                     # an extraction that failed deletes nothing: what the document gave stays, and so does
                     # its ledger entry (the next run retries it); routing left its nodes out, so they are
                     # read back as written

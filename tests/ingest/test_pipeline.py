@@ -277,6 +277,22 @@ async def test_decider_failure_merges_only_on_exact_names(tmp_path: Path) -> Non
     assert [(n.name, n.aliases) async for n in store.iter_nodes()] == [("Christopher Nolan", ("Nolan",))]
 
 
+async def test_an_edit_routed_without_its_decider_is_written_and_routed_again(tmp_path: Path) -> None:
+    """A changed document whose routing decision failed (an outage) holds every fact it states: unlike a
+    failed extraction, which keeps the document's earlier facts, its new ones are written (merged on exact
+    names) and it is left incomplete, so the next run routes it again."""
+    write(tmp_path, {"a.txt": "E Christopher Nolan|person", "b.txt": "E Memento|film"})
+    store = MemoryGraphStore()
+    await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=alias_script))
+    write(tmp_path, {"b.txt": "E Christopher Nolan|person\nE Nolan|person"})
+    down = await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(fail_after=0))
+    assert (down.changed, down.fallbacks, down.failed) == (1, 1, ["b.txt"])
+    assert sorted([n.name async for n in store.iter_nodes()]) == ["Christopher Nolan", "Nolan"]
+    back = await run(tmp_path, store, ScriptedExtractor(), FakeDecisionBackend(script=alias_script))
+    assert (back.incomplete, back.failed) == (1, [])
+    assert [(n.name, n.aliases) async for n in store.iter_nodes()] == [("Christopher Nolan", ("Nolan",))]
+
+
 async def test_a_billed_routing_reply_that_broke_the_contract_counts_its_tokens(tmp_path: Path) -> None:
     """Jev answered a routing question with a label not offered: the call fell back to exact names, and
     its billed tokens were dropped from the routing cost."""
