@@ -5,6 +5,7 @@ See :mod:`~graphwalk_core.stores.sql` for what they guarantee."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -145,11 +146,17 @@ def _postgresql_writer_lock(engine: Engine) -> None:
 
 
 def _connect_args(url: str) -> dict[str, Any]:
-    backend = make_url(url).get_backend_name()
+    """The driver's connection arguments beside the URL's (they replace a URL parameter of the same name):
+    SQLite's busy timeout; psycopg's asynchronous commit, before the options the URL (else libpq's
+    ``PGOPTIONS``) gives (a ``search_path``, or ``synchronous_commit=on`` again: the later setting wins)."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
     if backend == "sqlite":
         return {"timeout": SQLITE_BUSY_TIMEOUT_S}
-    if backend == "postgresql" and make_url(url).get_driver_name() == "psycopg":
-        return {"options": "-c synchronous_commit=off"}
+    if backend == "postgresql" and parsed.get_driver_name() == "psycopg":
+        given = parsed.query.get("options") or os.environ.get("PGOPTIONS")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        return {"options": " ".join(filter(None, ("-c synchronous_commit=off", given)))}
     return {}
 
 

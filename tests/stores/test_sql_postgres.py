@@ -1,0 +1,66 @@
+"""SQL store on a shared PostgreSQL server: the URL's connection options, connections the server drops."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from graphwalk_core.model import Node
+from graphwalk_core.stores import SQLGraphStore
+
+
+def _admin(url: str, *statements: str) -> list[tuple[object, ...]]:
+    """Run ``statements`` on ``url``'s database as the server's superuser; the last one's rows."""
+    rows: list[tuple[object, ...]] = []
+    with psycopg.connect(url.replace("+psycopg", ""), autocommit=True) as conn:
+        for statement in statements:
+            cursor = conn.execute(statement)
+            rows = cursor.fetchall() if cursor.description else []
+    return rows
+
+
+def _tables(url: str) -> list[tuple[object, ...]]:
+    return _admin(
+        url,
+        "SELECT table_schema, count(*) FROM information_schema.tables "
+        "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') GROUP BY 1 ORDER BY 1",
+    )
+
+
+async def test_the_urls_options_set_the_schema_of_the_graph(postgres_url: str) -> None:
+    """``?options=-csearch_path=...`` puts each team's graph in its schema of one database: the store's
+    own session setting (asynchronous commit) used to replace the URL's options, so every graph went to
+    ``public``, one over the other."""
+    _admin(postgres_url, "CREATE SCHEMA team_a", "CREATE SCHEMA team_b")
+    one = SQLGraphStore(postgres_url + "?options=-csearch_path%3Dteam_a")
+    two = SQLGraphStore(postgres_url + "?options=-csearch_path%3Dteam_b")
+    await one.upsert_node(Node(id="a", name="Alice"))
+    await two.upsert_many([Node(id="b", name="Bob"), Node(id="c", name="Carla")])
+    assert (await one.counts(), await two.counts()) == ((1, 0), (2, 0))
+    assert _tables(postgres_url) == [("team_a", 7), ("team_b", 7)]
+    await one.close()
+    await two.close()
+
+
+async def test_the_urls_options_can_turn_synchronous_commit_back_on(postgres_url: str) -> None:
+    """The store commits asynchronously unless the URL's options say otherwise."""
+    default = SQLGraphStore(postgres_url)
+    durable = SQLGraphStore(postgres_url + "?options=-csynchronous_commit%3Don")
+    for store, setting in ((default, "off"), (durable, "on")):
+        with store._engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == setting
+        await store.close()
+
+
+async def test_libpqs_pgoptions_apply_when_the_url_gives_none(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PGOPTIONS is libpq's default for a URL without ``options``: it used to be replaced too."""
+    _admin(postgres_url, "CREATE SCHEMA team_a")
+    monkeypatch.setenv("PGOPTIONS", "-c search_path=team_a")
+    store = SQLGraphStore(postgres_url)
+    await store.upsert_node(Node(id="a", name="Alice"))
+    with store._engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "off"
+    await store.close()
+    assert _tables(postgres_url) == [("team_a", 7)]
