@@ -203,9 +203,10 @@ class SQLGraphStore:
         #: transactions while the tables' generation is ``_seen`` (None: unknown, keep nothing)
         self._large: dict[NodeId, tuple[Node, int]] = {}
         self._seen: int | None = None
-        # Any failed statement forgets them: a server crash can lose a commit this store was told of
-        # (PostgreSQL commits asynchronously), and a later writer can bring the generation back to
-        # the number they were kept at; this store learns of the crash only by an error.
+        # Any failed statement, or check of a pooled connection, forgets them: a server crash can lose a
+        # commit this store was told of (PostgreSQL commits asynchronously), and a later writer can bring
+        # the generation back to the number they were kept at; this store learns of the crash only by an
+        # error.
         event.listen(self._engine, "handle_error", lambda _context: self._forget_large())
         self._upserts = {
             t.name: upsert_statement(self._engine, t) for t in (nodes_table, edges_table, metadata_table)

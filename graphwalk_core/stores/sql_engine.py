@@ -224,8 +224,11 @@ def missing_folder(url: str) -> Path | None:
 def open_engine(url: str) -> Engine:
     """An engine for ``url`` with this store's connection settings: SQLite's busy timeout, WAL mode, page
     cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL's asynchronous commit and writers' advisory lock.
-    Write transactions are the ones run with the :data:`WRITER_OPTION` execution option."""
-    engine = create_engine(url, connect_args=_connect_args(url))
+    Write transactions are the ones run with the :data:`WRITER_OPTION` execution option. A server's
+    connection is checked as it leaves the pool, and replaced when the server ended it meanwhile (a
+    restart, an idle timeout)."""
+    remote = make_url(url).get_backend_name() != "sqlite"
+    engine = create_engine(url, connect_args=_connect_args(url), pool_pre_ping=remote)
     if engine.dialect.name == "sqlite":
         database = engine.url.database
         if database and database != ":memory:" and not database.startswith("file:"):

@@ -64,3 +64,29 @@ async def test_libpqs_pgoptions_apply_when_the_url_gives_none(
         assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "off"
     await store.close()
     assert _tables(postgres_url) == [("team_a", 7)]
+
+
+def _drop_connections(url: str) -> int:
+    """End every other session on ``url``'s database (a restarted server, an idle timeout, a firewall)."""
+    database = url.rsplit("/", 1)[1].split("?")[0]
+    rows = _admin(
+        url,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        f"WHERE datname = '{database}' AND pid <> pg_backend_pid()",
+    )
+    return int(rows[0][0])  # type: ignore[call-overload]
+
+
+async def test_a_connection_the_server_dropped_while_idle_is_replaced(postgres_url: str) -> None:
+    """A store keeps its connections between calls (a long extraction between two windows, a query
+    service): one the server ended meanwhile used to fail the next read or write; it is now checked when
+    taken from the pool and replaced."""
+    store = SQLGraphStore(postgres_url)
+    await store.upsert_node(Node(id="a", name="Alice"))
+    assert _drop_connections(postgres_url) == 1
+    assert await store.counts() == (1, 0)
+    assert _drop_connections(postgres_url) == 1
+    async with store.transaction():
+        await store.upsert_node(Node(id="b", name="Bob"))
+    assert await store.counts() == (2, 0)
+    await store.close()
