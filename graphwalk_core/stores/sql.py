@@ -176,7 +176,7 @@ class SQLGraphStore:
                 if self._engine.dialect.name == "postgresql"
                 else self._engine
             )
-            create_schema(self._reader, self._writer)  # read when complete; else made as a writer
+            create_schema(self._reader, self._writer, shown)  # read when complete; else made as a writer
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
         except NoSuchModuleError:

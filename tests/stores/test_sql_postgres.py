@@ -1,10 +1,13 @@
-"""SQL store on a shared PostgreSQL server: the URL's connection options, connections the server drops."""
+"""SQL store in a shared database: the URL's connection options, connections the server drops, other
+applications' tables."""
 
 from __future__ import annotations
 
 import psycopg
 import pytest
+from sqlalchemy import create_engine, inspect
 
+from graphwalk_core.errors import InputError
 from graphwalk_core.model import Node
 from graphwalk_core.stores import SQLGraphStore
 
@@ -90,3 +93,23 @@ async def test_a_connection_the_server_dropped_while_idle_is_replaced(postgres_u
         await store.upsert_node(Node(id="b", name="Bob"))
     assert await store.counts() == (2, 0)
     await store.close()
+
+
+async def test_another_applications_table_of_a_graph_tables_name_is_left_as_it_was(sql_url: str) -> None:
+    """A database whose ``metadata`` table is another application's: the store used to create its other
+    six tables beside it and then fail on its first read with a traceback (column "key" does not exist)."""
+    engine = create_engine(sql_url)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE metadata (id INTEGER PRIMARY KEY, note TEXT)")
+        conn.exec_driver_sql("INSERT INTO metadata VALUES (1, 'keep me')")
+    with pytest.raises(InputError) as refused:
+        SQLGraphStore(sql_url)
+    assert str(refused.value) == (
+        f"cannot keep a graph in {sql_url} (left as it was): its table 'metadata' (columns id, note) is not "
+        "a graphwalk graph's (columns key, value); use another database, or another schema "
+        "(?options=-csearch_path%3DSCHEMA)"
+    )
+    with engine.connect() as conn:
+        assert inspect(conn).get_table_names() == ["metadata"]
+        assert conn.exec_driver_sql("SELECT * FROM metadata").all() == [(1, "keep me")]
+    engine.dispose()
