@@ -29,8 +29,14 @@ SQLITE_CACHE_KIB = 16_384
 #: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
 #: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
 SQLITE_CHECKPOINT_PAGES = 16_384
-#: The PostgreSQL advisory lock key of graph writers (one graph per database).
+#: The PostgreSQL advisory lock key of the writers of the graph in schema ``public``; a graph in another
+#: schema (see :func:`_connect_args`) locks the hash of its schema's name seeded with it.
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
+#: Takes the writer lock of the graph in the session's schema (the first of its search path that exists).
+_LOCK_SQL = (
+    f"SELECT pg_advisory_xact_lock(CASE current_schema() WHEN 'public' THEN {WRITER_LOCK} "
+    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END)"
+)
 #: Execution option marking write transactions (see :mod:`~graphwalk_core.stores.sql`).
 WRITER_OPTION = "graphwalk_writer"
 
@@ -137,12 +143,13 @@ def _sqlite_transactions(engine: Engine) -> None:
 
 
 def _postgresql_writer_lock(engine: Engine) -> None:
-    """Write transactions start by taking the graph's advisory lock (released at commit or rollback)."""
+    """Write transactions start by taking the graph's advisory lock (released at commit or rollback): one
+    per schema, so the graphs of one database never wait for each other's writers."""
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         if conn.get_execution_options().get(WRITER_OPTION):
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            conn.exec_driver_sql(_LOCK_SQL)
 
 
 def _connect_args(url: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 from sqlalchemy import create_engine, inspect
+from sqlalchemy.exc import OperationalError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import Node
@@ -113,3 +114,21 @@ async def test_another_applications_table_of_a_graph_tables_name_is_left_as_it_w
         assert inspect(conn).get_table_names() == ["metadata"]
         assert conn.exec_driver_sql("SELECT * FROM metadata").all() == [(1, "keep me")]
     engine.dispose()
+
+
+async def test_graphs_in_two_schemas_do_not_wait_for_each_others_writers(postgres_url: str) -> None:
+    """The writer lock is the graph's: it used to be one per database, so a window applied to one schema's
+    graph held up every write to the others'. Writers of one graph still wait for each other."""
+    _admin(postgres_url, "CREATE SCHEMA team_a", "CREATE SCHEMA team_b")
+    impatient = "%20-clock_timeout%3D1s"  # a writer waiting longer fails
+    one = SQLGraphStore(postgres_url + "?options=-csearch_path%3Dteam_a")
+    two = SQLGraphStore(postgres_url + "?options=-csearch_path%3Dteam_b" + impatient)
+    same = SQLGraphStore(postgres_url + "?options=-csearch_path%3Dteam_a" + impatient)
+    async with one.transaction():
+        await one.upsert_node(Node(id="a", name="Alice"))
+        await two.upsert_node(Node(id="b", name="Bob"))
+        with pytest.raises(OperationalError, match="canceling statement due to lock timeout"):
+            await same.upsert_node(Node(id="c", name="Carla"))
+    assert (await one.counts(), await two.counts()) == ((1, 0), (1, 0))
+    for store in (one, two, same):
+        await store.close()
