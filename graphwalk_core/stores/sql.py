@@ -23,10 +23,11 @@ PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact
 processes never merge into the same element from stale reads (no lost update) and never deadlock.
 
 Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 16 MiB page cache and a 64 MiB log
-between checkpoints change no durability) and PostgreSQL sessions with ``synchronous_commit=off``. A
-killed process leaves exactly the last committed state; a power loss or an operating-system crash may
-also roll back the last commits, atomically (each document's ledger entry goes with its elements, so a
-rerun redoes exactly those documents).
+between checkpoints change no durability) and PostgreSQL write transactions with
+``synchronous_commit=off`` (unless the session's setting was chosen, see ``sql_engine``). A killed
+process leaves exactly the last committed state; a power loss, an operating-system crash or a crash of
+the PostgreSQL server may also roll back the last commits, atomically (each document's ledger entry goes
+with its elements, so a rerun redoes exactly those documents).
 """
 
 from __future__ import annotations

@@ -5,7 +5,6 @@ See :mod:`~graphwalk_core.stores.sql` for what they guarantee."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -30,12 +29,18 @@ SQLITE_CACHE_KIB = 16_384
 #: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
 SQLITE_CHECKPOINT_PAGES = 16_384
 #: The PostgreSQL advisory lock key of the writers of the graph in schema ``public``; a graph in another
-#: schema (see :func:`_connect_args`) locks the hash of its schema's name seeded with it.
+#: schema (a ``search_path`` in the URL's ``options``) locks the hash of its schema's name seeded with it.
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
-#: Takes the writer lock of the graph in the session's schema (the first of its search path that exists).
-_LOCK_SQL = (
+#: Begins a PostgreSQL write transaction: takes the writer lock of the graph in the session's schema (the
+#: first of its search path that exists), and makes the transaction commit asynchronously unless the
+#: session's ``synchronous_commit`` was chosen for it (the URL's options, PGOPTIONS, the role's or the
+#: database's setting). Set per transaction, never per session: PgBouncer in transaction mode refuses
+#: startup options and runs each transaction on any server session.
+_WRITER_BEGIN = (
     f"SELECT pg_advisory_xact_lock(CASE current_schema() WHEN 'public' THEN {WRITER_LOCK} "
-    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END)"
+    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END), "
+    "(SELECT set_config(name, 'off', true) FROM pg_settings "
+    "WHERE name = 'synchronous_commit' AND source IN ('default', 'configuration file', 'command line'))"
 )
 #: Execution option marking write transactions (see :mod:`~graphwalk_core.stores.sql`).
 WRITER_OPTION = "graphwalk_writer"
@@ -144,27 +149,35 @@ def _sqlite_transactions(engine: Engine) -> None:
 
 def _postgresql_writer_lock(engine: Engine) -> None:
     """Write transactions start by taking the graph's advisory lock (released at commit or rollback): one
-    per schema, so the graphs of one database never wait for each other's writers."""
+    per schema, so the graphs of one database never wait for each other's writers (see
+    :data:`_WRITER_BEGIN`)."""
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         if conn.get_execution_options().get(WRITER_OPTION):
-            conn.exec_driver_sql(_LOCK_SQL)
+            conn.exec_driver_sql(_WRITER_BEGIN)
 
 
 def _connect_args(url: str) -> dict[str, Any]:
     """The driver's connection arguments beside the URL's (they replace a URL parameter of the same name):
-    SQLite's busy timeout; psycopg's asynchronous commit, before the options the URL (else libpq's
-    ``PGOPTIONS``) gives (a ``search_path``, or ``synchronous_commit=on`` again: the later setting wins)."""
+    SQLite's busy timeout; psycopg's ``prepare_threshold`` from the URL, as the number or None it takes
+    (``none``: no prepared statements, for PgBouncer in transaction mode)."""
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":
         return {"timeout": SQLITE_BUSY_TIMEOUT_S}
-    if backend == "postgresql" and parsed.get_driver_name() == "psycopg":
-        given = parsed.query.get("options") or os.environ.get("PGOPTIONS")
-        given = " ".join(given) if isinstance(given, tuple) else given
-        return {"options": " ".join(filter(None, ("-c synchronous_commit=off", given)))}
-    return {}
+    given = parsed.query.get("prepare_threshold")
+    if backend != "postgresql" or parsed.get_driver_name() != "psycopg" or given is None:
+        return {}
+    text = str(given[-1] if isinstance(given, tuple) else given).strip()
+    if text.lower() in ("none", ""):
+        return {"prepare_threshold": None}
+    if not text.isdigit():
+        raise InputError(
+            f"invalid graph store URL {redact_url(url)}: prepare_threshold must be a whole number or none "
+            "(none: no prepared statements, as PgBouncer in transaction mode needs)"
+        )
+    return {"prepare_threshold": int(text)}
 
 
 def upsert_statement(engine: Engine, table: Table) -> Any | None:
@@ -230,7 +243,7 @@ def missing_folder(url: str) -> Path | None:
 
 def open_engine(url: str) -> Engine:
     """An engine for ``url`` with this store's connection settings: SQLite's busy timeout, WAL mode, page
-    cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL's asynchronous commit and writers' advisory lock.
+    cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL writers' advisory lock and asynchronous commit.
     Write transactions are the ones run with the :data:`WRITER_OPTION` execution option. A server's
     connection is checked as it leaves the pool, and replaced when the server ended it meanwhile (a
     restart, an idle timeout)."""

@@ -3,8 +3,12 @@ applications' tables."""
 
 from __future__ import annotations
 
+import asyncio
+import threading
+
 import psycopg
 import pytest
+from servers.pgbouncer_server import PgBouncer
 from sqlalchemy import create_engine, inspect
 from sqlalchemy.exc import OperationalError
 
@@ -46,28 +50,86 @@ async def test_the_urls_options_set_the_schema_of_the_graph(postgres_url: str) -
     await two.close()
 
 
-async def test_the_urls_options_can_turn_synchronous_commit_back_on(postgres_url: str) -> None:
-    """The store commits asynchronously unless the URL's options say otherwise."""
+async def _write_commits(store: SQLGraphStore) -> tuple[str, str]:
+    """The ``synchronous_commit`` a write transaction of ``store`` runs with, and who set it (``session``:
+    the store, for the transaction)."""
+    async with store.transaction():
+        assert store._conn is not None
+        query = "SELECT setting, source FROM pg_settings WHERE name = 'synchronous_commit'"
+        setting, source = store._conn.exec_driver_sql(query).one()
+        return setting, source
+
+
+async def test_writes_commit_asynchronously_unless_the_session_is_set_otherwise(postgres_url: str) -> None:
+    """The store's writes commit asynchronously, unless the URL's options, PGOPTIONS or the role's or
+    database's settings choose for the session."""
     default = SQLGraphStore(postgres_url)
+    assert await _write_commits(default) == ("off", "session")
     durable = SQLGraphStore(postgres_url + "?options=-csynchronous_commit%3Don")
-    for store, setting in ((default, "off"), (durable, "on")):
-        with store._engine.connect() as conn:
-            assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == setting
+    assert await _write_commits(durable) == ("on", "client")
+    database = postgres_url.rsplit("/", 1)[1]
+    _admin(postgres_url, f'ALTER DATABASE "{database}" SET synchronous_commit = remote_write')
+    again = SQLGraphStore(postgres_url)
+    assert await _write_commits(again) == ("remote_write", "database")
+    for store in (default, durable, again):
         await store.close()
 
 
-async def test_libpqs_pgoptions_apply_when_the_url_gives_none(
-    postgres_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """PGOPTIONS is libpq's default for a URL without ``options``: it used to be replaced too."""
+async def test_libpqs_pgoptions_apply(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PGOPTIONS applies to a URL without ``options``: it used to be replaced too."""
     _admin(postgres_url, "CREATE SCHEMA team_a")
     monkeypatch.setenv("PGOPTIONS", "-c search_path=team_a")
     store = SQLGraphStore(postgres_url)
     await store.upsert_node(Node(id="a", name="Alice"))
-    with store._engine.connect() as conn:
-        assert conn.exec_driver_sql("SHOW synchronous_commit").scalar() == "off"
+    assert await _write_commits(store) == ("off", "session")
     await store.close()
     assert _tables(postgres_url) == [("team_a", 7)]
+
+
+def _read_at_once(url: str, readers: int = 4) -> list[str]:
+    """The errors of ``readers`` threads, each reading the graph at ``url`` through a store of its own."""
+    errors: list[str] = []
+
+    async def read() -> None:
+        store = SQLGraphStore(url, create=False)
+        for _ in range(10):
+            for node_id in ("a", "b"):
+                await store.adjacent(node_id)
+                await store.get_nodes([node_id])
+        await store.close()
+
+    def run() -> None:
+        try:
+            asyncio.run(read())
+        except Exception as exc:  # collected for the assertion
+            errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
+
+    threads = [threading.Thread(target=run) for _ in range(readers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
+
+
+async def test_a_graph_behind_pgbouncer_in_transaction_mode(postgres_url: str, pgbouncer: PgBouncer) -> None:
+    """Shared servers are often reached through PgBouncer, whose transaction pooling runs each transaction
+    on any server session and refuses startup parameters it does not know. The store used to send one
+    (``options``, for asynchronous commit), so it could not connect at all; psycopg's prepared statements
+    need ``?prepare_threshold=none`` there (PgBouncer before 1.21), which used to fail with a TypeError."""
+    url = pgbouncer.url(postgres_url.rsplit("/", 1)[1])
+    store = SQLGraphStore(url)
+    await store.upsert_many([Node(id="a", name="Alice"), Node(id="b", name="Bob")])
+    assert await _write_commits(store) == ("off", "session")
+    await store.close()
+    assert _read_at_once(url + "?prepare_threshold=none") == []
+    assert _read_at_once(postgres_url + "?prepare_threshold=0", readers=1) == []  # every statement prepared
+    with pytest.raises(InputError) as refused:
+        SQLGraphStore(url + "?prepare_threshold=never")
+    assert str(refused.value) == (
+        f"invalid graph store URL {url}?prepare_threshold=never: prepare_threshold must be a whole number "
+        "or none (none: no prepared statements, as PgBouncer in transaction mode needs)"
+    )
 
 
 def _drop_connections(url: str) -> int:
