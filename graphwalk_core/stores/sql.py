@@ -69,6 +69,7 @@ from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
     array_statement,
+    error_reason,
     missing_folder,
     no_dialect,
     open_engine,
@@ -185,7 +186,7 @@ class SQLGraphStore:
         except ArgumentError as exc:  # its message may repeat the password
             raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
         except SQLAlchemyError as exc:
-            reason = str(getattr(exc, "orig", None) or type(exc).__name__)
+            reason = error_reason(exc)
             folder = missing_folder(url)
             if folder is not None:
                 reason += f" (no folder {folder}: create it first)"

@@ -12,7 +12,7 @@ from servers.pgbouncer_server import PgBouncer
 from sqlalchemy import create_engine, inspect
 from sqlalchemy.exc import OperationalError
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Node
 from graphwalk_core.stores import SQLGraphStore
 
@@ -194,3 +194,14 @@ async def test_graphs_in_two_schemas_do_not_wait_for_each_others_writers(postgre
     assert (await one.counts(), await two.counts()) == ((1, 0), (1, 0))
     for store in (one, two, same):
         await store.close()
+
+
+def test_a_role_that_cannot_create_the_tables_is_told_in_one_line(postgres_url: str) -> None:
+    """Since PostgreSQL 15 a role that does not own the database cannot create tables in ``public``: the
+    error used to go on with the server's pointer into the CREATE TABLE statement."""
+    _admin(postgres_url, "DROP ROLE IF EXISTS team_user", "CREATE ROLE team_user LOGIN")
+    url = postgres_url.replace("://postgres@", "://team_user@")
+    with pytest.raises(BackendError) as refused:
+        SQLGraphStore(url)
+    assert str(refused.value) == f"cannot open graph store {url}: permission denied for schema public"
+    assert _tables(postgres_url) == []
