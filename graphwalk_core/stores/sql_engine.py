@@ -158,26 +158,31 @@ def _postgresql_writer_lock(engine: Engine) -> None:
             conn.exec_driver_sql(_WRITER_BEGIN)
 
 
-def _connect_args(url: str) -> dict[str, Any]:
-    """The driver's connection arguments beside the URL's (they replace a URL parameter of the same name):
-    SQLite's busy timeout; psycopg's ``prepare_threshold`` from the URL, as the number or None it takes
-    (``none``: no prepared statements, for PgBouncer in transaction mode)."""
+def driver_args(url: str | URL, what: str) -> dict[str, Any]:
+    """Connection arguments the URL gives as text but the driver takes as values: psycopg's
+    ``prepare_threshold``, a number or None (``none``: no prepared statements, for PgBouncer in
+    transaction mode); else an InputError naming ``what`` and the URL."""
     parsed = make_url(url)
-    backend = parsed.get_backend_name()
-    if backend == "sqlite":
-        return {"timeout": SQLITE_BUSY_TIMEOUT_S}
     given = parsed.query.get("prepare_threshold")
-    if backend != "postgresql" or parsed.get_driver_name() != "psycopg" or given is None:
+    if parsed.get_backend_name() != "postgresql" or parsed.get_driver_name() != "psycopg" or given is None:
         return {}
     text = str(given[-1] if isinstance(given, tuple) else given).strip()
     if text.lower() in ("none", ""):
         return {"prepare_threshold": None}
     if not text.isdigit():
         raise InputError(
-            f"invalid graph store URL {redact_url(url)}: prepare_threshold must be a whole number or none "
+            f"invalid {what} URL {redact_url(url)}: prepare_threshold must be a whole number or none "
             "(none: no prepared statements, as PgBouncer in transaction mode needs)"
         )
     return {"prepare_threshold": int(text)}
+
+
+def _connect_args(url: str) -> dict[str, Any]:
+    """The driver's connection arguments beside the URL's (they replace a URL parameter of the same name):
+    SQLite's busy timeout, or :func:`driver_args`."""
+    if make_url(url).get_backend_name() == "sqlite":
+        return {"timeout": SQLITE_BUSY_TIMEOUT_S}
+    return driver_args(url, "graph store")
 
 
 def upsert_statement(engine: Engine, table: Table) -> Any | None:
