@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.files import create_shared, switch_to_wal
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
@@ -158,6 +158,25 @@ def _postgresql_writer_lock(engine: Engine) -> None:
             conn.exec_driver_sql(_WRITER_BEGIN)
 
 
+#: SQLSTATEs of a prepared statement the session does not have, or has already: psycopg prepared it on
+#: another server session (PgBouncer in transaction mode runs each transaction on any of them).
+_LOST_PREPARED = frozenset({"26000", "42P05"})
+
+
+def _lost_prepared_statements(engine: Engine, url: str) -> None:
+    """A statement failing on a prepared statement another server session holds is a ConfigError saying
+    to turn them off (returned, not raised: the store's own error handlers run too)."""
+
+    @event.listens_for(engine, "handle_error")
+    def _hint(context: Any) -> Exception | None:
+        if getattr(context.original_exception, "sqlstate", None) not in _LOST_PREPARED:
+            return None
+        return ConfigError(
+            f"the graph store {redact_url(url)} lost a prepared statement between transactions (PgBouncer "
+            "in transaction mode?): add prepare_threshold=none to its URL"
+        )
+
+
 def driver_args(url: str | URL, what: str) -> dict[str, Any]:
     """Connection arguments the URL gives as text but the driver takes as values: psycopg's
     ``prepare_threshold``, a number or None (``none``: no prepared statements, for PgBouncer in
@@ -261,4 +280,5 @@ def open_engine(url: str) -> Engine:
         _sqlite_transactions(engine)
     elif engine.dialect.name == "postgresql":
         _postgresql_writer_lock(engine)
+        _lost_prepared_statements(engine, url)
     return engine

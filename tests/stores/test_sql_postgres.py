@@ -3,9 +3,6 @@ applications' tables."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-
 import psycopg
 import pytest
 from servers.pgbouncer_server import PgBouncer
@@ -86,30 +83,21 @@ async def test_libpqs_pgoptions_apply(postgres_url: str, monkeypatch: pytest.Mon
     assert _tables(postgres_url) == [("team_a", 7)]
 
 
-def _read_at_once(url: str, readers: int = 4) -> list[str]:
-    """The errors of ``readers`` threads, each reading the graph at ``url`` through a store of its own."""
-    errors: list[str] = []
-
-    async def read() -> None:
-        store = SQLGraphStore(url, create=False)
+async def _read_by_turns(url: str) -> str | None:
+    """The first error (its type and first line) of two stores reading the graph at ``url`` by turns, each
+    read a transaction of its own; None when they read it all."""
+    stores = [SQLGraphStore(url, create=False) for _ in range(2)]
+    try:
         for _ in range(10):
-            for node_id in ("a", "b"):
-                await store.adjacent(node_id)
-                await store.get_nodes([node_id])
-        await store.close()
-
-    def run() -> None:
-        try:
-            asyncio.run(read())
-        except Exception as exc:  # collected for the assertion
-            errors.append(f"{type(exc).__name__}: {exc}".splitlines()[0])
-
-    threads = [threading.Thread(target=run) for _ in range(readers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
+            for store in stores:
+                await store.adjacent("a")
+                await store.get_nodes(["a"])
+    except Exception as exc:  # collected for the assertion
+        return f"{type(exc).__name__}: {exc}".splitlines()[0]
+    finally:
+        for store in stores:
+            await store.close()
+    return None
 
 
 async def test_a_graph_behind_pgbouncer_in_transaction_mode(postgres_url: str, pgbouncer: PgBouncer) -> None:
@@ -122,8 +110,13 @@ async def test_a_graph_behind_pgbouncer_in_transaction_mode(postgres_url: str, p
     await store.upsert_many([Node(id="a", name="Alice"), Node(id="b", name="Bob")])
     assert await _write_commits(store) == ("off", "session")
     await store.close()
-    assert _read_at_once(url + "?prepare_threshold=none") == []
-    assert _read_at_once(postgres_url + "?prepare_threshold=0", readers=1) == []  # every statement prepared
+    assert await _read_by_turns(url + "?prepare_threshold=none") is None
+    assert await _read_by_turns(postgres_url + "?prepare_threshold=0") is None  # every statement prepared
+    # a ProgrammingError naming a statement psycopg prepared on another server session before
+    assert await _read_by_turns(url) == (
+        f"ConfigError: the graph store {url} lost a prepared statement between transactions (PgBouncer in "
+        "transaction mode?): add prepare_threshold=none to its URL"
+    )
     with pytest.raises(InputError) as refused:
         SQLGraphStore(url + "?prepare_threshold=never")
     assert str(refused.value) == (
