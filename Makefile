@@ -20,13 +20,15 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 demo: setup
 	$(VENV)/bin/graphwalk demo
 
-# The tests start their own PostgreSQL server (tests/servers/postgres_server.py) from Debian's
-# `postgresql` package: installed here when no pg_ctl is found (apt-get, as root, non-interactive).
+# The tests start their own PostgreSQL server (tests/servers/postgres_server.py) and a PgBouncer in front
+# of it (tests/servers/pgbouncer_server.py) from Debian's `postgresql` and `pgbouncer` packages: installed
+# here when no pg_ctl or pgbouncer is found (apt-get, as root, non-interactive).
 postgres-server:
-	@if ! command -v pg_ctl >/dev/null && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then \
+	@if ! { command -v pg_ctl >/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; } \
+		|| ! { command -v pgbouncer >/dev/null || [ -x /usr/sbin/pgbouncer ]; }; then \
 		if [ "$$(id -u)" = 0 ]; then as_root=""; elif command -v sudo >/dev/null; then as_root=sudo; \
-		else echo "make test needs PostgreSQL's server: apt-get install postgresql (as root), then rerun"; exit 1; fi; \
-		$$as_root apt-get update -q && $$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql; \
+		else echo "make test needs PostgreSQL's server and PgBouncer: apt-get install postgresql pgbouncer (as root), then rerun"; exit 1; fi; \
+		$$as_root apt-get update -q && $$as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q postgresql pgbouncer; \
 	fi
 
 test: setup postgres-server

@@ -118,15 +118,20 @@ def open_instance(home: Path) -> dg.DagsterInstance:
         except InputError as exc:  # Dagster alone fails with SQLAlchemy's traceback
             raise ConfigError(f"{home / 'dagster.yaml'} reads {name}: {exc} ({DEPLOY_DOC})") from None
     from dagster_postgres.utils import DagsterPostgresException
+    from sqlalchemy.exc import SQLAlchemyError
 
+    storage = ", ".join(f"{name}={_shown(os.environ[name])}" for name in reads) or "dagster.yaml"
     try:
         with _retries_in_one_line():
             return dg.DagsterInstance.from_config(str(home))
     except DagsterPostgresException as exc:
-        shown = [f"{name}={_shown(os.environ[name])}" for name in reads]
         raise BackendError(
-            f"cannot open the Dagster instance in {home}: its PostgreSQL storage "
-            f"({', '.join(shown) or 'dagster.yaml'}) could not be reached: {_root_cause(exc)}"
+            f"cannot open the Dagster instance in {home}: its PostgreSQL storage ({storage}) could not be "
+            f"reached: {_root_cause(exc)}"
+        ) from None
+    except SQLAlchemyError as exc:  # reached, but refused (a role that cannot create Dagster's tables)
+        raise BackendError(
+            f"cannot open the Dagster instance in {home}: its storage ({storage}) failed: {_root_cause(exc)}"
         ) from None
 
 

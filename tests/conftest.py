@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from servers.pgbouncer_server import PgBouncer, find_pgbouncer
 from servers.postgres_server import PostgresServer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -51,6 +52,17 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The SQLAlchemy URL of a fresh, empty PostgreSQL database."""
     return postgres_server.url(postgres_server.create_database())
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction pooling mode in front of the session's server (started on first use)."""
+    binary = find_pgbouncer()
+    if binary is None:
+        pytest.skip("no pgbouncer binary: install Debian's pgbouncer package (`make test` does it as root)")
+    bouncer = PgBouncer(postgres_server, binary).start()
+    yield bouncer
+    bouncer.stop()
 
 
 #: The SQL backends every SQL-store test runs on.

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from graphwalk_core.cli.failures import graph_failure, unavailable
 from graphwalk_core.errors import GraphwalkError, InputError
 
 if TYPE_CHECKING:
@@ -139,6 +140,8 @@ def import_graph(
         nodes, edges = asyncio.run(_write_graph(store, out, replace=replace))
     except GraphwalkError as exc:
         raise _fail(exc) from None
+    except unavailable() as exc:  # the import is one transaction
+        raise _fail(graph_failure(exc, out, "Nothing was imported; run the command again")) from None
     typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
 
 
@@ -193,6 +196,8 @@ def export_graph(
         message = asyncio.run(run())
     except GraphwalkError as exc:
         raise _fail(exc) from None
+    except unavailable() as exc:
+        raise _fail(graph_failure(exc, graph, "Run the command again")) from None
     typer.echo(message)
 
 
@@ -277,6 +282,8 @@ def stats(
         nodes, edges, relations, ranked = asyncio.run(graph_stats(graph, top))
     except GraphwalkError as exc:
         raise _fail(exc) from None
+    except unavailable() as exc:
+        raise _fail(graph_failure(exc, graph, "Run the command again")) from None
     from graphwalk_core.stores.sql_engine import redact_url
 
     console = Console()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
+from graphwalk_core.cli.failures import graph_failure, unavailable
 from graphwalk_core.errors import BackendError, GraphwalkError, InputError
 from graphwalk_core.stores.base import GraphStore
 
@@ -35,27 +36,11 @@ async def _open_store(backends: Backends, graph: str) -> GraphStore:
     return store
 
 
-def _unavailable() -> tuple[type[Exception], ...]:
-    """SQLAlchemy's errors for a database that is gone or stuck (a lost connection, a lock never released)."""
-    from sqlalchemy import exc
-
-    return (
-        exc.OperationalError,
-        exc.InterfaceError,
-        exc.DisconnectionError,
-        exc.PendingRollbackError,
-        exc.TimeoutError,
-    )
-
-
 def _graph_failure(exc: Exception, graph: str) -> BackendError:
     """A database error during the run (a lost connection, a restarted server, a lock never released) as an
     error naming the graph and the cause, instead of a traceback."""
-    from graphwalk_core.stores.sql_engine import error_reason, redact_url
-
-    return BackendError(
-        f"the graph {redact_url(graph)} failed during the run: {error_reason(exc)}. What was committed stays "
-        f"(every window before this one); run the command again to go on"
+    return graph_failure(
+        exc, graph, "What was committed stays (every window before this one); run the command again to go on"
     )
 
 
@@ -75,7 +60,7 @@ async def _discard_if_empty(store: GraphStore) -> bool:
     A database that cannot tell (failing too) keeps its file, and the run's own error stays the one shown."""
     try:
         return await store.counts() == (0, 0) and not await store.metadata_keys()
-    except _unavailable():
+    except unavailable():
         return False
 
 
@@ -162,7 +147,7 @@ async def _run(
             )
         await _save_if_in_memory(store, graph)
         failed = False
-    except _unavailable() as exc:  # the database, not the data: a bug (an IntegrityError) keeps its traceback
+    except unavailable() as exc:  # the database, not the data: a bug (an IntegrityError) keeps its traceback
         raise _graph_failure(exc, graph) from None
     finally:
         if cache is not None:

@@ -23,10 +23,11 @@ PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact
 processes never merge into the same element from stale reads (no lost update) and never deadlock.
 
 Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 16 MiB page cache and a 64 MiB log
-between checkpoints change no durability) and PostgreSQL sessions with ``synchronous_commit=off``. A
-killed process leaves exactly the last committed state; a power loss or an operating-system crash may
-also roll back the last commits, atomically (each document's ledger entry goes with its elements, so a
-rerun redoes exactly those documents).
+between checkpoints change no durability) and PostgreSQL write transactions with
+``synchronous_commit=off`` (unless the session's setting was chosen, see ``sql_engine``). A killed
+process leaves exactly the last committed state; a power loss, an operating-system crash or a crash of
+the PostgreSQL server may also roll back the last commits, atomically (each document's ledger entry goes
+with its elements, so a rerun redoes exactly those documents).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
     array_statement,
+    error_reason,
     missing_folder,
     no_dialect,
     open_engine,
@@ -176,7 +178,7 @@ class SQLGraphStore:
                 if self._engine.dialect.name == "postgresql"
                 else self._engine
             )
-            create_schema(self._reader, self._writer)  # read when complete; else made as a writer
+            create_schema(self._reader, self._writer, shown)  # read when complete; else made as a writer
         except ImportError as exc:  # the message names the missing driver module only
             raise InputError(f"no database driver for graph store URL {shown}: {exc}") from None
         except NoSuchModuleError:
@@ -184,7 +186,7 @@ class SQLGraphStore:
         except ArgumentError as exc:  # its message may repeat the password
             raise InputError(f"invalid graph store URL {shown}: {type(exc).__name__}") from None
         except SQLAlchemyError as exc:
-            reason = str(getattr(exc, "orig", None) or type(exc).__name__)
+            reason = error_reason(exc)
             folder = missing_folder(url)
             if folder is not None:
                 reason += f" (no folder {folder}: create it first)"
@@ -203,9 +205,10 @@ class SQLGraphStore:
         #: transactions while the tables' generation is ``_seen`` (None: unknown, keep nothing)
         self._large: dict[NodeId, tuple[Node, int]] = {}
         self._seen: int | None = None
-        # Any failed statement forgets them: a server crash can lose a commit this store was told of
-        # (PostgreSQL commits asynchronously), and a later writer can bring the generation back to
-        # the number they were kept at; this store learns of the crash only by an error.
+        # Any failed statement, or check of a pooled connection, forgets them: a server crash can lose a
+        # commit this store was told of (PostgreSQL commits asynchronously), and a later writer can bring
+        # the generation back to the number they were kept at; this store learns of the crash only by an
+        # error.
         event.listen(self._engine, "handle_error", lambda _context: self._forget_large())
         self._upserts = {
             t.name: upsert_statement(self._engine, t) for t in (nodes_table, edges_table, metadata_table)

@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.files import create_shared, switch_to_wal
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
@@ -28,8 +28,20 @@ SQLITE_CACHE_KIB = 16_384
 #: window's commit alone logs more, so each commit would copy (and sync) every page it wrote, where a
 #: longer log copies a page rewritten by several windows (a hub node, an index's inner pages) once.
 SQLITE_CHECKPOINT_PAGES = 16_384
-#: The PostgreSQL advisory lock key of graph writers (one graph per database).
+#: The PostgreSQL advisory lock key of the writers of the graph in schema ``public``; a graph in another
+#: schema (a ``search_path`` in the URL's ``options``) locks the hash of its schema's name seeded with it.
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
+#: Begins a PostgreSQL write transaction: takes the writer lock of the graph in the session's schema (the
+#: first of its search path that exists), and makes the transaction commit asynchronously unless the
+#: session's ``synchronous_commit`` was chosen for it (the URL's options, PGOPTIONS, the role's or the
+#: database's setting). Set per transaction, never per session: PgBouncer in transaction mode refuses
+#: startup options and runs each transaction on any server session.
+_WRITER_BEGIN = (
+    f"SELECT pg_advisory_xact_lock(CASE current_schema() WHEN 'public' THEN {WRITER_LOCK} "
+    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END), "
+    "(SELECT set_config(name, 'off', true) FROM pg_settings "
+    "WHERE name = 'synchronous_commit' AND source IN ('default', 'configuration file', 'command line'))"
+)
 #: Execution option marking write transactions (see :mod:`~graphwalk_core.stores.sql`).
 WRITER_OPTION = "graphwalk_writer"
 
@@ -136,21 +148,60 @@ def _sqlite_transactions(engine: Engine) -> None:
 
 
 def _postgresql_writer_lock(engine: Engine) -> None:
-    """Write transactions start by taking the graph's advisory lock (released at commit or rollback)."""
+    """Write transactions start by taking the graph's advisory lock (released at commit or rollback): one
+    per schema, so the graphs of one database never wait for each other's writers (see
+    :data:`_WRITER_BEGIN`)."""
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         if conn.get_execution_options().get(WRITER_OPTION):
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            conn.exec_driver_sql(_WRITER_BEGIN)
+
+
+#: SQLSTATEs of a prepared statement the session does not have, or has already: psycopg prepared it on
+#: another server session (PgBouncer in transaction mode runs each transaction on any of them).
+_LOST_PREPARED = frozenset({"26000", "42P05"})
+
+
+def _lost_prepared_statements(engine: Engine, url: str) -> None:
+    """A statement failing on a prepared statement another server session holds is a ConfigError saying
+    to turn them off (returned, not raised: the store's own error handlers run too)."""
+
+    @event.listens_for(engine, "handle_error")
+    def _hint(context: Any) -> Exception | None:
+        if getattr(context.original_exception, "sqlstate", None) not in _LOST_PREPARED:
+            return None
+        return ConfigError(
+            f"the graph store {redact_url(url)} lost a prepared statement between transactions (PgBouncer "
+            "in transaction mode?): add prepare_threshold=none to its URL"
+        )
+
+
+def driver_args(url: str | URL, what: str) -> dict[str, Any]:
+    """Connection arguments the URL gives as text but the driver takes as values: psycopg's
+    ``prepare_threshold``, a number or None (``none``: no prepared statements, for PgBouncer in
+    transaction mode); else an InputError naming ``what`` and the URL."""
+    parsed = make_url(url)
+    given = parsed.query.get("prepare_threshold")
+    if parsed.get_backend_name() != "postgresql" or parsed.get_driver_name() != "psycopg" or given is None:
+        return {}
+    text = str(given[-1] if isinstance(given, tuple) else given).strip()
+    if text.lower() in ("none", ""):
+        return {"prepare_threshold": None}
+    if not text.isdigit():
+        raise InputError(
+            f"invalid {what} URL {redact_url(url)}: prepare_threshold must be a whole number or none "
+            "(none: no prepared statements, as PgBouncer in transaction mode needs)"
+        )
+    return {"prepare_threshold": int(text)}
 
 
 def _connect_args(url: str) -> dict[str, Any]:
-    backend = make_url(url).get_backend_name()
-    if backend == "sqlite":
+    """The driver's connection arguments beside the URL's (they replace a URL parameter of the same name):
+    SQLite's busy timeout, or :func:`driver_args`."""
+    if make_url(url).get_backend_name() == "sqlite":
         return {"timeout": SQLITE_BUSY_TIMEOUT_S}
-    if backend == "postgresql" and make_url(url).get_driver_name() == "psycopg":
-        return {"options": "-c synchronous_commit=off"}
-    return {}
+    return driver_args(url, "graph store")
 
 
 def upsert_statement(engine: Engine, table: Table) -> Any | None:
@@ -216,9 +267,12 @@ def missing_folder(url: str) -> Path | None:
 
 def open_engine(url: str) -> Engine:
     """An engine for ``url`` with this store's connection settings: SQLite's busy timeout, WAL mode, page
-    cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL's asynchronous commit and writers' advisory lock.
-    Write transactions are the ones run with the :data:`WRITER_OPTION` execution option."""
-    engine = create_engine(url, connect_args=_connect_args(url))
+    cache and ``BEGIN IMMEDIATE`` for writers; PostgreSQL writers' advisory lock and asynchronous commit.
+    Write transactions are the ones run with the :data:`WRITER_OPTION` execution option. A server's
+    connection is checked as it leaves the pool, and replaced when the server ended it meanwhile (a
+    restart, an idle timeout)."""
+    remote = make_url(url).get_backend_name() != "sqlite"
+    engine = create_engine(url, connect_args=_connect_args(url), pool_pre_ping=remote)
     if engine.dialect.name == "sqlite":
         database = engine.url.database
         if database and database != ":memory:" and not database.startswith("file:"):
@@ -226,4 +280,5 @@ def open_engine(url: str) -> Engine:
         _sqlite_transactions(engine)
     elif engine.dialect.name == "postgresql":
         _postgresql_writer_lock(engine)
+        _lost_prepared_statements(engine, url)
     return engine

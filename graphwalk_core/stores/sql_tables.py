@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import CreateTable
 
+from graphwalk_core.errors import InputError
+
 #: Keys compare byte-wise on every database (SQLite's default; PostgreSQL's "C" collation), so ids and
 #: edges come back in the same order whatever the database's locale.
 Key = String().with_variant(String(collation="C"), "postgresql")
@@ -110,17 +112,39 @@ def schema_complete(conn: Connection) -> bool:
     return conn.scalar(select(generation_table.c.value)) is not None
 
 
-def create_schema(reader: Engine, writer: Engine) -> None:
+def foreign_table(conn: Connection, existing: Iterable[str]) -> str | None:
+    """Why the database is not a graph's: a table of ``existing`` named like one of the graph's that lacks
+    its columns (another application's ``metadata``), or None."""
+    found = inspect(conn)
+    for table in schema.sorted_tables:
+        if table.name not in existing:
+            continue
+        columns = [c["name"] for c in found.get_columns(table.name)]
+        if not set(columns) >= set(table.c.keys()):
+            return (
+                f"its table {table.name!r} (columns {', '.join(columns)}) is not a graphwalk graph's "
+                f"(columns {', '.join(table.c.keys())})"
+            )
+    return None
+
+
+def create_schema(reader: Engine, writer: Engine, shown: str) -> None:
     """The tables, then their indexes in name order: ``Table.indexes`` is a set, so ``create_all``'s
     order (and with it the database file's bytes) would vary from process to process. A graph that has
     them all is only read (on ``reader``): opening it never waits for another process's write
     transaction. Else they are created on ``writer``, under the graph's writer lock (processes may open
-    a new graph at once)."""
+    a new graph at once); a database holding another application's table of one of their names is an
+    InputError naming it (``shown``) and left as it was."""
     with reader.connect() as conn:
         if schema_complete(conn):
             return
     with writer.begin() as conn:
         existing = set(inspect(conn).get_table_names())
+        if (problem := foreign_table(conn, existing)) is not None:
+            raise InputError(
+                f"cannot keep a graph in {shown} (left as it was): {problem}; use another database, or "
+                "another schema (?options=-csearch_path%3DSCHEMA)"
+            )
         for table in schema.sorted_tables:
             if table.name not in existing:
                 conn.execute(CreateTable(table))

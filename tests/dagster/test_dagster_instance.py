@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import dagster_postgres.utils
+import psycopg
 import pytest
 from dagster._utils.error import SerializableErrorInfo
 from dagster_fixtures import REPO
@@ -55,6 +56,25 @@ def test_a_server_out_of_reach_is_named_without_the_password(
         f"error: cannot open the Dagster instance in {pg_home}: its PostgreSQL storage "
         f"(GRAPHWALK_DAGSTER_PG_URL=postgresql+psycopg2://dagster:***@127.0.0.1:{port}/dagster) could not "
         f'be reached: connection to server at "127.0.0.1", port {port} failed: Connection refused\n'
+    )
+
+
+def test_a_storage_the_role_cannot_create_tables_in_is_named_with_the_servers_answer(
+    pg_home: Path, postgres_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Since PostgreSQL 15, a role that does not own the database cannot create tables in ``public``:
+    opening the instance (whose first use creates Dagster's tables) used to end in a ProgrammingError
+    traceback."""
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("DROP ROLE IF EXISTS dagster_user")
+        conn.execute("CREATE ROLE dagster_user LOGIN")
+    url = postgres_url.replace("+psycopg://postgres@", "+psycopg2://dagster_user:s3cret@")
+    monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", url)
+    assert pools.main([]) == 1
+    shown = url.replace("s3cret", "***")
+    assert capsys.readouterr().err == (
+        f"error: cannot open the Dagster instance in {pg_home}: its storage "
+        f"(GRAPHWALK_DAGSTER_PG_URL={shown}) failed: permission denied for schema public\n"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -373,3 +374,19 @@ async def test_a_row_pointing_into_a_table_without_a_primary_key_follows_its_tar
     fresh = MemoryGraphStore()
     await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), fresh, routing="exact")
     assert await graph_tables(store, "db") == await graph_tables(fresh, "db")
+
+
+def test_a_postgresql_source_url_may_turn_prepared_statements_off(postgres_url: str) -> None:
+    """``?prepare_threshold=none`` (for PgBouncer in transaction mode) reached psycopg as text and failed
+    with a TypeError traceback; a value that is no number is an error naming the source."""
+    with psycopg.connect(postgres_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("CREATE TABLE films (id INTEGER PRIMARY KEY, title TEXT)")
+        conn.execute("INSERT INTO films VALUES (1, 'Kismet'), (2, 'Blonde Venus')")
+    docs = SQLSource(postgres_url + "?prepare_threshold=none").read_documents()
+    assert [doc.id for doc in docs] == ["films#1", "films#2"]
+    with pytest.raises(InputError) as refused:
+        SQLSource(postgres_url + "?prepare_threshold=never").read_documents()
+    assert str(refused.value) == (
+        f"invalid SQL source URL {postgres_url}?prepare_threshold=never: prepare_threshold must be a whole "
+        "number or none (none: no prepared statements, as PgBouncer in transaction mode needs)"
+    )

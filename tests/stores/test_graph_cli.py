@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import psycopg
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
 from graphwalk_core.model import Edge, Node
+from graphwalk_core.stores import sql_engine
 from graphwalk_core.stores.open import open_store
 from graphwalk_core.stores.triples import read_triples
 
@@ -367,3 +369,35 @@ def test_import_of_a_source_of_the_other_format_says_so(tmp_path: Path) -> None:
         result = runner.invoke(app, ["graph", "import", *args, "-o", str(tmp_path / "new")])
         assert (result.exit_code, result.output) == (1, f"error: {message}\n")
         assert not (tmp_path / "new").exists()
+
+
+def test_a_database_failure_mid_command_names_the_graph_and_the_cause(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A statement the database ends during the command (here a lock held longer than the session's
+    ``lock_timeout``, as a migration or another writer would; a lost connection ends the same way) used to
+    end ``graph import``, ``export`` and ``stats`` with a traceback (``query`` reports it as the walk's
+    error)."""
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", postgres_url]).exit_code == 0
+    impatient = postgres_url.replace("://postgres@", "://postgres:s3cret@") + "?options=-clock_timeout%3D1s"
+    shown = impatient.replace("s3cret", "***")
+    with psycopg.connect(postgres_url.replace("+psycopg", "")) as holder:
+        holder.execute("LOCK TABLE edges IN ACCESS EXCLUSIVE MODE")
+        holder.execute(f"SELECT pg_advisory_xact_lock({sql_engine.WRITER_LOCK})")
+        commands = [
+            (["graph", "stats", impatient], "Run the command again"),
+            (["graph", "export", impatient, "-o", str(tmp_path / "out")], "Run the command again"),
+            (
+                ["graph", "import", str(kb_file(tmp_path)), "-o", impatient, "--replace"],
+                "Nothing was imported; run the command again",
+            ),
+        ]
+        cause = "canceling statement due to lock timeout"
+        for args, after in commands:
+            failed = runner.invoke(app, args)
+            assert (failed.exit_code, " ".join(failed.output.split())) == (
+                1,
+                f"error: the graph {shown} failed during the run: {cause}. {after}",
+            )
+            assert failed.exception is None or isinstance(failed.exception, SystemExit)
+    assert not (tmp_path / "out").exists()

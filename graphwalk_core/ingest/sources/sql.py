@@ -54,7 +54,7 @@ from graphwalk_core.ingest.sources.mapping import (
 )
 from graphwalk_core.ingest.text import singular, snake_case
 from graphwalk_core.model import JSONValue, content_hash
-from graphwalk_core.stores.sql_engine import error_reason, no_dialect, parse_url, redact_url
+from graphwalk_core.stores.sql_engine import driver_args, error_reason, no_dialect, parse_url, redact_url
 from graphwalk_core.stores.sql_tables import holds_graph, schema
 
 #: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
@@ -128,7 +128,7 @@ class SQLSource(SourceBase):
 
     def _engine(self) -> sa.Engine:
         try:
-            return sa.create_engine(self.url)
+            return sa.create_engine(self.url, connect_args=driver_args(self.url, "SQL source"))
         except NoSuchModuleError:
             raise InputError(
                 f"cannot open SQL source {self.display_url}: {no_dialect(self.display_url)}"
