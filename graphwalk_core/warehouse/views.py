@@ -9,9 +9,11 @@ write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``A
 
 from __future__ import annotations
 
+import os
+import secrets
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -63,10 +65,28 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
     return con
 
 
+def _create(db: Path) -> None:
+    """Make the database ``db`` whole unless it exists. DuckDB creates a new file in place, then locks it
+    and writes its header: a process opening it meanwhile found it empty ("not a valid DuckDB database
+    file"), or locked it first and so left it empty for good. The file is made beside it under a hidden
+    name and linked into place (a link never replaces a file another process made meanwhile); where that
+    fails (a file system without links), the open that follows creates it in place or says why not."""
+    tmp = db.parent / f".{db.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        with suppress(duckdb.Error, OSError):
+            duckdb.connect(str(tmp), config=_STORAGE_CONFIG).close()
+            os.link(tmp, db)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database sandboxed to its folder, waiting up to ``timeout_s`` (None: :data:`LOCK_TIMEOUT_S`)
-    while another process holds a lock on it (a writer excludes every session; a read-only one, writers)."""
+    while another process holds a lock on it (a writer excludes every session; a read-only one, writers).
+    A writer makes the database when it does not exist."""
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    if not read_only and not db.exists():
+        _create(db)
     attempts = max(1, round(timeout_s / _LOCK_WAIT_S))
     for attempt in range(attempts):
         try:
