@@ -1,5 +1,5 @@
 """Local files: atomic writes (a failed write leaves the previous file intact), files created shared,
-and SQLite files switched to WAL mode by processes opening them at once.
+SQLite files switched to WAL mode by processes opening them at once, and folders locked for one process.
 
 The temporary file is created with mode 0666 less the process umask (as ``open`` and DuckDB create
 files), so a replaced Parquet file or plot gets the same permissions as ``warehouse.duckdb``;
@@ -8,6 +8,7 @@ files), so a replaced Parquet file or plot gets the same permissions as ``wareho
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -59,6 +60,20 @@ def switch_to_wal(conn: Any, timeout_s: float) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
+
+
+@contextmanager
+def folder_locked(folder: Path) -> Iterator[None]:
+    """Run the block while this process alone holds ``folder``'s lock (others wait): ``flock`` on the folder
+    itself, so no lock file is left among its files. Where the file system takes no such lock (NFS
+    emulates it only on files opened for writing), the block runs without it."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        with suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 @contextmanager

@@ -492,3 +492,38 @@ async def test_a_first_save_cut_after_its_tables_were_written_opens_as_that_grap
             parquet.write_parquet_graph(folder, [node], [], {})
     assert not (folder / "nodes.parquet").exists()
     assert [await open_store(folder, create=flag).counts() for flag in (False, True)] == [(1, 0), (1, 0)]
+
+
+def test_processes_saving_one_parquet_folder_at_once_leave_one_whole_graph(tmp_path: Path) -> None:
+    """Processes saving one Parquet-folder graph at once (two ``graphwalk ingest --graph FOLDER`` runs):
+    each save finished the other's cut short, so one failed (``FileNotFoundError`` on a moved
+    ``.nodes.parquet.next``) and the folder could hold one graph's nodes beside another's metadata (its
+    ledger). Saves into one folder now take turns: the folder holds the last one whole."""
+    import os
+
+    processes, rounds = 4, 10
+    folder = tmp_path / "g"
+    for _ in range(rounds):
+        start = os.pipe()
+        pids = []
+        for i in range(processes):
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child
+                code = 3
+                try:
+                    os.close(start[1])
+                    os.read(start[0], 1)  # every child waits here until the parent closes its end
+                    nodes = [Node(id=f"{i}-{k}", name=f"{i}-{k}", provenance=(P1,)) for k in range(50)]
+                    write_parquet_graph(folder, nodes, [], {"saved by": str(i)})
+                    code = 0
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        os.close(start[0])
+        os.close(start[1])
+        assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0] * processes
+        nodes, _, metadata = read_parquet_graph(folder)
+        assert sorted({n.id.split("-")[0] for n in nodes}) == [metadata["saved by"]]
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["conflicts.parquet", "edges.parquet", "metadata.parquet", "nodes.parquet", "provenance.parquet"]
+    )
