@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 
 def _create_temp(path: Path) -> Path:
@@ -64,13 +67,17 @@ def switch_to_wal(conn: Any, timeout_s: float) -> None:
 
 @contextmanager
 def folder_locked(folder: Path) -> Iterator[None]:
-    """Run the block while this process alone holds ``folder``'s lock (others wait): ``flock`` on the folder
-    itself, so no lock file is left among its files. Where the file system takes no such lock (NFS
-    emulates it only on files opened for writing), the block runs without it."""
+    """Run the block while this process alone holds ``folder``'s lock (others wait, saying so in the log):
+    ``flock`` on the folder itself, so no lock file is left among its files. Where the file system takes
+    no such lock (NFS emulates it only on files opened for writing), the block runs without it."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         with suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("%s: another process is using it; waiting for it to finish", folder)
+                fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # releases the lock
