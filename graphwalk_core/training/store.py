@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 from graphwalk_core.decisions.trained import MANIFEST, DeciderModel, learned_ids, question_key, read_manifest
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
+from graphwalk_core.files import folder_locked
 from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
 from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
@@ -80,9 +81,12 @@ def validation_accuracy(folder: Path) -> float | None:
 def save_model(warehouse: Warehouse, model: DeciderModel) -> Path:
     """Save ``model`` in its versioned folder of the warehouse; a folder that holds a model already holds
     this one (its name is the model's fingerprint) and is left as it is, never saved over in place while
-    LATEST may name it (a save cut short there would leave the newest model half written)."""
+    LATEST may name it (a save cut short there would leave the newest model half written). Processes saving
+    models take turns: another saving this one at once would remove its manifest while LATEST names it."""
     folder = model_folder(warehouse, model.fingerprint)
-    return folder if (folder / MANIFEST).is_file() else model.save(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with folder_locked(folder.parent):
+        return folder if (folder / MANIFEST).is_file() else model.save(folder)
 
 
 def reaches_floor(accuracy: float | None) -> bool:
