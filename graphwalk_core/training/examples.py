@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from graphwalk_core.decisions.views import DecisionView, Move, mask_mentions, option_move
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.metrics import normalize_answer
+from graphwalk_core.files import write_table_atomic
 from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore, neighbor_groups
 from graphwalk_core.traversal import prompts
@@ -335,9 +336,8 @@ def from_table(table: pa.Table) -> list[DecisionExample]:
 
 
 def write_examples(examples: Sequence[DecisionExample], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(to_table(examples), path)
-    return path
+    """Write the examples table to ``path`` atomically (a failed write leaves the earlier file)."""
+    return write_table_atomic(to_table(examples), path)
 
 
 def read_examples(path: Path) -> list[DecisionExample]:
