@@ -10,6 +10,7 @@ write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``A
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import time
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ _STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
 _LOCK_WAIT_S = 0.1
 #: Seconds ``connect`` waits for another process's lock by default (a refresh, a query).
 LOCK_TIMEOUT_S = 5.0
+#: The process holding a database's lock, in DuckDB's error.
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 #: Rows fetched from DuckDB at once when a result is read through.
 FETCH_ROWS = 10_000
 
@@ -101,8 +104,10 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
                     "materialization rebuilds it)"
                 ) from None
             if attempt == attempts - 1:
+                holder = _HOLDER.search(str(exc))
+                by = f" (PID {holder['pid']}, {holder['program']})" if holder else ""
                 raise BackendError(
-                    f"{db} stayed locked by another process for {timeout_s:.0f}s "
+                    f"{db} stayed locked by another process{by} for {timeout_s:.0f}s "
                     "(close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)

@@ -146,9 +146,10 @@ def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
 
     wh = Warehouse(tmp_path)
     wh.write("t", [{"a": 1}])
-    with duckdb_session(wh.db_path, read_only=False):
+    with duckdb_session(wh.db_path, read_only=False) as pid:
         monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 0.2)
-        with pytest.raises(BackendError, match="stayed locked by another process"):
+        held = rf"stayed locked by another process \(PID {pid}, .*python.*\) for 0s"
+        with pytest.raises(BackendError, match=held):  # the holder named: a forgotten session, a run
             wh.write("t", [{"a": 2}])
     # the Parquet file was replaced before the view refresh failed; the next refresh picks it up
     assert query(tmp_path, "select a from t").rows == [(2,)]
