@@ -76,7 +76,7 @@ def folder_locked(folder: Path) -> Iterator[None]:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                log.info("%s: another process is using it; waiting for it to finish", folder)
+                log.warning("%s: another process is using it; waiting for it to finish", folder)
                 fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -220,6 +221,9 @@ def test_two_processes_running_one_eval_at_once_answer_each_question_once(tmp_pa
             try:
                 os.close(start[1])
                 os.read(start[0], 1)  # both children wait here until the parent closes its end
+                logging.getLogger("graphwalk_core.files").addHandler(
+                    logging.FileHandler(tmp_path / f"child{i}.log")
+                )
                 system = DictSystem(delay_s=0.02)
                 run = run_eval(toy_dataset(), system, out_dir=tmp_path, concurrency=2)
                 summary = [len(system.calls), sum(r.reused for r in run.results), len(run.results)]
@@ -234,3 +238,6 @@ def test_two_processes_running_one_eval_at_once_answer_each_question_once(tmp_pa
     children = sorted(json.loads((tmp_path / f"child{i}.json").read_text()) for i in range(2))
     assert children == [[0, 20, 20], [20, 0, 20]]
     assert _checkpoint_ids(tmp_path) == [f"q{i:03d}" for i in range(20)]
+    (folder,) = (tmp_path / "runs").iterdir()
+    said = sorted((tmp_path / f"child{i}.log").read_text() for i in range(2))
+    assert said == ["", f"{folder}: another process is using it; waiting for it to finish\n"]
