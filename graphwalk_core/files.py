@@ -66,21 +66,25 @@ def switch_to_wal(conn: Any, timeout_s: float) -> None:
 
 
 @contextmanager
-def folder_locked(folder: Path) -> Iterator[None]:
-    """Run the block while this process alone holds ``folder``'s lock (others wait, saying so in the log):
-    ``flock`` on the folder itself, so no lock file is left among its files. Where the file system takes
-    no such lock (NFS emulates it only on files opened for writing), the block runs without it."""
-    fd = os.open(folder, os.O_RDONLY)
+def folder_locked(folder: Path, *, shared: bool = False) -> Iterator[None]:
+    """Run the block while this process alone holds ``folder``'s lock, or (``shared``) with other readers
+    only; others wait, saying so in the log. The lock is ``flock`` on the folder itself, so no lock file is
+    left among its files. Where the folder cannot be opened or its file system takes no such lock (NFS
+    emulates it only on files opened for writing), the block runs without it."""
+    fd = -1
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s: another process is using it; waiting for it to finish", folder)
+            fcntl.flock(fd, kind)
     try:
-        with suppress(OSError):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.warning("%s: another process is using it; waiting for it to finish", folder)
-                fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # releases the lock
+        if fd >= 0:
+            os.close(fd)  # releases the lock
 
 
 @contextmanager

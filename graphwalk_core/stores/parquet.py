@@ -21,7 +21,8 @@ Layout (one folder; every table sorted deterministically, readable by DuckDB):
 A save writes the five tables beside the folder's first (``.<table>.parquet.next``), then marks them
 complete (``.saving``) and moves them in: a save cut before the mark leaves the old graph, one cut after
 it reads as the new one (the next save finishes moving them), never one table of each. Saves by several
-processes take turns (a lock on the folder), so the folder holds the last one whole.
+processes take turns (a lock on the folder), so the folder holds the last one whole, and a read waits
+for a save in progress (and saves for reads).
 """
 
 from __future__ import annotations
@@ -523,7 +524,8 @@ def read_parquet_graph(
     folder = Path(directory)
     if not folder.is_dir():
         raise InputError(f"graph folder not found: {folder}")
-    raw = {name: _read_table(folder, name) for name in TABLES}
+    with folder_locked(folder, shared=True):  # a save meanwhile would move in its tables as they are read
+        raw = {name: _read_table(folder, name) for name in TABLES}
     read = _ProvenanceReader()
     is_element = pc.equal(raw["provenance"].column("scope"), "element")
     try:
