@@ -32,6 +32,8 @@ _LOCK_WAIT_S = 0.1
 LOCK_TIMEOUT_S = 5.0
 #: The process holding a database's lock, in DuckDB's error.
 _HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+#: Times ``query`` runs a statement that failed while another process replaced a file it read.
+QUERY_ATTEMPTS = 5
 #: Rows fetched from DuckDB at once when a result is read through.
 FETCH_ROWS = 10_000
 
@@ -298,7 +300,26 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
         con.close()
 
 
+def _replaced_since(root: Path, started: float) -> bool:
+    """Whether a Parquet file under ``root`` was written (or moved in) since ``started`` (``time.time()``;
+    a second's margin, as file times come from a coarser clock)."""
+    for path in root.rglob("*.parquet"):
+        with suppress(OSError):
+            if path.stat().st_ctime >= started - 1.0:
+                return True
+    return False
+
+
 def query(root: Path, sql: str) -> QueryResult:
-    """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory)."""
-    with open_query(root, sql) as rows:
-        return QueryResult(rows.columns, [row for batch in rows.batches() for row in batch])
+    """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory). DuckDB
+    opens each file of a query more than once (its schema, then its rows): one that fails while another
+    process replaced a table file (it read part of the old file, part of the new) runs again."""
+    for attempt in range(QUERY_ATTEMPTS):
+        started = time.time()
+        try:
+            with open_query(root, sql) as rows:
+                return QueryResult(rows.columns, [row for batch in rows.batches() for row in batch])
+        except InputError:
+            if attempt == QUERY_ATTEMPTS - 1 or not _replaced_since(Path(root), started):
+                raise
+    raise AssertionError("unreachable")

@@ -185,3 +185,33 @@ def test_writes_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> N
         )
     assert list(outside.iterdir()) == []
     assert sorted(p.name for p in (root / ".publish-killed").iterdir()) == ["documents"]  # no move began
+
+
+def test_a_query_while_another_process_replaces_a_partition_reads_it_whole(tmp_path: Path) -> None:
+    """DuckDB opens each file of a query more than once (its schema, then its rows), so a query while
+    another process replaced a partition (an ingest writing ``documents``, an eval partition its
+    ``eval_results``) read the old file's footer and the new file's bytes: "IO Error: Could not read enough
+    bytes from file" in about half of the queries (a graph check, ``eval_summary``). A query that fails
+    while a table file was replaced now runs again."""
+    import os
+    import time
+
+    wh = Warehouse(tmp_path)
+    tables = [pa.table({"x": list(range(500 + 50 * i)), "s": [f"v{i}"] * (500 + 50 * i)}) for i in range(2)]
+    wh.write("t", tables[0], {"k": "a"})
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            for i in range(1, 100):  # a write every 20 ms or so
+                wh.write("t", tables[i % 2], {"k": "a"}, refresh=False)
+                time.sleep(0.02)
+            code = 0
+        finally:
+            os._exit(code)
+    counts, (done, status) = [], (0, 0)
+    while not done:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        counts.append(query(tmp_path, "SELECT count(*), count(DISTINCT s) FROM t").rows)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert len(counts) > 1 and set(map(tuple, counts)) <= {((500, 1),), ((550, 1),)}
