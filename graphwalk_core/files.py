@@ -108,6 +108,16 @@ def write_table_atomic(table: pa.Table, path: Path) -> Path:
     return path
 
 
+def read_table_once(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """The Parquet file ``path`` read through one open file: pyarrow given a path opens it more than once,
+    so a read while another process replaced the file (:func:`write_table_atomic`) got parts of both
+    ("Page was smaller than expected")."""
+    import pyarrow.parquet as pq  # here: the stores use this module without pyarrow
+
+    with open(path, "rb") as file:
+        return pq.read_table(file, columns=columns)
+
+
 def write_text_atomic(text: str, path: Path) -> Path:
     """Write UTF-8 text to ``path`` atomically."""
     with atomic_path(path) as tmp:
