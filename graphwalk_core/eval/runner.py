@@ -107,7 +107,7 @@ def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionRes
     it (``report_from_runs``) says the same.
     """
     keys = {q.id: q.content_key() for q in dataset.questions}
-    records = read_checkpoint(checkpoint)
+    records = read_checkpoint(checkpoint, cut_torn=True)  # the run holds its folder
     kept = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
     if len(kept) < len(records):
         log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(kept))
