@@ -1,5 +1,5 @@
 """Local files: atomic writes (a failed write leaves the previous file intact), files created shared,
-and SQLite files switched to WAL mode by processes opening them at once.
+SQLite files switched to WAL mode by processes opening them at once, and folders locked for one process.
 
 The temporary file is created with mode 0666 less the process umask (as ``open`` and DuckDB create
 files), so a replaced Parquet file or plot gets the same permissions as ``warehouse.duckdb``;
@@ -8,7 +8,9 @@ files), so a replaced Parquet file or plot gets the same permissions as ``wareho
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -20,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+log = logging.getLogger(__name__)
 
 
 def _create_temp(path: Path) -> Path:
@@ -62,6 +66,28 @@ def switch_to_wal(conn: Any, timeout_s: float) -> None:
 
 
 @contextmanager
+def folder_locked(folder: Path, *, shared: bool = False) -> Iterator[None]:
+    """Run the block while this process alone holds ``folder``'s lock, or (``shared``) with other readers
+    only; others wait, saying so in the log. The lock is ``flock`` on the folder itself, so no lock file is
+    left among its files. Where the folder cannot be opened or its file system takes no such lock (NFS
+    emulates it only on files opened for writing), the block runs without it."""
+    fd = -1
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        kind = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("%s: another process is using it; waiting for it to finish", folder)
+            fcntl.flock(fd, kind)
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
+
+
+@contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,6 +106,16 @@ def write_table_atomic(table: pa.Table, path: Path) -> Path:
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp)
     return path
+
+
+def read_table_once(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """The Parquet file ``path`` read through one open file: pyarrow given a path opens it more than once,
+    so a read while another process replaced the file (:func:`write_table_atomic`) got parts of both
+    ("Page was smaller than expected")."""
+    import pyarrow.parquet as pq  # here: the stores use this module without pyarrow
+
+    with open(path, "rb") as file:
+        return pq.read_table(file, columns=columns)
 
 
 def write_text_atomic(text: str, path: Path) -> Path:

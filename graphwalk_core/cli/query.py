@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from graphwalk_core.cli.options import choice
 from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.files import write_text_atomic
 from graphwalk_core.model import NodeId
 from graphwalk_core.settings import DeciderName
 from graphwalk_core.traversal.answers import WalkResult
@@ -186,9 +187,7 @@ def query(
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
         raise typer.Exit(code=2) from err
     if trace is not None:
-        from graphwalk_core.files import write_text_atomic
-
-        write_text_atomic(result.trace.model_dump_json(indent=2), trace)
+        write_text_atomic(result.trace.model_dump_json(indent=2), trace)  # a traces folder is read whole
     if as_json:
         typer.echo(result.model_dump_json())
     else:

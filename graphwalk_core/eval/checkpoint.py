@@ -15,17 +15,18 @@ from graphwalk_core.files import write_text_atomic
 log = logging.getLogger(__name__)
 
 
-def read_checkpoint(path: Path) -> list[QuestionResult]:
+def read_checkpoint(path: Path, *, cut_torn: bool = False) -> list[QuestionResult]:
     """The records already written, in file order.
 
-    A torn last line (the process died mid-write) is cut off the file so appends stay valid;
-    a bad line anywhere else is an error naming it.
+    A torn last line (the process died mid-write, or a run is writing it now) is left out; with
+    ``cut_torn`` (the run's own process, holding its folder) it is cut off the file so appends stay valid.
+    A bad line anywhere else is an error naming it.
     """
     if not path.exists():
         return []
     data = path.read_bytes()
     good_end = data.rfind(b"\n") + 1
-    if good_end < len(data):
+    if cut_torn and good_end < len(data):
         log.warning(
             "%s: dropping a torn last line (%d bytes) left by an interrupted run", path, len(data) - good_end
         )

@@ -20,7 +20,7 @@ from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
 from graphwalk_core.eval.systems.base import QASystem, SystemAnswer
-from graphwalk_core.files import write_text_atomic
+from graphwalk_core.files import folder_locked, write_text_atomic
 from graphwalk_core.model import canonical_json, content_hash
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionRes
     it (``report_from_runs``) says the same.
     """
     keys = {q.id: q.content_key() for q in dataset.questions}
-    records = read_checkpoint(checkpoint)
+    records = read_checkpoint(checkpoint, cut_torn=True)  # the run holds its folder
     current = [r for r in records if r.question_key is not None and r.question_key == keys.get(r.question_id)]
     if len(current) < len(records):
         log.info("%s: %d answers to since-edited questions dropped", checkpoint, len(records) - len(current))
@@ -158,7 +158,8 @@ async def run_eval_async(
     max_rate_limit_retries: int = 5,
     rate_limit_base_delay_s: float = 2.0,
 ) -> EvalRun:
-    """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>`` (see :func:`run_folder`)."""
+    """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>`` (see :func:`run_folder`). While
+    another process runs it, this one waits (blocking), then reuses that run's answers."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     graph = dataset.knowledge.fingerprint()
@@ -166,54 +167,55 @@ async def run_eval_async(
     adopt_legacy_folder(out_dir, run_id)
     folder = run_folder(out_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    checkpoint = folder / CHECKPOINT
-    done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone
-    identity = system.identity()
-    meta = RunMetadata(
-        run_id=run_id,
-        dataset=dataset.name,
-        split=dataset.split,
-        system=system.name,
-        n_questions=len(dataset.questions),
-        question_ids_hash=content_hash([q.id for q in dataset.questions]),
-        system_identity=json.loads(canonical_json(identity)),
-        dataset_info=json.loads(canonical_json(dataset.info)),
-        git_sha=git_sha(),
-        package_versions=package_versions(),
-        python=python_version(),
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        concurrency=concurrency,
-        resumed_from=len(done),
-        edited=edited,
-        graph_fingerprint=graph,
-        decider_model=identity.get("decider_model"),
-    )
-    write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
-    for record in done.values():
-        if progress is not None:
-            progress(record)
-    pending = [q for q in dataset.questions if q.id not in done]
-    semaphore = asyncio.Semaphore(concurrency)
+    with folder_locked(folder):  # one process at a time runs it: another waits, then reuses its answers
+        checkpoint = folder / CHECKPOINT
+        done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone
+        identity = system.identity()
+        meta = RunMetadata(
+            run_id=run_id,
+            dataset=dataset.name,
+            split=dataset.split,
+            system=system.name,
+            n_questions=len(dataset.questions),
+            question_ids_hash=content_hash([q.id for q in dataset.questions]),
+            system_identity=json.loads(canonical_json(identity)),
+            dataset_info=json.loads(canonical_json(dataset.info)),
+            git_sha=git_sha(),
+            package_versions=package_versions(),
+            python=python_version(),
+            started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            concurrency=concurrency,
+            resumed_from=len(done),
+            edited=edited,
+            graph_fingerprint=graph,
+            decider_model=identity.get("decider_model"),
+        )
+        write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
+        for record in done.values():
+            if progress is not None:
+                progress(record)
+        pending = [q for q in dataset.questions if q.id not in done]
+        semaphore = asyncio.Semaphore(concurrency)
 
-    async def one(question: Question, writer: CheckpointWriter) -> None:
-        async with semaphore:
-            answer = await _answer_with_backoff(
-                system, question, max_retries=max_rate_limit_retries, base_delay_s=rate_limit_base_delay_s
-            )
-        record = score_answer(dataset, question, answer, run_id=run_id, system=system.name, ids=identity)
-        writer.append(record)
-        done[question.id] = record
-        if progress is not None:
-            progress(record)
+        async def one(question: Question, writer: CheckpointWriter) -> None:
+            async with semaphore:
+                answer = await _answer_with_backoff(
+                    system, question, max_retries=max_rate_limit_retries, base_delay_s=rate_limit_base_delay_s
+                )
+            record = score_answer(dataset, question, answer, run_id=run_id, system=system.name, ids=identity)
+            writer.append(record)
+            done[question.id] = record
+            if progress is not None:
+                progress(record)
 
-    with CheckpointWriter(checkpoint) as writer:
-        await asyncio.gather(*(one(q, writer) for q in pending))
-    meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
-    write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
-    results = [done[q.id] for q in dataset.questions]
-    if list(done) != [r.question_id for r in results]:  # ``done`` is in file order: answers as they came
-        rewrite_checkpoint(checkpoint, results)  # in question order, so a rebuilt report has this run's rows
-    return EvalRun(metadata=meta, results=results, path=folder)
+        with CheckpointWriter(checkpoint) as writer:
+            await asyncio.gather(*(one(q, writer) for q in pending))
+        meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
+        write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
+        results = [done[q.id] for q in dataset.questions]
+        if list(done) != [r.question_id for r in results]:  # ``done`` is in file order: as answers came
+            rewrite_checkpoint(checkpoint, results)  # in question order: a rebuilt report has this run's rows
+        return EvalRun(metadata=meta, results=results, path=folder)
 
 
 def run_eval(

@@ -20,7 +20,9 @@ Layout (one folder; every table sorted deterministically, readable by DuckDB):
 
 A save writes the five tables beside the folder's first (``.<table>.parquet.next``), then marks them
 complete (``.saving``) and moves them in: a save cut before the mark leaves the old graph, one cut after
-it reads as the new one (the next save finishes moving them), never one table of each.
+it reads as the new one (the next save finishes moving them), never one table of each. Saves by several
+processes take turns (a lock on the folder), so the folder holds the last one whole, and a read waits
+for a save in progress (and saves for reads).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import write_table_atomic, write_text_atomic
+from graphwalk_core.files import folder_locked, write_table_atomic, write_text_atomic
 from graphwalk_core.model import (
     AttributeConflict,
     ConflictValue,
@@ -285,11 +287,12 @@ def write_parquet_graph(
             f"(U+{ord(text[exc.start]):04X}), which no graph store keeps"
         ) from None
     out.mkdir(parents=True, exist_ok=True)
-    _finish_save(out)  # one cut short before this one
-    for name, table in tables.items():
-        write_table_atomic(table, _pending(out, name))
-    write_text_atomic("", out / _SAVING)  # every table is written: from here on, this save is the graph
-    _finish_save(out)
+    with folder_locked(out):  # another process's save would finish or drop this one's tables meanwhile
+        _finish_save(out)  # one cut short before this one
+        for name, table in tables.items():
+            write_table_atomic(table, _pending(out, name))
+        write_text_atomic("", out / _SAVING)  # every table is written: from here on, this save is the graph
+        _finish_save(out)
     return out
 
 
@@ -521,7 +524,8 @@ def read_parquet_graph(
     folder = Path(directory)
     if not folder.is_dir():
         raise InputError(f"graph folder not found: {folder}")
-    raw = {name: _read_table(folder, name) for name in TABLES}
+    with folder_locked(folder, shared=True):  # a save meanwhile would move in its tables as they are read
+        raw = {name: _read_table(folder, name) for name in TABLES}
     read = _ProvenanceReader()
     is_element = pc.equal(raw["provenance"].column("scope"), "element")
     try:

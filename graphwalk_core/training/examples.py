@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphwalk_core.decisions.views import DecisionView, Move, mask_mentions, option_move
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.metrics import normalize_answer
+from graphwalk_core.files import read_table_once, write_table_atomic
 from graphwalk_core.model import NodeId
 from graphwalk_core.stores.base import GraphStore, neighbor_groups
 from graphwalk_core.traversal import prompts
@@ -335,17 +335,20 @@ def from_table(table: pa.Table) -> list[DecisionExample]:
 
 
 def write_examples(examples: Sequence[DecisionExample], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(to_table(examples), path)
-    return path
+    """Write the examples table to ``path`` atomically (a failed write leaves the earlier file)."""
+    return write_table_atomic(to_table(examples), path)
+
+
+def read_examples_table(path: Path) -> pa.Table:
+    """The examples table at ``path`` (with its metadata), read through one open file."""
+    try:
+        return read_table_once(path)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InputError(f"{path}: not a readable decision_examples Parquet file ({exc})") from exc
 
 
 def read_examples(path: Path) -> list[DecisionExample]:
-    try:
-        table = pq.read_table(path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InputError(f"{path}: not a readable decision_examples Parquet file ({exc})") from exc
-    return from_table(table)
+    return from_table(read_examples_table(path))
 
 
 def examples_hash(examples: Sequence[DecisionExample]) -> str:

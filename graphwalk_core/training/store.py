@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from graphwalk_core.decisions.trained import MANIFEST, DeciderModel, learned_ids, question_key, read_manifest
 from graphwalk_core.errors import InputError
 from graphwalk_core.eval.datasets.base import Dataset
-from graphwalk_core.training.examples import DecisionExample, read_examples, to_table
+from graphwalk_core.files import folder_locked, read_table_once
+from graphwalk_core.training.examples import DecisionExample, from_table, read_examples_table, to_table
 from graphwalk_core.warehouse.models import latest_model, mark_latest, model_folder
 from graphwalk_core.warehouse.tables import PART_FILE, Warehouse
 
@@ -39,8 +38,9 @@ def read_decision_examples(warehouse: Warehouse) -> tuple[list[DecisionExample],
     path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
     if not path.is_file():
         raise InputError(f"{path}: no decision_examples table: materialize decision_examples first")
-    graph = (pq.read_schema(path).metadata or {}).get(GRAPH_KEY)
-    return read_examples(path), None if graph is None else graph.decode()
+    table = read_examples_table(path)  # the examples and their graph from one file, whatever replaces it
+    graph = (table.schema.metadata or {}).get(GRAPH_KEY)
+    return from_table(table), None if graph is None else graph.decode()
 
 
 def learned_questions(
@@ -61,7 +61,7 @@ def learned_questions(
         path = warehouse.partition_dir(EXAMPLES, None) / PART_FILE
         if not path.is_file():
             return []
-        ids = pq.read_table(path, columns=["question_id"]).column("question_id").to_pylist()
+        ids = read_table_once(path, columns=["question_id"]).column("question_id").to_pylist()
     learned = frozenset(ids)
     return [
         q.id
@@ -80,9 +80,12 @@ def validation_accuracy(folder: Path) -> float | None:
 def save_model(warehouse: Warehouse, model: DeciderModel) -> Path:
     """Save ``model`` in its versioned folder of the warehouse; a folder that holds a model already holds
     this one (its name is the model's fingerprint) and is left as it is, never saved over in place while
-    LATEST may name it (a save cut short there would leave the newest model half written)."""
+    LATEST may name it (a save cut short there would leave the newest model half written). Processes saving
+    models take turns: another saving this one at once would remove its manifest while LATEST names it."""
     folder = model_folder(warehouse, model.fingerprint)
-    return folder if (folder / MANIFEST).is_file() else model.save(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with folder_locked(folder.parent):
+        return folder if (folder / MANIFEST).is_file() else model.save(folder)
 
 
 def reaches_floor(accuracy: float | None) -> bool:

@@ -34,18 +34,22 @@ def _ours(name: str, sql: str) -> bool:
     return view_root(name, sql) is not None
 
 
+def _made(views: dict[str, str], root: Path, names: list[str]) -> bool:
+    """Whether ``views`` (a database's) are exactly graphwalk's views of ``names`` over ``root``."""
+    reads = {name: view_root(name, sql) for name, sql in views.items()}
+    ours = {name: read for name, read in reads.items() if read is not None}
+    return ours == dict.fromkeys(names, root.as_posix())
+
+
 def _current(db: Path, root: Path, names: list[str]) -> bool:
     """Whether ``db`` already holds exactly graphwalk's views of ``names`` over ``root``."""
     if not db.exists():
         return False
     con = connect(db, read_only=True)
     try:
-        views = view_sql(con)
+        return _made(view_sql(con), root, names)
     finally:
         con.close()
-    reads = {name: view_root(name, sql) for name, sql in views.items()}
-    ours = {name: read for name, read in reads.items() if read is not None}
-    return ours == dict.fromkeys(names, root.as_posix())
 
 
 def _problem(con: duckdb.DuckDBPyConnection, root: Path, name: str) -> str | None:
@@ -83,8 +87,10 @@ def refresh_views(root: Path) -> list[str]:
         return names
     con = connect(db, read_only=False)
     try:
-        problems = {name: _problem(con, root, name) for name in names}
         views = view_sql(con)
+        if _made(views, root, names):  # by another process (a partition of the same new table) meanwhile
+            return names
+        problems = {name: _problem(con, root, name) for name in names}
         con.execute("BEGIN")
         for stale in sorted(set(views) - set(names)):
             if _ours(stale, views[stale]):

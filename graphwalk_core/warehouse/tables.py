@@ -14,10 +14,9 @@ from typing import Any
 from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.files import write_table_atomic
+from graphwalk_core.files import read_table_once, write_table_atomic
 from graphwalk_core.warehouse.layout import DB_NAME, PART_FILE, TABLE_NAME, inside, table_names
 from graphwalk_core.warehouse.refresh import refresh_views
 from graphwalk_core.warehouse.swap import swap_in
@@ -116,7 +115,7 @@ class Warehouse:
         if not path.exists():
             raise InputError(f"table {table!r} has no partition {dict(partition or {})} at {path}")
         try:
-            return pq.read_table(path)
+            return read_table_once(path)
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"cannot read {path}: {str(exc).strip()}") from None
 

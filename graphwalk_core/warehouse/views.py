@@ -9,9 +9,12 @@ write another file (``read_csv('/etc/hostname')``, ``COPY ... TO '/tmp/x'``, ``A
 
 from __future__ import annotations
 
+import os
+import re
+import secrets
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,6 +30,10 @@ _STORAGE_CONFIG = {"storage_compatibility_version": "v1.0.0"}
 _LOCK_WAIT_S = 0.1
 #: Seconds ``connect`` waits for another process's lock by default (a refresh, a query).
 LOCK_TIMEOUT_S = 5.0
+#: The process holding a database's lock, in DuckDB's error.
+_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
+#: Times ``query`` runs a statement that failed while another process replaced a file it read.
+QUERY_ATTEMPTS = 5
 #: Rows fetched from DuckDB at once when a result is read through.
 FETCH_ROWS = 10_000
 
@@ -63,10 +70,28 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
     return con
 
 
+def _create(db: Path) -> None:
+    """Make the database ``db`` whole unless it exists. DuckDB creates a new file in place, then locks it
+    and writes its header: a process opening it meanwhile found it empty ("not a valid DuckDB database
+    file"), or locked it first and so left it empty for good. The file is made beside it under a hidden
+    name and linked into place (a link never replaces a file another process made meanwhile); where that
+    fails (a file system without links), the open that follows creates it in place or says why not."""
+    tmp = db.parent / f".{db.name}.{secrets.token_hex(6)}.tmp"
+    try:
+        with suppress(duckdb.Error, OSError):
+            duckdb.connect(str(tmp), config=_STORAGE_CONFIG).close()
+            os.link(tmp, db)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database sandboxed to its folder, waiting up to ``timeout_s`` (None: :data:`LOCK_TIMEOUT_S`)
-    while another process holds a lock on it (a writer excludes every session; a read-only one, writers)."""
+    while another process holds a lock on it (a writer excludes every session; a read-only one, writers).
+    A writer makes the database when it does not exist."""
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
+    if not read_only and not db.exists():
+        _create(db)
     attempts = max(1, round(timeout_s / _LOCK_WAIT_S))
     for attempt in range(attempts):
         try:
@@ -81,8 +106,10 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
                     "materialization rebuilds it)"
                 ) from None
             if attempt == attempts - 1:
+                holder = _HOLDER.search(str(exc))
+                by = f" (PID {holder['pid']}, {holder['program']})" if holder else ""
                 raise BackendError(
-                    f"{db} stayed locked by another process for {timeout_s:.0f}s "
+                    f"{db} stayed locked by another process{by} for {timeout_s:.0f}s "
                     "(close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)
@@ -273,7 +300,26 @@ def open_query(root: Path, sql: str) -> Iterator[Rows]:
         con.close()
 
 
+def _replaced_since(root: Path, started: float) -> bool:
+    """Whether a Parquet file under ``root`` was written (or moved in) since ``started`` (``time.time()``;
+    a second's margin, as file times come from a coarser clock)."""
+    for path in root.rglob("*.parquet"):
+        with suppress(OSError):
+            if path.stat().st_ctime >= started - 1.0:
+                return True
+    return False
+
+
 def query(root: Path, sql: str) -> QueryResult:
-    """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory)."""
-    with open_query(root, sql) as rows:
-        return QueryResult(rows.columns, [row for batch in rows.batches() for row in batch])
+    """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory). DuckDB
+    opens each file of a query more than once (its schema, then its rows): one that fails while another
+    process replaced a table file (it read part of the old file, part of the new) runs again."""
+    for attempt in range(QUERY_ATTEMPTS):
+        started = time.time()
+        try:
+            with open_query(root, sql) as rows:
+                return QueryResult(rows.columns, [row for batch in rows.batches() for row in batch])
+        except InputError:
+            if attempt == QUERY_ATTEMPTS - 1 or not _replaced_since(Path(root), started):
+                raise
+    raise AssertionError("unreachable")

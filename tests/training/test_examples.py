@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from graphwalk_core.decisions import FakeDecisionBackend
 from graphwalk_core.decisions.views import DecisionView
 from graphwalk_core.model import Edge
@@ -155,3 +157,24 @@ async def test_datasets_over_different_graphs_are_refused() -> None:
         InputError, match=r"^people-dev is over another graph than films-dev: label one graph"
     ):
         await dataset_examples([films, people], store())
+
+
+async def test_a_write_of_examples_that_fails_leaves_the_earlier_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``graphwalk train --examples-out`` wrote the table in place: a run killed (or out of disk) while
+    writing left a truncated file where the earlier examples were, and a run reading them meanwhile read
+    part of a file. The table is now written beside and renamed over."""
+    import pyarrow.parquet as pq
+
+    examples, _ = await weak_examples(store(), questions(range(3)))
+    path = write_examples(examples[:2], tmp_path / "decision_examples.parquet")
+
+    def disk_full(self: pq.ParquetWriter, *args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        write_examples(examples, path)
+    assert read_examples(path) == examples[:2]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["decision_examples.parquet"]

@@ -368,3 +368,58 @@ def test_a_model_whose_planner_weighs_nothing_scores_by_the_network_alone(model_
     assert model.combine(view, np.array([0.5, 0.2])).tolist() == pytest.approx(
         [0.5 - total, 0.2 - total], abs=1e-12
     )
+
+
+def test_a_model_saved_by_two_processes_at_once_is_never_without_its_manifest(
+    model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two trainings of one model at once (``trained_decider`` materialized while ``graphwalk train``
+    runs): the second found no manifest yet, then saved over the first's folder, removing its manifest
+    after the first had made it the newest, so a run walking with the newest model meanwhile failed
+    ("not a trained decider"). Saves of a model now take turns; the second finds it saved."""
+    import os
+    import time
+
+    from graphwalk_core.decisions import trained
+    from graphwalk_core.training.store import promote, save_model
+    from graphwalk_core.warehouse.models import latest_model
+    from graphwalk_core.warehouse.tables import Warehouse
+
+    model, wh = DeciderModel.load(model_dir), Warehouse(tmp_path / "warehouse")
+    writing = trained.write_text_atomic
+
+    def slowly(text: str, path: Path) -> Path:  # widens the time a save holds no manifest
+        if path.name == trained.QUESTIONS:
+            time.sleep(0.2)
+        return writing(text, path)
+
+    saving = DeciderModel.save
+
+    def later(self: DeciderModel, folder: Path) -> Path:  # looks for the manifest at once, saves later
+        time.sleep(0.3)
+        return saving(self, folder)
+
+    monkeypatch.setattr(trained, "write_text_atomic", slowly)
+    start = os.pipe()
+    pids = []
+    for i in range(2):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 3
+            try:
+                os.close(start[1])
+                os.read(start[0], 1)  # both children wait here until the parent closes its end
+                if i == 1:
+                    DeciderModel.save = later  # type: ignore[method-assign]
+                assert promote(wh, save_model(wh, model))
+                until = time.monotonic() + 0.8
+                while i == 0 and time.monotonic() < until:  # walking with the newest model meanwhile
+                    DeciderModel.load(latest_model(wh))  # type: ignore[arg-type]
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    os.close(start[0])
+    os.close(start[1])
+    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0, 0]
+    assert DeciderModel.load(latest_model(wh)).fingerprint == model.fingerprint  # type: ignore[arg-type]

@@ -242,3 +242,28 @@ print(result.exit_code, sorted(m for m in sys.modules if m.startswith("graphwalk
 """
     done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
     assert done.stdout == "0 []\n", done.stderr
+
+
+def test_a_trace_write_cut_short_leaves_the_earlier_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--trace`` wrote the file in place: a query killed while writing it left a truncated JSON file in
+    the traces folder, which ``graphwalk train --traces`` then refused ("not a walk trace") until removed,
+    and a training reading the folder meanwhile read part of one. It is now written beside and renamed."""
+    trace = tmp_path / "traces" / "q1.json"
+    trace.parent.mkdir()
+    trace.write_text('{"earlier": true}', encoding="utf-8")
+    writing = Path.write_text
+
+    def killed(self: Path, data: str, *args: object, **kwargs: object) -> int:
+        writing(self, data[:20], encoding="utf-8")  # part written, then the process is killed
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", killed)
+    args = ["query", str(MOVIES), "who directed Avatar", "--start", "Avatar", "--decider", "fake",
+            "--trace", str(trace)]  # fmt: skip
+    result = runner.invoke(app, args)
+    monkeypatch.undo()
+    assert result.exit_code == 130  # as after Ctrl-C
+    assert [p.name for p in trace.parent.iterdir()] == ["q1.json"]
+    assert trace.read_text(encoding="utf-8") == '{"earlier": true}'

@@ -10,9 +10,9 @@ from pathlib import Path
 
 
 @contextmanager
-def duckdb_session(db: Path, *, read_only: bool, hold_s: float = 60) -> Iterator[None]:
+def duckdb_session(db: Path, *, read_only: bool, hold_s: float = 60) -> Iterator[int]:
     """A process with ``db`` open (read-only or read-write) while the block runs, for ``hold_s`` seconds
-    at most."""
+    at most; the block gets its process id."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -24,7 +24,7 @@ def duckdb_session(db: Path, *, read_only: bool, hold_s: float = 60) -> Iterator
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"1"
-        yield
+        yield holder.pid
     finally:
         holder.kill()
         holder.wait()

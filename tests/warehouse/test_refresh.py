@@ -102,3 +102,33 @@ def test_a_missing_database_beside_tables_says_how_to_make_it(tmp_path: Path) ->
         'their views with any write, or: python -c "from graphwalk_core.warehouse import refresh_views; '
         f"refresh_views('{tmp_path}')\""
     )
+
+
+def test_a_refresh_that_waited_for_another_making_the_same_views_makes_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partitions of a new table written at once (Dagster's multiprocess executor) each found its view
+    missing, then took turns at the write lock, each reading every table's files again (seconds in a
+    warehouse of thousands of files): with ten such processes most failed after 5 s ("stayed locked by
+    another process"). A refresh that gets the lock now first checks whether the views were made meanwhile."""
+    import subprocess
+    import sys
+
+    from graphwalk_core.warehouse import refresh
+
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"a": 1}])
+    wh.write("u", [{"b": 2}], {"k": "x"}, refresh=False)  # a new table: its view is missing
+    opened, described = refresh.connect, []
+
+    def after_another_process(db: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+        if not read_only:  # another partition's process took the write lock first and made the views
+            made = f"from graphwalk_core.warehouse import refresh_views; refresh_views({str(tmp_path)!r})"
+            subprocess.run([sys.executable, "-c", made], check=True)
+        return opened(db, read_only=read_only)
+
+    monkeypatch.setattr(refresh, "connect", after_another_process)
+    monkeypatch.setattr(refresh, "_problem", lambda con, root, name: described.append(name))
+    assert refresh.refresh_views(tmp_path) == ["t", "u"]
+    assert described == []
+    assert query(tmp_path, "select b, k from u").rows == [(2, "x")]
