@@ -299,7 +299,8 @@ def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, mini
     assert "questions without a path to a gold answer: 0" in result.stdout
 
     qs.write_text(
-        json.dumps({"id": "x", "question": "who directed it", "answers": ["a"], "start": "Film 1O"}) + "\n"
+        json.dumps({"id": "x", "question": "who directed it", "answers": ["Director 1"], "start": "Film 1O"})
+        + "\n"
     )
     result = runner.invoke(app, [*args[:-3], "--out", str(tmp_path / "m2")])
     assert result.exit_code == 2
