@@ -1,0 +1,48 @@
+"""What the docs name is what the code reads: every setting in the README's table, every field of a
+sources.yaml entry in docs/dagster.md's example (which loads as written)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graphwalk_core.ingest.sources.specs import SourceSpec, load_sources
+from graphwalk_core.settings import GraphwalkSettings
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def section(doc: str, heading: str) -> str:
+    """The text under ``## heading`` up to the next ``## `` heading."""
+    text = (REPO / doc).read_text(encoding="utf-8")
+    return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_configuration_table_names_every_variable_the_code_reads() -> None:
+    table = section("README.md", "Configuration").split("\n\n")[1]
+    documented = set(re.findall(r"`(GRAPHWALK_[A-Z0-9_]+)`", table))
+    settings = {f"GRAPHWALK_{name.upper()}" for name in GraphwalkSettings.model_fields}
+    code = "\n".join(
+        path.read_text(encoding="utf-8")
+        for folder in ("graphwalk_core", "graphwalk_dagster")
+        for path in sorted((REPO / folder).rglob("*.py"))
+    )
+    read = {name for name in re.findall(r"GRAPHWALK_[A-Z0-9_]+", code) if not name.endswith("_")}
+    assert sorted((settings | read) - documented) == []
+
+
+def test_dagster_doc_sources_example_loads_and_names_every_field(tmp_path: Path) -> None:
+    [example] = re.findall(
+        r"```yaml\n(.*?)```", section("docs/dagster.md", "Declaring sources (`sources.yaml`)"), re.S
+    )
+    (tmp_path / "sources.yaml").write_text(example, encoding="utf-8")
+    [spec] = load_sources(tmp_path / "sources.yaml")
+    fields = set(re.findall(r"^\s*-?\s*(\w+):", example, re.M))
+    assert fields == set(SourceSpec.model_fields) - {"base_dir"}
+    defaults = SourceSpec(id="x", kind="files", path_or_url="x")
+    assert (spec.routing, spec.max_bytes, spec.allow_empty) == (
+        defaults.routing,
+        defaults.max_bytes,
+        defaults.allow_empty,
+    )
+    assert spec.resolve(spec.path_or_url) == tmp_path.resolve() / "films"
