@@ -1,13 +1,18 @@
 """What the docs name is what the code reads: every setting in the README's table, every field of a
-sources.yaml entry in docs/dagster.md's example (which loads as written)."""
+sources.yaml entry in docs/dagster.md's example (which loads as written), every mapping field in
+docs/mappings.md's example (which maps a CSV with its columns)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 
-from graphwalk_core.ingest.sources.specs import SourceSpec, load_sources
+from graphwalk_core.ingest.pipeline import ingest
+from graphwalk_core.ingest.sources.mapping import RecordMapping, RelationColumn
+from graphwalk_core.ingest.sources.specs import SourceSpec, load_sources, source_from_arg
 from graphwalk_core.settings import GraphwalkSettings
+from graphwalk_core.stores import MemoryGraphStore
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -46,3 +51,23 @@ def test_dagster_doc_sources_example_loads_and_names_every_field(tmp_path: Path)
         defaults.allow_empty,
     )
     assert spec.resolve(spec.path_or_url) == tmp_path.resolve() / "films"
+
+
+def test_mappings_doc_example_ingests_a_csv_with_its_columns(tmp_path: Path) -> None:
+    """docs/mappings.md's example names every mapping field and maps a CSV holding its columns, no skip."""
+    [example] = re.findall(
+        r"```yaml\n(.*?)```", (REPO / "docs" / "mappings.md").read_text(encoding="utf-8"), re.S
+    )
+    fields = set(re.findall(r"^\s*(\w+):", example, re.M)) | set(re.findall(r"[{,]\s*(\w+):", example))
+    assert fields - {"films.csv"} == set(RecordMapping.model_fields) | set(RelationColumn.model_fields)
+    (tmp_path / "mapping.yaml").write_text(example, encoding="utf-8")
+    (tmp_path / "films").mkdir()
+    (tmp_path / "films" / "films.csv").write_text(
+        "id,title,year,genre,director,stars,summary\n"
+        'f1,Heat,1995,crime,Michael Mann,Al Pacino|Robert De Niro,"A thief, a detective."\n',
+        encoding="utf-8",
+    )
+    source = source_from_arg(str(tmp_path / "films"), mapping=str(tmp_path / "mapping.yaml"))
+    report = asyncio.run(ingest(source, MemoryGraphStore(), routing="exact"))
+    assert (report.new, report.skipped) == (1, [])
+    assert source.mappings["films.csv"].key == "id"  # type: ignore[attr-defined]
