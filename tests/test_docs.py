@@ -34,6 +34,10 @@ def test_readme_configuration_table_names_every_variable_the_code_reads() -> Non
     )
     read = {name for name in re.findall(r"GRAPHWALK_[A-Z0-9_]+", code) if not name.endswith("_")}
     assert sorted((settings | read) - documented) == []
+    # the intro says the last three rows are read from the environment only, not from .env
+    last_rows = [re.findall(r"`(GRAPHWALK_[A-Z0-9_]+)`", row)[0] for row in table.splitlines()[-3:]]
+    assert sorted(last_rows) == sorted(read - settings)
+    assert "except the last three rows" in section("README.md", "Configuration")
 
 
 def test_dagster_doc_sources_example_loads_and_names_every_field(tmp_path: Path) -> None:
