@@ -1,12 +1,14 @@
 """What the docs name is what the code reads: every setting in the README's table, every field of a
 sources.yaml entry in docs/dagster.md's example (which loads as written), every mapping field in
-docs/mappings.md's example (which maps a CSV with its columns)."""
+docs/mappings.md's example (which maps a CSV with its columns), and the eval run config it shows."""
 
 from __future__ import annotations
 
 import asyncio
 import re
 from pathlib import Path
+
+import yaml
 
 from graphwalk_core.ingest.pipeline import ingest
 from graphwalk_core.ingest.sources.mapping import RecordMapping, RelationColumn
@@ -21,6 +23,11 @@ def section(doc: str, heading: str) -> str:
     """The text under ``## heading`` up to the next ``## `` heading."""
     text = (REPO / doc).read_text(encoding="utf-8")
     return text.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def yaml_blocks(text: str) -> list[str]:
+    """The ```yaml blocks of a doc's text."""
+    return re.findall(r"```yaml\n(.*?)```", text, re.S)
 
 
 def test_readme_configuration_table_names_every_variable_the_code_reads() -> None:
@@ -75,3 +82,27 @@ def test_mappings_doc_example_ingests_a_csv_with_its_columns(tmp_path: Path) -> 
     report = asyncio.run(ingest(source, MemoryGraphStore(), routing="exact"))
     assert (report.new, report.skipped) == (1, [])
     assert source.mappings["films.csv"].key == "id"  # type: ignore[attr-defined]
+
+
+def test_dagster_doc_hf_run_config_passes_dagsters_config_check() -> None:
+    """docs/dagster.md's ``eval_questions`` run config is what Dagster accepts (a misspelled key is not)."""
+    from dagster._config import process_config, resolve_to_config_type
+
+    from graphwalk_dagster.defs.eval.assets import EvalQuestionsConfig
+
+    blocks = re.findall(
+        r"```yaml\n(.*?)```", (REPO / "docs" / "dagster.md").read_text(encoding="utf-8"), re.S
+    )
+    [config] = [
+        yaml.safe_load(block)["ops"]["eval_questions"]["config"] for block in blocks if "ops:" in block
+    ]
+    schema = resolve_to_config_type(EvalQuestionsConfig.to_config_schema().as_field().config_type)
+    checked = process_config(schema, config)
+    assert checked.success, checked.errors
+    assert checked.value["hf"]["columns"] == {
+        "question": "question",
+        "answers": "answer",
+        "passages": "context",
+        "supporting": "supporting_facts",
+    }
+    assert not process_config(schema, {**config, "hf": {**config["hf"], "colums": {}}}).success
