@@ -41,8 +41,9 @@ bench: setup
 lint: setup
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports
 
-# Recompile the URL-free lock from pyproject (needs pip-tools in the venv).
-lock:
+# Recompile the URL-free lock from pyproject (with pip-tools, installed into the venv on first use).
+lock: setup
+	$(PY) -c "import piptools" 2>/dev/null || $(PY) -m pip install -q pip-tools
 	$(PY) -m piptools compile --quiet --strip-extras --no-emit-index-url --no-emit-find-links \
 		--no-emit-trusted-host --extra dev --output-file requirements.lock pyproject.toml
 	sed -i '/^graphwalk @/d; /^-e /d' requirements.lock

@@ -55,15 +55,15 @@ class Backends:
 
     @cached_property
     def embedder(self) -> Embedder:
-        """``embed_model_path`` (``hashing``: the HashingEmbedder), else the shared MiniLM folder when
-        present, else ``embed_model`` from fastembed's cache (see :func:`make_embedder`)."""
+        """``embed_model_path`` (``hashing``: the HashingEmbedder), else ``embed_model`` from fastembed's
+        cache when it is set, else the shared MiniLM folder when present (see :func:`make_embedder`)."""
         from graphwalk_core.embeddings.factory import default_model_path, make_embedder
         from graphwalk_core.embeddings.hashing import HashingEmbedder
 
         path = self.settings.embed_model_path
         if path is not None and str(path) == HASHING:
             return HashingEmbedder()
-        if path is None:
+        if path is None and "embed_model" not in self.settings.model_fields_set:
             path = default_model_path()
         return make_embedder(self.settings.model_copy(update={"embed_model_path": path}))
 

@@ -15,6 +15,7 @@ from graphwalk_dagster.defs.eval.partitions import eval_key
 from graphwalk_dagster.defs.ingest import assets as ingest_assets
 from graphwalk_dagster.defs.ingest import checks as ingest_checks
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
+from graphwalk_dagster.defs.shared.paths import SOURCES_FILE
 from graphwalk_dagster.defs.shared.resources import (
     DeciderResource,
     GraphStoreResource,
@@ -74,12 +75,13 @@ def demo_instance(home: Path) -> dg.DagsterInstance:
 
 
 def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> dict[str, Any]:
-    """The embedded defaults rooted at ``warehouse``: SQLite, local decider, offline extractor, no key."""
+    """The embedded defaults rooted at ``warehouse``: SQLite, local decider, offline extractor, no key;
+    the sources of ``sources_file``, else the sample's ``data/sources.yaml`` (not GRAPHWALK_SOURCES)."""
     root = WarehouseResource(root=str(warehouse))
     return {
         **default_resources(),
         "warehouse": root,
-        "sources": SourcesResource(path=str(sources_file) if sources_file else None),
+        "sources": SourcesResource(path=str(sources_file or SOURCES_FILE)),
         "graph_store": GraphStoreResource(warehouse=root),
         "decider": DeciderResource(backend="local"),
         "llm": LLMResource(model=""),

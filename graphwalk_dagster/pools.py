@@ -35,20 +35,24 @@ def set_pool_limits(
     instance: dg.DagsterInstance, limits: Mapping[str, int] = POOL_LIMITS, *, overwrite: bool = False
 ) -> dict[str, int]:
     """Write ``limits`` as explicit limits; a pool that has one already (set in the UI or with
-    ``dagster instance concurrency set``) keeps it unless ``overwrite``. Every pool's limit afterwards."""
+    ``dagster instance concurrency set``) keeps it unless ``overwrite``, and without ``overwrite`` an
+    instance whose dagster.yaml sets ``default_limit`` (the SQLite ``dagster.yaml``: 1) gets that limit
+    written instead. Every pool's limit afterwards."""
     storage = instance.event_log_storage
     explicit = set() if overwrite else {p.name for p in storage.get_pool_limits() if not p.from_default}
+    default = None if overwrite else instance.global_op_concurrency_default_limit
     for pool in sorted(set(limits) - explicit):
-        storage.set_concurrency_slots(pool, limits[pool])
+        storage.set_concurrency_slots(pool, limits[pool] if default is None else default)
     return {pool.name: pool.limit for pool in sorted(storage.get_pool_limits(), key=lambda p: p.name)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument(
         "--graph-store",
         type=int,
-        help=f"graph_store steps at once (default: {POOL_LIMITS[GRAPH_POOL]} where no limit is set yet)",
+        help=f"graph_store steps at once (default, where no limit is set yet: the instance's "
+        f"default_limit, else {POOL_LIMITS[GRAPH_POOL]})",
     )
     args = parser.parse_args(argv)
     given = args.graph_store is not None

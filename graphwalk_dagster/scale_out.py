@@ -102,7 +102,7 @@ def ingest_partitions(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
     parser.add_argument("--max-runs", type=int, default=4, help="runs at once (default 4)")
     args = parser.parse_args(argv)

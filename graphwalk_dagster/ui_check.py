@@ -6,6 +6,7 @@ asset with its partition keys, as the webserver lists them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -182,9 +183,11 @@ def run_backfill_daemon(workspace: Path, until_done: str, url: str, timeout: flo
     raise TimeoutError(f"backfill {until_done} not finished after {timeout:.0f}s: {status}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Start the UI on a free port over $DAGSTER_HOME (else a throwaway instance) and print what it
     lists: the partitions a source sensor or the demo registered are in the instance."""
+    description = " ".join((main.__doc__ or "").split())
+    argparse.ArgumentParser(prog="ui_check", description=description).parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         given = os.environ.get("DAGSTER_HOME")
         home = Path(given) if given else prepare_home(Path(tmp) / "dagster_home")

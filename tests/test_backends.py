@@ -48,3 +48,15 @@ def test_the_local_decider_shares_the_builders_embedder() -> None:
     assert isinstance(local, LocalDecisionBackend)
     assert local.embedder is backends.embedder
     assert isinstance(backends.decider("fake"), FakeDecisionBackend)
+
+
+def test_an_explicit_embed_model_is_not_loaded_from_the_shared_minilm_folder(
+    minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GRAPHWALK_EMBED_MODEL names a model of fastembed's cache: the shared folder holds MiniLM's files,
+    which loaded under another model's name failed (model_optimized.onnx: no such file)."""
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))  # an empty cache: not there offline
+    backends = Backends(settings(embed_model="BAAI/bge-small-en-v1.5", embed_cache="off"))
+    embedder = backends.embedder  # falls back to the shared MiniLM, under its own name
+    assert embedder.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"
+    assert Path(embedder.model_path or "") == minilm_dir.resolve()  # type: ignore[attr-defined]

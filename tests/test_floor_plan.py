@@ -4,9 +4,11 @@ when the core imports the Dagster layer or a cycle appears."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,19 @@ def test_demo_command_comes_from_the_dagster_package() -> None:
     commands = {c.name: c.callback for c in app.registered_commands}
     assert "demo" in commands, "graphwalk demo is not registered: reinstall the package (make setup)"
     assert commands["demo"].__module__ == "graphwalk_dagster.cli"
+
+
+def test_developing_floor_plan_is_the_layers_contract() -> None:
+    """The drawing in docs/DEVELOPING.md lists the layers of pyproject.toml's contract, in its order."""
+    doc = (REPO / "docs" / "DEVELOPING.md").read_text(encoding="utf-8")
+    [drawing] = re.findall(r"## Floor plan\n.*?```\n(.*?)```", doc, re.S)
+    drawn = [
+        {
+            name if name == "graphwalk_dagster" else f"graphwalk_core.{name}"
+            for name in re.split(r" \| ", layer)
+        }
+        for layer in re.findall(r"^(\S.*?)(?:\s{2,}|$)", drawing, re.M)
+    ]
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    [layers] = [c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    assert drawn == [set(layer.split(" | ")) for layer in layers]

@@ -92,7 +92,10 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
     "embed_model_path": (
         Annotated[
             Path | None,
-            typer.Option(help="local fastembed model folder (default: the shared MiniLM; 'hashing': none)"),
+            typer.Option(
+                help="local fastembed model folder (default: GRAPHWALK_EMBED_MODEL_PATH, else "
+                "GRAPHWALK_EMBED_MODEL or the shared MiniLM; 'hashing': none)"
+            ),
         ],
         None,
     ),

@@ -168,7 +168,7 @@ def export_graph(
         bool,
         typer.Option(
             "--replace",
-            help="replace the Parquet graph OUT holds (without it, another graph there is an error)",
+            help="replace the Parquet graph OUT holds (without it, any graph there is an error)",
         ),
     ] = False,
 ) -> None:

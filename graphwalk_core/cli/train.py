@@ -71,7 +71,11 @@ def decider(
     max_depth: Annotated[int, typer.Option(help="longest relation path searched for labels")] = 3,
     max_iter: Annotated[int, typer.Option(help="training epochs (MLP)")] = 60,
     embed_model_path: Annotated[
-        Path | None, typer.Option(help="local fastembed model folder (default: the shared MiniLM)")
+        Path | None,
+        typer.Option(
+            help="local fastembed model folder (default: GRAPHWALK_EMBED_MODEL_PATH, else "
+            "GRAPHWALK_EMBED_MODEL or the shared MiniLM)"
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:

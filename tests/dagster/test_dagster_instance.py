@@ -186,3 +186,14 @@ def test_dagster_home_unset_or_no_folder_is_named(
         "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
     )
     assert not (tmp_path / "no").exists()
+
+
+@pytest.mark.parametrize("module", [pools, scale_out])
+def test_help_is_for_users_not_docstring_markup(module: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--help`` prints the module docstring's first line without its reStructuredText ````name````."""
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])  # type: ignore[attr-defined]
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ")
+    assert "``" not in out

@@ -74,3 +74,13 @@ def test_runs_claim_the_pool_without_dagsters_default_initialization(
         [],
         False,
     )
+
+
+def test_a_sqlite_instance_keeps_its_default_limit_of_one(tmp_path: Path) -> None:
+    """``dagster.yaml`` (one machine, SQLite) runs one graph_store step at a time: pools and scale_out
+    wrote 8 over it, so eight steps contended for the SQLite graph."""
+    shutil.copy(REPO / "dagster.yaml", tmp_path / "dagster.yaml")
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        assert instance.global_op_concurrency_default_limit == 1
+        assert set_pool_limits(instance) == {GRAPH_POOL: 1}
+        assert set_pool_limits(instance, {GRAPH_POOL: 4}, overwrite=True) == {GRAPH_POOL: 4}

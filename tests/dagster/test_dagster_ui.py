@@ -96,8 +96,22 @@ def test_ui_check_prints_the_instance_dagster_home_names(
     server: Server, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``python -m graphwalk_dagster.ui_check`` over $DAGSTER_HOME lists the partitions registered there."""
-    ui_check.main()
+    ui_check.main([])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"instance: {server.home}"
     assert "source_profile: 2 partition(s) ['films', 'sample_db']" in lines
     assert "knowledge_graph: not partitioned" in lines
+
+
+def test_ui_check_help_prints_usage_without_starting_the_webserver(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_webserver(*_: object) -> None:
+        raise AssertionError("--help started the webserver")
+
+    monkeypatch.setattr(ui_check, "start_webserver", no_webserver)
+    monkeypatch.setattr("sys.argv", ["ui_check", "--help"])
+    with pytest.raises(SystemExit) as done:
+        ui_check.main()
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: ui_check [-h]\n")

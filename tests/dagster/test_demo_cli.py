@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from dagster_fixtures import REPO
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -37,6 +38,18 @@ def test_the_demo_writes_to_the_warehouse_the_environment_names(
     result = CliRunner().invoke(app, ["demo", "--dagster-home", str(tmp_path / "home")])
     assert result.exit_code == 0, result.output
     assert written == [tmp_path / "wh", tmp_path / "wh"]
+
+
+def test_the_demo_ingests_the_sample_sources_whatever_graphwalk_sources_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``graphwalk demo`` ingests data/sources.yaml (its help, docs/dagster.md): a GRAPHWALK_SOURCES set
+    for a deployment made it ingest those sources, offline, beside questions about the sample films."""
+    monkeypatch.setenv("GRAPHWALK_SOURCES", str(tmp_path / "production_sources.yaml"))
+    sources = demo.offline_resources(tmp_path / "wh")["sources"]
+    assert sources.file() == (REPO / "data" / "sources.yaml").resolve()
+    given = tmp_path / "mine.yaml"
+    assert demo.offline_resources(tmp_path / "wh", sources_file=given)["sources"].file() == given
 
 
 def test_fresh_deletes_only_a_folder_that_is_a_warehouse(
