@@ -98,6 +98,8 @@ def _check_read_only(sql: str) -> None:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise InputError(f"query failed: {exc}") from exc
+    if not statements:
+        raise InputError("query refused: it holds no SQL statement (write one, e.g. 'select * from nodes')")
     for statement in statements:
         kind = _type(statement)
         if kind is duckdb.StatementType.EXPLAIN:

@@ -86,6 +86,17 @@ def _sql(root: Path, query: str) -> Result:
     return CliRunner().invoke(app, ["sql", query, "--warehouse", str(root)])
 
 
+@pytest.mark.parametrize("statement", ["", "  ", ";", " -- nothing", "/* nothing */ ;"])
+def test_sql_says_a_query_without_a_statement_is_empty(tmp_path: Path, statement: str) -> None:
+    """A query with no statement (empty, only comments) crashed with an AttributeError traceback."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = _sql(tmp_path, statement)
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        1,
+        "error: query refused: it holds no SQL statement (write one, e.g. 'select * from nodes')",
+    )
+
+
 def test_sql_cannot_write_files_outside_the_warehouse(tmp_path: Path) -> None:
     root, outside = tmp_path / "wh", tmp_path / "x"
     Warehouse(root).write("t", [{"a": 1}])
