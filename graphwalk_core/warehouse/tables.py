@@ -87,14 +87,14 @@ class Warehouse:
         """
         data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
         for key, value in (partition or {}).items():
-            if key in data.column_names:
-                found = set(data.column(key).to_pylist())
+            for column in [name for name in data.column_names if name.lower() == key.lower()]:
+                found = set(data.column(column).to_pylist())
                 if found - {value}:
                     raise InputError(
-                        f"table {table!r}: column {key!r} holds {sorted(map(str, found))}, "
+                        f"table {table!r}: column {column!r} holds {sorted(map(str, found))}, "
                         f"but the partition is {key}={value}"
                     )
-                data = data.drop_columns([key])
+                data = data.drop_columns([column])
         if data.num_columns == 0:
             raise InputError(f"table {table!r}: nothing to write (no columns; pass a schema)")
         path = write_table_atomic(data, self.partition_dir(table, partition) / PART_FILE)

@@ -124,6 +124,16 @@ def test_partition_column_must_match(tmp_path: Path) -> None:
         Warehouse(tmp_path).write("t", [{"dataset": "other"}], {"dataset": "d"})
 
 
+def test_a_column_named_like_the_partition_key_in_other_case_must_match(tmp_path: Path) -> None:
+    """DuckDB names are case-insensitive: the view read the partition value in place of a column 'P' of
+    partition p=old (the column's values were lost to every query)."""
+    wh = Warehouse(tmp_path)
+    with pytest.raises(InputError, match=r"column 'P' holds \['1'\], but the partition is p=old"):
+        wh.write("t", [{"P": 1, "v": 2}], {"p": "old"})
+    wh.write("t", [{"P": "old", "v": 2}], {"p": "old"})
+    assert query(tmp_path, "select * from t").rows == [(2, "old")]
+
+
 def test_empty_rows_need_a_schema(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path)
     with pytest.raises(InputError, match="nothing to write"):
