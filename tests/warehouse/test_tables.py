@@ -134,6 +134,51 @@ def test_a_column_named_like_the_partition_key_in_other_case_must_match(tmp_path
     assert query(tmp_path, "select * from t").rows == [(2, "old")]
 
 
+@pytest.mark.parametrize(
+    ("first", "then", "keys"),
+    [
+        ({}, {"p": "x"}, "no key"),
+        ({"p": "x"}, {}, "p"),
+        ({"p": "x"}, {"q": "y"}, "p"),
+        ({"p": "x"}, {"p": "y", "q": "z"}, "p"),
+    ],
+)
+def test_a_partition_keyed_unlike_the_tables_others_is_refused(
+    tmp_path: Path, first: dict[str, str], then: dict[str, str], keys: str
+) -> None:
+    """A write whose partition keys differ from the table's went through, and then no view of the table
+    could be made (DuckDB: 'Hive partition mismatch'): every query of it failed, and so did every later
+    write to any table of the warehouse; it is now refused, nothing written."""
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"v": 1}], first)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.parquet"))
+    with pytest.raises(InputError) as error:
+        wh.write("t", [{"v": 2}], then)
+    assert str(error.value) == (
+        f"table 't': a partition keyed by {', '.join(then) or 'no key'} cannot join its partitions, keyed by "
+        f"{keys} ({wh.partition_dir('t', first) / 'part-0.parquet'}): the views read them together; "
+        "write the same keys, or delete the table first (Warehouse.delete)"
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.parquet")) == before
+    wh.write("u", [{"v": 3}])  # the warehouse's other tables are written as before
+    assert query(tmp_path, "select v from t").rows == [(1,)]
+
+
+def test_tables_named_alike_but_for_case_are_refused(tmp_path: Path) -> None:
+    """DuckDB's view names are case-insensitive: the view of 'nodes' replaced the view of 'Nodes', so the
+    rows of 'Nodes' were no longer read by any query, with nothing said."""
+    wh = Warehouse(tmp_path)
+    wh.write("Nodes", [{"v": 1}])
+    with pytest.raises(InputError) as error:
+        wh.write("nodes", [{"v": 2}])
+    assert str(error.value) == (
+        f"table 'nodes' cannot be written beside the table 'Nodes' ({tmp_path / 'Nodes'}): the views' "
+        "names ignore case; use another name"
+    )
+    assert wh.tables() == ["Nodes"]
+    assert query(tmp_path, 'select v from "Nodes"').rows == [(1,)]
+
+
 def test_empty_rows_need_a_schema(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path)
     with pytest.raises(InputError, match="nothing to write"):
