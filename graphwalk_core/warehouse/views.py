@@ -66,6 +66,12 @@ def _sandbox(con: duckdb.DuckDBPyConnection, folder: Path) -> duckdb.DuckDBPyCon
 def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duckdb.DuckDBPyConnection:
     """Open the database sandboxed to its folder, waiting up to ``timeout_s`` (None: :data:`LOCK_TIMEOUT_S`)
     while another process holds a lock on it (a writer excludes every session; a read-only one, writers)."""
+    if "\\" in db.as_posix():
+        raise InputError(
+            f"warehouse folder {db.parent} has a backslash in its path, which DuckDB reads as a folder "
+            "separator (it would open another folder's warehouse.duckdb); move the warehouse to a path "
+            "without one"
+        )
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
     attempts = max(1, round(timeout_s / _LOCK_WAIT_S))
     for attempt in range(attempts):

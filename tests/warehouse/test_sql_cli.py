@@ -318,3 +318,16 @@ def test_sql_counts_every_row_of_a_long_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.rstrip().endswith("25001 row(s), 200 shown")
     assert "│ 199   │" in result.output and "│ 200   │" not in result.output
+
+
+def test_a_warehouse_with_a_backslash_in_its_path_is_refused(tmp_path: Path) -> None:
+    """DuckDB reads a backslash as a folder separator: 'a\\b/warehouse.duckdb' was opened as
+    'a/b/warehouse.duckdb', and the error called the database truncated and safe to remove."""
+    root = tmp_path / "a\\b"
+    with pytest.raises(InputError) as error:
+        Warehouse(root).write("t", [{"a": 1}])
+    assert str(error.value) == (
+        f"warehouse folder {root} has a backslash in its path, which DuckDB reads as a folder separator "
+        "(it would open another folder's warehouse.duckdb); move the warehouse to a path without one"
+    )
+    assert not (tmp_path / "a").exists()
