@@ -78,8 +78,10 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
         try:
             config = {} if read_only else _STORAGE_CONFIG
             con = duckdb.connect(str(db), read_only=read_only, config=config)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            # ConnectionException: this process has it open in the other mode (read-only / read-write)
+            holder = "this process" if isinstance(exc, duckdb.ConnectionException) else "another process"
+            if holder == "another process" and "lock" not in str(exc).lower():
                 reason = str(exc).splitlines()[0]
                 raise InputError(
                     f"cannot open the warehouse database {db} ({reason}): it is truncated or not a DuckDB "
@@ -88,8 +90,7 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
                 ) from None
             if attempt == attempts - 1:
                 raise BackendError(
-                    f"{db} stayed locked by another process for {timeout_s:.0f}s "
-                    "(close other DuckDB sessions on it)"
+                    f"{db} stayed locked by {holder} for {timeout_s:.0f}s (close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)
             continue

@@ -209,6 +209,28 @@ def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
     assert query(tmp_path, "select a from t").rows == [(2,)]
 
 
+def test_a_write_while_this_process_reads_waits_then_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view refresh while this process had a query open (DuckDB shares one database per process, and
+    refuses a read-write connection beside a read-only one) raised DuckDB's raw ConnectionException."""
+    from graphwalk_core.errors import BackendError
+    from graphwalk_core.warehouse import open_query, views
+
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"a": 1}])
+    monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 1.0)
+    with open_query(tmp_path, "select a from t") as rows:
+        with pytest.raises(BackendError) as error:
+            wh.write("u", [{"a": 2}])
+        assert [row for batch in rows.batches() for row in batch] == [(1,)]
+    assert str(error.value) == (
+        f"{wh.db_path} stayed locked by this process for 1s (close other DuckDB sessions on it)"
+    )
+    wh.write("u", [{"a": 2}])
+    assert query(tmp_path, "select a from u").rows == [(2,)]
+
+
 def test_writes_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> None:
     """A table or partition folder that is a symlink to another place had writes land there (a partition
     file, the graph tables a publish moves in, a killed publish finished); the views then refused to read
