@@ -258,7 +258,7 @@ def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> I
 def open_query(root: Path, sql: str) -> Iterator[Rows]:
     """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``; its
     rows are read while the context is open."""
-    db = Path(root) / DB_NAME
+    db = Path(root).expanduser() / DB_NAME
     if not db.exists():
         if tables := table_names(db.parent):
             raise InputError(

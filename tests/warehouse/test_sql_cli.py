@@ -331,3 +331,15 @@ def test_a_warehouse_with_a_backslash_in_its_path_is_refused(tmp_path: Path) -> 
         "(it would open another folder's warehouse.duckdb); move the warehouse to a path without one"
     )
     assert not (tmp_path / "a").exists()
+
+
+def test_sql_expands_a_warehouse_under_home_like_the_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warehouse (Dagster, the demo) expands '~', graphwalk sql did not: GRAPHWALK_WAREHOUSE=~/wh in .env
+    (which does not expand it) had the writes land in $HOME/wh and the console look for a '~' folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    Warehouse("~/wh").write("t", [{"a": 1}])
+    result = CliRunner().invoke(app, ["sql", "select a from t", "--warehouse", "~/wh", "-f", "csv"])
+    assert (result.exit_code, result.output) == (0, "a\n1\n")
+    assert query(Path("~/wh"), "select a from t").rows == [(1,)]
