@@ -343,3 +343,14 @@ def test_sql_expands_a_warehouse_under_home_like_the_writes(
     result = CliRunner().invoke(app, ["sql", "select a from t", "--warehouse", "~/wh", "-f", "csv"])
     assert (result.exit_code, result.output) == (0, "a\n1\n")
     assert query(Path("~/wh"), "select a from t").rows == [(1,)]
+
+
+def test_sql_csv_writes_lists_and_structs_as_json(tmp_path: Path) -> None:
+    """CSV gave a list or struct as Python's repr (['a\\'b', None], {'x': 1.5}): no CSV reader or JSON
+    parser reads the value back. It is now the JSON text --format json gives it, compact."""
+    Warehouse(tmp_path).write("t", [{"l": ["a'b", None, "é"], "s": {"x": 1.5, "y": None}, "n": None}])
+    result = CliRunner().invoke(app, ["sql", "select * from t", "--warehouse", str(tmp_path), "-f", "csv"])
+    assert (result.exit_code, result.output) == (
+        0,
+        'l,s,n\n"[""a\'b"", null, ""é""]","{""x"": 1.5, ""y"": null}",\n',
+    )
