@@ -121,6 +121,11 @@ def _check_read_only(sql: str) -> None:
                     f"query refused: EXPLAIN of {explained.name} statements is not allowed (EXPLAIN ANALYZE "
                     "runs it); the warehouse console explains only SELECT-like statements"
                 )
+        elif kind is duckdb.StatementType.MULTI:  # what DuckDB makes of a PIVOT without IN (...)
+            raise InputError(
+                "query refused: a PIVOT must list the values it turns into columns here (PIVOT t ON col IN "
+                "('a', 'b') USING ...): without them DuckDB first creates a type, a write"
+            )
         elif kind not in _READ_STATEMENTS:
             name = kind.name if kind is not None else _words(statement.query)[0][1].upper()
             raise InputError(

@@ -354,3 +354,16 @@ def test_sql_csv_writes_lists_and_structs_as_json(tmp_path: Path) -> None:
         0,
         'l,s,n\n"[""a\'b"", null, ""é""]","{""x"": 1.5, ""y"": null}",\n',
     )
+
+
+def test_sql_says_how_to_pivot(tmp_path: Path) -> None:
+    """A PIVOT without its values listed is a MULTI statement (DuckDB creates a type from the values
+    first): it was refused as 'MULTI statements are not allowed', which names nothing the user wrote."""
+    Warehouse(tmp_path).write("t", [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 3}])
+    with pytest.raises(InputError) as error:
+        query(tmp_path, "PIVOT t ON k USING sum(v)")
+    assert str(error.value) == (
+        "query refused: a PIVOT must list the values it turns into columns here (PIVOT t ON col IN "
+        "('a', 'b') USING ...): without them DuckDB first creates a type, a write"
+    )
+    assert query(tmp_path, "PIVOT t ON k IN ('a', 'b') USING sum(v)").rows == [(4, 2)]
