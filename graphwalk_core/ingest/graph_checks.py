@@ -6,7 +6,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphwalk_core.warehouse import query
+from graphwalk_core.warehouse import open_query, query
 
 EXAMPLES = 5
 
@@ -25,8 +25,13 @@ class CheckOutcome:
 
 
 def _check(root: Path, name: str, sql: str) -> CheckOutcome:
-    rows = query(root, sql).rows
-    return CheckOutcome(name, len(rows), ["|".join(map(str, r)) for r in rows[:EXAMPLES]])
+    """The rows of ``sql`` as failures: counted a batch at a time, the first few kept as examples."""
+    failures, examples = 0, list[str]()
+    with open_query(root, sql) as rows:
+        for batch in rows.batches():
+            examples += ["|".join(map(str, r)) for r in batch[: EXAMPLES - len(examples)]]
+            failures += len(batch)
+    return CheckOutcome(name, failures, examples)
 
 
 def edge_endpoints_exist(root: Path) -> CheckOutcome:

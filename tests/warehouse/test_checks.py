@@ -53,6 +53,25 @@ def test_graph_checks_find_the_broken_rows(tmp_path: Path) -> None:
     assert (ledger.failures, ledger.examples) == (1, ["s|gone"])
 
 
+def test_a_check_counts_its_failures_without_holding_them(tmp_path: Path) -> None:
+    """A check held every failing row in memory to count them and show five (a graph without its nodes:
+    every edge)."""
+    import tracemalloc
+
+    n = 100_000
+    wh = Warehouse(tmp_path)
+    wh.write("nodes", [{"id": "a"}])
+    wh.write("edges", [{"id": f"e{i:06d}", "source": "a", "target": f"missing {i}"} for i in range(n)])
+    tracemalloc.start()
+    try:
+        outcome = edge_endpoints_exist(tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (outcome.failures, outcome.examples) == (n, [f"e{i:06d}|a|missing {i}" for i in range(5)])
+    assert peak < 5_000_000  # 10,000 rows at a time; all 100,000 took ~20 MB
+
+
 def _results(ids: list[str], f1s: list[float | None]) -> pa.Table:
     rows = [
         {"question_id": i, "f1": f, "em": 0.0, "hits_at_1": 1.0, "status": "ok"}
