@@ -367,3 +367,24 @@ def test_sql_says_how_to_pivot(tmp_path: Path) -> None:
         "('a', 'b') USING ...): without them DuckDB first creates a type, a write"
     )
     assert query(tmp_path, "PIVOT t ON k IN ('a', 'b') USING sum(v)").rows == [(4, 2)]
+
+
+def test_sql_json_keeps_every_column_of_a_join(tmp_path: Path) -> None:
+    """Columns named alike (a join's two 'id's) were one JSON key: the last one's value replaced the
+    others, with nothing said. A name met again is now suffixed _1, _2, ... (as DuckDB names a subquery's)."""
+    Warehouse(tmp_path).write("t", [{"id": "x", "a_1": 9}])
+    result = CliRunner().invoke(
+        app,
+        [
+            "sql",
+            "select t.id, u.id, 3 as id, t.a_1 as a, 4 as a, t.a_1 from t join t u using (id)",
+            "--warehouse",
+            str(tmp_path),
+            "-f",
+            "json",
+        ],
+    )
+    assert (result.exit_code, json.loads(result.output)) == (
+        0,
+        [{"id": "x", "id_1": "x", "id_2": 3, "a": 9, "a_1": 4, "a_1_1": 9}],
+    )
