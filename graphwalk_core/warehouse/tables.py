@@ -108,13 +108,14 @@ class Warehouse:
         """Refuse a partition of ``table`` keyed by ``keys`` that its view could not read: beside partitions
         keyed otherwise (DuckDB: 'Hive partition mismatch'), or in a table named like another but for case
         (DuckDB's view names ignore it: one view would hide the other table)."""
+        folder = self.root / table
         for other in self.tables():
-            if other != table and other.lower() == table.lower():
+            alike = other != table and other.lower() == table.lower()
+            if alike and not (folder.exists() and folder.samefile(self.root / other)):  # case-blind disk
                 raise InputError(
                     f"table {table!r} cannot be written beside the table {other!r} ({self.root / other}): "
                     "the views' names ignore case; use another name"
                 )
-        folder = self.root / table
         first = next(iter(sorted(folder.rglob("*.parquet"))), None)
         if first is None:
             return
