@@ -253,6 +253,9 @@ def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> I
             f"query refused: it reaches outside the warehouse folder {root} "
             f"(the console reads only the warehouse's own files): {exc}"
         ) from exc
+    except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException) as exc:
+        # the query's text or names: no file to look for (reading each whole took minutes on a big one)
+        raise InputError(f"query failed: {str(exc).strip()}") from None
     except duckdb.Error as exc:
         bad = unreadable_parquet(root)
         where = f" (unreadable Parquet file {bad})" if bad else ""

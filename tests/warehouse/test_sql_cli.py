@@ -388,3 +388,24 @@ def test_sql_json_keeps_every_column_of_a_join(tmp_path: Path) -> None:
         0,
         [{"id": "x", "id_1": "x", "id_2": 3, "a": 9, "a_1": 4, "a_1_1": 9}],
     )
+
+
+@pytest.mark.parametrize(
+    ("statement", "error"),
+    [
+        ("select nope from t", 'query failed: Binder Error: Referenced column "nope" not found'),
+        ("select * from nope", "query failed: Catalog Error: Table with name nope does not exist!"),
+        ("select * frm t", 'query failed: Parser Error: syntax error at or near "t"'),
+    ],
+)
+def test_a_mistyped_query_reads_no_parquet_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, statement: str, error: str
+) -> None:
+    """Every failed query read each Parquet file of the warehouse whole, looking for an unreadable one to
+    name: a typo took minutes and the largest file's memory on a big warehouse."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    scans: list[Path] = []
+    monkeypatch.setattr(views, "unreadable_parquet", lambda root: scans.append(root))
+    with pytest.raises(InputError) as raised:
+        query(tmp_path, statement)
+    assert (str(raised.value).splitlines()[0][: len(error)], scans) == (error, [])
