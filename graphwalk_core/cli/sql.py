@@ -80,21 +80,39 @@ def _first(batches: Iterator[list[Row]], limit: int | None) -> Iterator[list[Row
             return
 
 
+def _json(value: Any, indent: int | None = None) -> str:
+    """``value`` as JSON text (a value JSON has no type for, such as a date, as its ``str``)."""
+    return json.dumps(value, default=str, ensure_ascii=False, indent=indent)
+
+
 def _write_csv(columns: list[str], batches: Iterable[list[Row]], out: TextIO) -> None:
-    """A header row, then each row as it is fetched."""
+    """A header row, then each row as it is fetched; a list, struct or map value as its JSON text."""
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
     for batch in batches:
-        writer.writerows(batch)
+        writer.writerows([_json(v) if isinstance(v, list | dict) else v for v in row] for row in batch)
+
+
+def _keys(columns: list[str]) -> list[str]:
+    """The column names as JSON keys, each its own: a name met again gets ``_1``, ``_2``, ... (as DuckDB
+    names a subquery's columns), so a join's second ``id`` is not lost under the first."""
+    keys: list[str] = []
+    for name in columns:
+        key, n = name, 0
+        while key in keys:
+            n += 1
+            key = f"{name}_{n}"
+        keys.append(key)
+    return keys
 
 
 def _write_json(columns: list[str], batches: Iterable[list[Row]], out: TextIO) -> None:
     """A list of objects, written as it is fetched: the text ``json.dumps(rows, indent=1)`` gives."""
-    opened = False
+    opened, keys = False, _keys(columns)
     for batch in batches:
         for row in batch:
-            record = dict(zip(columns, row, strict=True))
-            text = json.dumps(record, default=str, ensure_ascii=False, indent=1)
+            record = dict(zip(keys, row, strict=True))
+            text = _json(record, indent=1)
             out.write((",\n " if opened else "[\n ") + text.replace("\n", "\n "))
             opened = True
     out.write("\n]\n" if opened else "[]\n")

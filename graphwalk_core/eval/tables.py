@@ -31,8 +31,12 @@ def write_results(warehouse: Warehouse, dataset: str, system: str, results: pa.T
 
 
 def read_results(root: Path) -> pa.Table:
-    """Every partition of ``eval_results`` (partition columns restored), in the results schema."""
-    columns = ", ".join(f'"{name}"' for name in RESULTS_SCHEMA.names)
+    """Every partition of ``eval_results`` (partition columns restored), in the results schema; a column
+    no partition has (all written before graphwalk added it) reads as NULL."""
+    present = {row[0] for row in query(root, f"DESCRIBE {RESULTS}").rows}
+    columns = ", ".join(
+        f'"{name}"' if name in present else f'NULL AS "{name}"' for name in RESULTS_SCHEMA.names
+    )
     result = query(root, f"SELECT {columns} FROM {RESULTS} ORDER BY dataset, system, question_id")
     return pa.Table.from_pylist(
         [dict(zip(result.columns, row, strict=True)) for row in result.rows], RESULTS_SCHEMA

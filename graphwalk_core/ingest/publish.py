@@ -21,7 +21,7 @@ from graphwalk_core.ingest.outputs import DIFF_STATUSES, DocumentDiff
 from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.parquet import TABLES, export_parquet
 from graphwalk_core.stores.triples import write_triples
-from graphwalk_core.warehouse import Warehouse, query
+from graphwalk_core.warehouse import Warehouse, open_query
 from graphwalk_core.warehouse.layout import cut_short
 from graphwalk_core.warehouse.swap import swap_in
 
@@ -122,8 +122,9 @@ def write_documents(warehouse: Warehouse, diff: DocumentDiff) -> int:
 
 
 def export_triples(root: Path, path: Path | None = None) -> Path:
-    """Write the warehouse graph as ``subject|relation|object`` lines (by node name), atomically."""
-    rows = query(root, _TRIPLES_SQL).rows
+    """Write the warehouse graph as ``subject|relation|object`` lines (by node name), atomically; the
+    triples are read a batch at a time."""
     target = path or Path(root) / TRIPLES_FILE
-    write_triples(target, rows)  # atomic: write_triples writes through atomic_path
+    with open_query(root, _TRIPLES_SQL) as rows:  # atomic: write_triples writes through atomic_path
+        write_triples(target, (row for batch in rows.batches() for row in batch))
     return target

@@ -74,7 +74,7 @@ def refresh_views(root: Path) -> list[str]:
     stale ones. A table whose files do not read (a symlink out of ``root``, an unreadable file,
     folders partitioned by other keys) keeps the view it had and is an ``InputError`` naming it, raised
     once the other tables' views are made."""
-    root = Path(root).resolve()
+    root = Path(root).expanduser().resolve()
     if glob := sorted(set("*?[") & set(root.as_posix())):
         raise InputError(
             f"warehouse folder {root} has the glob character(s) {' '.join(glob)} in its path: the DuckDB "

@@ -86,20 +86,45 @@ class Warehouse:
         """
         data = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(list(rows), schema=schema)
         for key, value in (partition or {}).items():
-            if key in data.column_names:
-                found = set(data.column(key).to_pylist())
+            for column in [name for name in data.column_names if name.lower() == key.lower()]:
+                found = set(data.column(column).to_pylist())
                 if found - {value}:
                     raise InputError(
-                        f"table {table!r}: column {key!r} holds {sorted(map(str, found))}, "
+                        f"table {table!r}: column {column!r} holds {sorted(map(str, found))}, "
                         f"but the partition is {key}={value}"
                     )
-                data = data.drop_columns([key])
+                data = data.drop_columns([column])
         if data.num_columns == 0:
             raise InputError(f"table {table!r}: nothing to write (no columns; pass a schema)")
-        path = write_table_atomic(data, self.partition_dir(table, partition) / PART_FILE)
+        folder = self.partition_dir(table, partition)
+        self._check_fits(table, list(partition or {}))
+        path = write_table_atomic(data, folder / PART_FILE)
         if refresh:
             refresh_views(self.root)
         return path
+
+    def _check_fits(self, table: str, keys: list[str]) -> None:
+        """Refuse a partition of ``table`` keyed by ``keys`` that its view could not read: beside partitions
+        keyed otherwise (DuckDB: 'Hive partition mismatch'), or in a table named like another but for case
+        (DuckDB's view names ignore it: one view would hide the other table)."""
+        folder = self.root / table
+        for other in self.tables():
+            alike = other != table and other.lower() == table.lower()
+            if alike and not (folder.exists() and folder.samefile(self.root / other)):  # case-blind disk
+                raise InputError(
+                    f"table {table!r} cannot be written beside the table {other!r} ({self.root / other}): "
+                    "the views' names ignore case; use another name"
+                )
+        first = next(iter(sorted(folder.rglob("*.parquet"))), None)
+        if first is None:
+            return
+        found = [name.split("=", 1)[0] for name in first.relative_to(folder).parent.parts]
+        if sorted(found) != sorted(keys):
+            raise InputError(
+                f"table {table!r}: a partition keyed by {', '.join(keys) or 'no key'} cannot join its "
+                f"partitions, keyed by {', '.join(found) or 'no key'} ({first}): the views read them "
+                "together; write the same keys, or delete the table first (Warehouse.delete)"
+            )
 
     def replace(self, tables: Mapping[str, pa.Table], staging: Path) -> None:
         """Replace the (unpartitioned) ``tables`` together, so that a query sees all of them old or all new

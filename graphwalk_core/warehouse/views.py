@@ -89,6 +89,12 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
     """Open the database sandboxed to its folder, waiting up to ``timeout_s`` (None: :data:`LOCK_TIMEOUT_S`)
     while another process holds a lock on it (a writer excludes every session; a read-only one, writers).
     A writer makes the database when it does not exist."""
+    if "\\" in db.as_posix():
+        raise InputError(
+            f"warehouse folder {db.parent} has a backslash in its path, which DuckDB reads as a folder "
+            "separator (it would open another folder's warehouse.duckdb); move the warehouse to a path "
+            "without one"
+        )
     timeout_s = LOCK_TIMEOUT_S if timeout_s is None else timeout_s
     if not read_only and not db.exists():
         _create(db)
@@ -97,8 +103,10 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
         try:
             config = {} if read_only else _STORAGE_CONFIG
             con = duckdb.connect(str(db), read_only=read_only, config=config)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
+        except (duckdb.IOException, duckdb.ConnectionException) as exc:
+            # ConnectionException: this process has it open in the other mode (read-only / read-write)
+            holder = "this process" if isinstance(exc, duckdb.ConnectionException) else "another process"
+            if holder == "another process" and "lock" not in str(exc).lower():
                 reason = str(exc).splitlines()[0]
                 raise InputError(
                     f"cannot open the warehouse database {db} ({reason}): it is truncated or not a DuckDB "
@@ -106,10 +114,10 @@ def connect(db: Path, *, read_only: bool, timeout_s: float | None = None) -> duc
                     "materialization rebuilds it)"
                 ) from None
             if attempt == attempts - 1:
-                holder = _HOLDER.search(str(exc))
-                by = f" (PID {holder['pid']}, {holder['program']})" if holder else ""
+                found = _HOLDER.search(str(exc))
+                by = f" (PID {found['pid']}, {found['program']})" if found else ""
                 raise BackendError(
-                    f"{db} stayed locked by another process{by} for {timeout_s:.0f}s "
+                    f"{db} stayed locked by {holder}{by} for {timeout_s:.0f}s "
                     "(close other DuckDB sessions on it)"
                 ) from exc
             time.sleep(_LOCK_WAIT_S)
@@ -125,6 +133,8 @@ def _check_read_only(sql: str) -> None:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
         raise InputError(f"query failed: {exc}") from exc
+    if not statements:
+        raise InputError("query refused: it holds no SQL statement (write one, e.g. 'select * from nodes')")
     for statement in statements:
         kind = _type(statement)
         if kind is duckdb.StatementType.EXPLAIN:
@@ -139,6 +149,11 @@ def _check_read_only(sql: str) -> None:
                     f"query refused: EXPLAIN of {explained.name} statements is not allowed (EXPLAIN ANALYZE "
                     "runs it); the warehouse console explains only SELECT-like statements"
                 )
+        elif kind is duckdb.StatementType.MULTI:  # what DuckDB makes of a PIVOT without IN (...)
+            raise InputError(
+                "query refused: a PIVOT must list the values it turns into columns here (PIVOT t ON col IN "
+                "('a', 'b') USING ...): without them DuckDB first creates a type, a write"
+            )
         elif kind not in _READ_STATEMENTS:
             name = kind.name if kind is not None else _words(statement.query)[0][1].upper()
             raise InputError(
@@ -266,6 +281,9 @@ def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> I
             f"query refused: it reaches outside the warehouse folder {root} "
             f"(the console reads only the warehouse's own files): {exc}"
         ) from exc
+    except (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException) as exc:
+        # the query's text or names: no file to look for (reading each whole took minutes on a big one)
+        raise InputError(f"query failed: {str(exc).strip()}") from None
     except duckdb.Error as exc:
         bad = unreadable_parquet(root)
         where = f" (unreadable Parquet file {bad})" if bad else ""
@@ -276,7 +294,7 @@ def _query_errors(root: Path, con: duckdb.DuckDBPyConnection | None = None) -> I
 def open_query(root: Path, sql: str) -> Iterator[Rows]:
     """Run the read-only ``sql`` against ``root/warehouse.duckdb``, seeing only files under ``root``; its
     rows are read while the context is open."""
-    db = Path(root) / DB_NAME
+    db = Path(root).expanduser() / DB_NAME
     if not db.exists():
         if tables := table_names(db.parent):
             raise InputError(

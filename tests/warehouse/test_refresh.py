@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.errors import InputError
@@ -60,7 +62,9 @@ def test_a_table_that_does_not_read_is_named_and_the_others_get_views(tmp_path: 
     part = wh.write("nodes", [{"id": "a"}])
     part.write_bytes(part.read_bytes()[:20])
     wh.write("mixed", [{"a": 1}], {"p": "1"}, refresh=False)
-    wh.write("mixed", [{"a": 2}], {"p": "1", "q": "2"}, refresh=False)
+    deeper = tmp_path / "mixed/p=2/q=2/part-0.parquet"  # written by another tool (Warehouse.write refuses)
+    deeper.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"a": [2]}), deeper)
     with pytest.raises(InputError) as error:
         wh.write("edges", [{"source": "a"}])
     mixed, nodes = str(error.value).splitlines()

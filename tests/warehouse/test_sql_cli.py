@@ -86,6 +86,17 @@ def _sql(root: Path, query: str) -> Result:
     return CliRunner().invoke(app, ["sql", query, "--warehouse", str(root)])
 
 
+@pytest.mark.parametrize("statement", ["", "  ", ";", " -- nothing", "/* nothing */ ;"])
+def test_sql_says_a_query_without_a_statement_is_empty(tmp_path: Path, statement: str) -> None:
+    """A query with no statement (empty, only comments) crashed with an AttributeError traceback."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = _sql(tmp_path, statement)
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        1,
+        "error: query refused: it holds no SQL statement (write one, e.g. 'select * from nodes')",
+    )
+
+
 def test_sql_cannot_write_files_outside_the_warehouse(tmp_path: Path) -> None:
     root, outside = tmp_path / "wh", tmp_path / "x"
     Warehouse(root).write("t", [{"a": 1}])
@@ -307,3 +318,94 @@ def test_sql_counts_every_row_of_a_long_table(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.rstrip().endswith("25001 row(s), 200 shown")
     assert "│ 199   │" in result.output and "│ 200   │" not in result.output
+
+
+def test_a_warehouse_with_a_backslash_in_its_path_is_refused(tmp_path: Path) -> None:
+    """DuckDB reads a backslash as a folder separator: 'a\\b/warehouse.duckdb' was opened as
+    'a/b/warehouse.duckdb', and the error called the database truncated and safe to remove."""
+    root = tmp_path / "a\\b"
+    with pytest.raises(InputError) as error:
+        Warehouse(root).write("t", [{"a": 1}])
+    assert str(error.value) == (
+        f"warehouse folder {root} has a backslash in its path, which DuckDB reads as a folder separator "
+        "(it would open another folder's warehouse.duckdb); move the warehouse to a path without one"
+    )
+    assert not (tmp_path / "a").exists()
+
+
+def test_sql_expands_a_warehouse_under_home_like_the_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Warehouse (Dagster, the demo) expands '~', graphwalk sql did not: GRAPHWALK_WAREHOUSE=~/wh in .env
+    (which does not expand it) had the writes land in $HOME/wh and the console look for a '~' folder."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    Warehouse("~/wh").write("t", [{"a": 1}])
+    result = CliRunner().invoke(app, ["sql", "select a from t", "--warehouse", "~/wh", "-f", "csv"])
+    assert (result.exit_code, result.output) == (0, "a\n1\n")
+    assert query(Path("~/wh"), "select a from t").rows == [(1,)]
+
+
+def test_sql_csv_writes_lists_and_structs_as_json(tmp_path: Path) -> None:
+    """CSV gave a list or struct as Python's repr (['a\\'b', None], {'x': 1.5}): no CSV reader or JSON
+    parser reads the value back. It is now the JSON text --format json gives it, compact."""
+    Warehouse(tmp_path).write("t", [{"l": ["a'b", None, "é"], "s": {"x": 1.5, "y": None}, "n": None}])
+    result = CliRunner().invoke(app, ["sql", "select * from t", "--warehouse", str(tmp_path), "-f", "csv"])
+    assert (result.exit_code, result.output) == (
+        0,
+        'l,s,n\n"[""a\'b"", null, ""é""]","{""x"": 1.5, ""y"": null}",\n',
+    )
+
+
+def test_sql_says_how_to_pivot(tmp_path: Path) -> None:
+    """A PIVOT without its values listed is a MULTI statement (DuckDB creates a type from the values
+    first): it was refused as 'MULTI statements are not allowed', which names nothing the user wrote."""
+    Warehouse(tmp_path).write("t", [{"k": "a", "v": 1}, {"k": "b", "v": 2}, {"k": "a", "v": 3}])
+    with pytest.raises(InputError) as error:
+        query(tmp_path, "PIVOT t ON k USING sum(v)")
+    assert str(error.value) == (
+        "query refused: a PIVOT must list the values it turns into columns here (PIVOT t ON col IN "
+        "('a', 'b') USING ...): without them DuckDB first creates a type, a write"
+    )
+    assert query(tmp_path, "PIVOT t ON k IN ('a', 'b') USING sum(v)").rows == [(4, 2)]
+
+
+def test_sql_json_keeps_every_column_of_a_join(tmp_path: Path) -> None:
+    """Columns named alike (a join's two 'id's) were one JSON key: the last one's value replaced the
+    others, with nothing said. A name met again is now suffixed _1, _2, ... (as DuckDB names a subquery's)."""
+    Warehouse(tmp_path).write("t", [{"id": "x", "a_1": 9}])
+    result = CliRunner().invoke(
+        app,
+        [
+            "sql",
+            "select t.id, u.id, 3 as id, t.a_1 as a, 4 as a, t.a_1 from t join t u using (id)",
+            "--warehouse",
+            str(tmp_path),
+            "-f",
+            "json",
+        ],
+    )
+    assert (result.exit_code, json.loads(result.output)) == (
+        0,
+        [{"id": "x", "id_1": "x", "id_2": 3, "a": 9, "a_1": 4, "a_1_1": 9}],
+    )
+
+
+@pytest.mark.parametrize(
+    ("statement", "error"),
+    [
+        ("select nope from t", 'query failed: Binder Error: Referenced column "nope" not found'),
+        ("select * from nope", "query failed: Catalog Error: Table with name nope does not exist!"),
+        ("select * frm t", 'query failed: Parser Error: syntax error at or near "t"'),
+    ],
+)
+def test_a_mistyped_query_reads_no_parquet_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, statement: str, error: str
+) -> None:
+    """Every failed query read each Parquet file of the warehouse whole, looking for an unreadable one to
+    name: a typo took minutes and the largest file's memory on a big warehouse."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    scans: list[Path] = []
+    monkeypatch.setattr(views, "unreadable_parquet", lambda root: scans.append(root))
+    with pytest.raises(InputError) as raised:
+        query(tmp_path, statement)
+    assert (str(raised.value).splitlines()[0][: len(error)], scans) == (error, [])

@@ -124,6 +124,61 @@ def test_partition_column_must_match(tmp_path: Path) -> None:
         Warehouse(tmp_path).write("t", [{"dataset": "other"}], {"dataset": "d"})
 
 
+def test_a_column_named_like_the_partition_key_in_other_case_must_match(tmp_path: Path) -> None:
+    """DuckDB names are case-insensitive: the view read the partition value in place of a column 'P' of
+    partition p=old (the column's values were lost to every query)."""
+    wh = Warehouse(tmp_path)
+    with pytest.raises(InputError, match=r"column 'P' holds \['1'\], but the partition is p=old"):
+        wh.write("t", [{"P": 1, "v": 2}], {"p": "old"})
+    wh.write("t", [{"P": "old", "v": 2}], {"p": "old"})
+    assert query(tmp_path, "select * from t").rows == [(2, "old")]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "keys"),
+    [
+        ({}, {"p": "x"}, "no key"),
+        ({"p": "x"}, {}, "p"),
+        ({"p": "x"}, {"q": "y"}, "p"),
+        ({"p": "x"}, {"p": "y", "q": "z"}, "p"),
+    ],
+)
+def test_a_partition_keyed_unlike_the_tables_others_is_refused(
+    tmp_path: Path, first: dict[str, str], then: dict[str, str], keys: str
+) -> None:
+    """A write whose partition keys differ from the table's went through, and then no view of the table
+    could be made (DuckDB: 'Hive partition mismatch'): every query of it failed, and so did every later
+    write to any table of the warehouse; it is now refused, nothing written."""
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"v": 1}], first)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.parquet"))
+    with pytest.raises(InputError) as error:
+        wh.write("t", [{"v": 2}], then)
+    assert str(error.value) == (
+        f"table 't': a partition keyed by {', '.join(then) or 'no key'} cannot join its partitions, keyed by "
+        f"{keys} ({wh.partition_dir('t', first) / 'part-0.parquet'}): the views read them together; "
+        "write the same keys, or delete the table first (Warehouse.delete)"
+    )
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*.parquet")) == before
+    wh.write("u", [{"v": 3}])  # the warehouse's other tables are written as before
+    assert query(tmp_path, "select v from t").rows == [(1,)]
+
+
+def test_tables_named_alike_but_for_case_are_refused(tmp_path: Path) -> None:
+    """DuckDB's view names are case-insensitive: the view of 'nodes' replaced the view of 'Nodes', so the
+    rows of 'Nodes' were no longer read by any query, with nothing said."""
+    wh = Warehouse(tmp_path)
+    wh.write("Nodes", [{"v": 1}])
+    with pytest.raises(InputError) as error:
+        wh.write("nodes", [{"v": 2}])
+    assert str(error.value) == (
+        f"table 'nodes' cannot be written beside the table 'Nodes' ({tmp_path / 'Nodes'}): the views' "
+        "names ignore case; use another name"
+    )
+    assert wh.tables() == ["Nodes"]
+    assert query(tmp_path, 'select v from "Nodes"').rows == [(1,)]
+
+
 def test_empty_rows_need_a_schema(tmp_path: Path) -> None:
     wh = Warehouse(tmp_path)
     with pytest.raises(InputError, match="nothing to write"):
@@ -153,6 +208,28 @@ def test_locked_database_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
             wh.write("t", [{"a": 2}])
     # the Parquet file was replaced before the view refresh failed; the next refresh picks it up
     assert query(tmp_path, "select a from t").rows == [(2,)]
+
+
+def test_a_write_while_this_process_reads_waits_then_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view refresh while this process had a query open (DuckDB shares one database per process, and
+    refuses a read-write connection beside a read-only one) raised DuckDB's raw ConnectionException."""
+    from graphwalk_core.errors import BackendError
+    from graphwalk_core.warehouse import open_query, views
+
+    wh = Warehouse(tmp_path)
+    wh.write("t", [{"a": 1}])
+    monkeypatch.setattr(views, "LOCK_TIMEOUT_S", 1.0)
+    with open_query(tmp_path, "select a from t") as rows:
+        with pytest.raises(BackendError) as error:
+            wh.write("u", [{"a": 2}])
+        assert [row for batch in rows.batches() for row in batch] == [(1,)]
+    assert str(error.value) == (
+        f"{wh.db_path} stayed locked by this process for 1s (close other DuckDB sessions on it)"
+    )
+    wh.write("u", [{"a": 2}])
+    assert query(tmp_path, "select a from u").rows == [(2,)]
 
 
 def test_writes_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> None:
