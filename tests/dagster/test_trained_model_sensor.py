@@ -64,3 +64,33 @@ def test_a_new_model_reruns_the_trained_partitions_that_walked_with_another(tmp_
         assert _tick(instance, root, None, model_path=str(newest)) == dg.SkipReason(
             "the decider resource names a model_path: -trained partitions walk with it"
         )
+
+
+def test_a_trained_partition_skipped_for_want_of_a_model_runs_once_one_is_trained(
+    tmp_path: Path, metaqa_dir: Path
+) -> None:
+    """A ``-trained`` partition materialized before any model was trained is skipped (no decider); it
+    said nothing about a model, so the sensor left it skipped when the first one arrived."""
+    from dagster_fixtures import metadata_values
+
+    from graphwalk_dagster.demo import EVAL, offline_resources
+
+    root = tmp_path / "warehouse"
+    key = eval_key("metaqa-1hop", "relation-greedy-trained")
+    with dg.DagsterInstance.ephemeral() as instance:
+        run = dg.materialize(
+            EVAL,
+            partition_key=key,
+            resources=offline_resources(root),
+            instance=instance,
+            run_config={"ops": {"eval_questions": {"config": {"n": 2}}}},
+        )
+        assert metadata_values(run, "eval_results")["status"] == "skipped"
+        newest = model_folder(Warehouse(root), "d" * 64)
+        newest.mkdir(parents=True)
+        mark_latest(Warehouse(root), newest)
+        first = _tick(instance, root, None)
+    assert isinstance(first, dg.SensorResult)
+    assert [r.run_key for r in first.run_requests or []] == [
+        "metaqa-1hop|relation-greedy-trained@dddddddddddd"
+    ]

@@ -24,8 +24,9 @@ eval_automation_sensor = dg.AutomationConditionSensorDefinition(
 def walked_with_another_model(instance: dg.DagsterInstance, model: str) -> list[str]:
     """The eval_results partitions whose latest materialization walked with a trained model other than
     ``model`` (a folder name; the ``-trained`` ones, and any other run with the decider resource's
-    ``trained`` backend), in key order. One that does not say which model it walked with (not a trained
-    decider, or materialized before the metadata existed) is left."""
+    ``trained`` backend), or that was skipped for want of a model (``none``), in key order. One that does
+    not say which model it walked with (not a trained decider, or materialized before the metadata
+    existed) is left."""
     stale = []
     for key in sorted(instance.get_materialized_partitions(EVAL_RESULTS)):
         record = latest_materialization(instance, EVAL_RESULTS, key)
