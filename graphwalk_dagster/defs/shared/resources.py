@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, field_validator
 
 from graphwalk_core.backends import Backends, settings_with
 from graphwalk_core.errors import InputError
@@ -303,9 +303,17 @@ class JsonIOManager(dg.ConfigurableIOManager):
         if not path.exists():
             raise FileNotFoundError(f"{path}: materialize {context.asset_key.to_user_string()} first")
         annotation = context.dagster_type.typing_type if context.dagster_type else Any
-        return TypeAdapter(annotation if annotation not in (None, object) else Any).validate_json(
-            path.read_bytes()
-        )
+        adapter = TypeAdapter(annotation if annotation not in (None, object) else Any)
+        try:
+            return adapter.validate_json(path.read_bytes())
+        except ValidationError as exc:  # cut short, or written by a version whose models differ
+            asset, error = context.asset_key.to_user_string(), exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"])
+            raise InputError(
+                f"{path} does not hold a stored {asset} output this version reads "
+                f"({f'{field}: ' if field else ''}{error['msg']}): materialize {asset} again (the file is "
+                "left as it is)"
+            ) from None
 
 
 def default_resources() -> dict[str, Any]:
