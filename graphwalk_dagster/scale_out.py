@@ -121,10 +121,18 @@ def ingest_partitions(
     return {source_id: run_id for source_id, (run_id, _, _) in done.items()}
 
 
+def run_count(text: str) -> int:
+    """``--max-runs``: a whole number, 1 or more (0 failed with ProcessPoolExecutor's traceback after
+    the partitions were registered)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of runs (1 or more)")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
-    parser.add_argument("--max-runs", type=int, default=4, help="runs at once (default 4)")
+    parser.add_argument("--max-runs", type=run_count, default=4, help="runs at once (default 4)")
     args = parser.parse_args(argv)
     try:
         with home_instance() as instance:

@@ -198,3 +198,15 @@ def test_scale_out_refuses_an_undeclared_or_repeated_source_before_registering_i
     with dg.DagsterInstance.from_config(str(home)) as instance:
         assert instance.get_dynamic_partitions(SOURCES_PARTITION) == []
         assert instance.get_runs() == []
+
+
+def test_scale_out_refuses_fewer_than_one_run_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-runs 0`` registered the partitions, then failed with ProcessPoolExecutor's traceback."""
+    with pytest.raises(SystemExit) as stopped:
+        scale_out.main(["films", "--max-runs", "0"])
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith("error: argument --max-runs: 0 is not a number of runs (1 or more)")
+    )
