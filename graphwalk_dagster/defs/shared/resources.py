@@ -18,7 +18,7 @@ import dagster as dg
 from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, field_validator
 
 from graphwalk_core.backends import Backends, settings_with
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.stores.sql_engine import has_password, redact_url
@@ -63,12 +63,16 @@ def _secret_field(value: Any) -> Any:
     return value
 
 
+def _env_name(value: SecretEnv | dg.EnvVar) -> str:
+    """The name of the environment variable a secret field names."""
+    return value.env_var_name if isinstance(value, dg.EnvVar) else value.env
+
+
 def _secret(value: SecretEnv | dg.EnvVar | None) -> SecretStr | None:
     """The secret's current value (None when unset or empty)."""
     if value is None:
         return None
-    name = value.env_var_name if isinstance(value, dg.EnvVar) else value.env
-    found = os.environ.get(name)
+    found = os.environ.get(_env_name(value))
     return SecretStr(found) if found else None
 
 
@@ -124,6 +128,10 @@ def _url_field(value: Any) -> Any:
     return value
 
 
+#: The graph store URL's variable by default (the settings' own): unset, the graph is SQLite in the warehouse.
+DEFAULT_URL_ENV = "GRAPHWALK_GRAPH_URL"
+
+
 class GraphStoreResource(dg.ConfigurableResource):
     """The graph store: the URL in the environment variable ``url`` names (``dg.EnvVar("NAME")``), else
     GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the warehouse. A literal URL is refused,
@@ -141,6 +149,15 @@ class GraphStoreResource(dg.ConfigurableResource):
     _only_env = field_validator("url", mode="before")(_url_field)
 
     def resolved_url(self) -> str:
+        """The URL; a variable named in ``url`` other than GRAPHWALK_GRAPH_URL that is not set is a
+        ConfigError (falling back would read and write another graph, with nothing said)."""
+        named = _env_name(self.url) if self.url is not None else DEFAULT_URL_ENV
+        if named != DEFAULT_URL_ENV and not os.environ.get(named):
+            raise ConfigError(
+                f"graph_store's url names the environment variable {named}, which is not set (or is empty) "
+                "here: set it where runs and sensors execute (without it, the graph would be another one: "
+                f"{DEFAULT_URL_ENV}'s, else the warehouse's graph.sqlite)"
+            )
         configured = _secret(self.url) or get_settings().graph_url
         if isinstance(configured, SecretStr):
             configured = configured.get_secret_value()
@@ -322,7 +339,7 @@ def default_resources() -> dict[str, Any]:
     return {
         "warehouse": warehouse,
         "sources": SourcesResource(),
-        "graph_store": GraphStoreResource(url=dg.EnvVar("GRAPHWALK_GRAPH_URL"), warehouse=warehouse),
+        "graph_store": GraphStoreResource(url=dg.EnvVar(DEFAULT_URL_ENV), warehouse=warehouse),
         "decider": DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
         "llm": LLMResource(api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
         "embedder": EmbedderResource(),
