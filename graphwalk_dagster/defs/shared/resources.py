@@ -68,6 +68,17 @@ def _env_name(value: SecretEnv | dg.EnvVar) -> str:
     return value.env_var_name if isinstance(value, dg.EnvVar) else value.env
 
 
+def _check_named(value: SecretEnv | dg.EnvVar | None, default: str, what: str, otherwise: str) -> None:
+    """A ConfigError when ``value`` names a variable other than ``default`` that is not set: falling back
+    (to ``otherwise``) would run with another graph or decider, with nothing said."""
+    named = _env_name(value) if value is not None else default
+    if named != default and not os.environ.get(named):
+        raise ConfigError(
+            f"{what} names the environment variable {named}, which is not set (or is empty) here: set it "
+            f"where runs and sensors execute (without it, {otherwise})"
+        )
+
+
 def _secret(value: SecretEnv | dg.EnvVar | None) -> SecretStr | None:
     """The secret's current value (None when unset or empty)."""
     if value is None:
@@ -151,13 +162,8 @@ class GraphStoreResource(dg.ConfigurableResource):
     def resolved_url(self) -> str:
         """The URL; a variable named in ``url`` other than GRAPHWALK_GRAPH_URL that is not set is a
         ConfigError (falling back would read and write another graph, with nothing said)."""
-        named = _env_name(self.url) if self.url is not None else DEFAULT_URL_ENV
-        if named != DEFAULT_URL_ENV and not os.environ.get(named):
-            raise ConfigError(
-                f"graph_store's url names the environment variable {named}, which is not set (or is empty) "
-                "here: set it where runs and sensors execute (without it, the graph would be another one: "
-                f"{DEFAULT_URL_ENV}'s, else the warehouse's graph.sqlite)"
-            )
+        otherwise = f"the graph would be another one: {DEFAULT_URL_ENV}'s, else the warehouse's graph.sqlite"
+        _check_named(self.url, DEFAULT_URL_ENV, "graph_store's url", otherwise)
         configured = _secret(self.url) or get_settings().graph_url
         if isinstance(configured, SecretStr):
             configured = configured.get_secret_value()
@@ -174,6 +180,10 @@ class GraphStoreResource(dg.ConfigurableResource):
             yield store
         finally:
             await store.close()
+
+
+#: The Jev key's variable by default (the settings' own): unset, the decider is the local one.
+DEFAULT_JEV_KEY_ENV = "GRAPHWALK_JEV_API_KEY"
 
 
 class DeciderResource(dg.ConfigurableResource):
@@ -197,6 +207,8 @@ class DeciderResource(dg.ConfigurableResource):
     _only_env = field_validator("jev_api_key", mode="before")(_secret_field)
 
     def overrides(self) -> dict[str, Any]:
+        otherwise = f"the decider would run without that key: {DEFAULT_JEV_KEY_ENV}'s, else the local decider"
+        _check_named(self.jev_api_key, DEFAULT_JEV_KEY_ENV, "decider's jev_api_key", otherwise)
         return {
             "decider": self.backend,
             "decider_model": Path(self.model_path) if self.model_path else None,
@@ -340,7 +352,7 @@ def default_resources() -> dict[str, Any]:
         "warehouse": warehouse,
         "sources": SourcesResource(),
         "graph_store": GraphStoreResource(url=dg.EnvVar(DEFAULT_URL_ENV), warehouse=warehouse),
-        "decider": DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
+        "decider": DeciderResource(jev_api_key=dg.EnvVar(DEFAULT_JEV_KEY_ENV)),
         "llm": LLMResource(api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
         "embedder": EmbedderResource(),
         "io_manager": JsonIOManager(warehouse=warehouse),
