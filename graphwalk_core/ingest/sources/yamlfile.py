@@ -18,3 +18,10 @@ def read_yaml(path: Path, what: str) -> Any:
         raise InputError(f"cannot read {what} {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
         raise InputError(f"{what} {path} is not valid YAML: {exc}") from exc
+
+
+def item_lines(path: Path) -> list[int]:
+    """The line (from 1) where each item of the file's top-level list starts; empty when it is no list.
+    For error messages about a file :func:`read_yaml` has read."""
+    node = yaml.compose(path.read_text(encoding="utf-8"))
+    return [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []
