@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from graphwalk_core.warehouse import Warehouse
 from graphwalk_core.warehouse.models import mark_latest, model_folder
@@ -85,7 +86,7 @@ def test_a_new_model_reruns_the_trained_partitions_that_walked_with_another(tmp_
             "every partition that walks with a trained decider walked with bbbbbbbbbbbb"
         )
         assert _tick(instance, root, model_path=str(newest)) == dg.SkipReason(
-            "the decider resource names a model_path: -trained partitions walk with it"
+            f"the decider resource's model_path names the model -trained partitions walk with ({newest})"
         )
 
 
@@ -152,3 +153,22 @@ def test_a_model_put_back_reruns_the_partitions_that_walked_with_the_other(tmp_p
             keys += _run_keys(_tick(instance, root))
             _walked(instance, key, folder.name)  # the requested run walked with it
     assert keys == expected and len(set(keys)) == 3
+
+
+def test_a_model_named_by_the_environment_is_named_in_the_skip_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GRAPHWALK_DECIDER_MODEL pins the model as the resource's model_path does; the tick said "the
+    decider resource names a model_path" where the resource named none."""
+    from graphwalk_core.settings import get_settings
+
+    monkeypatch.setenv("GRAPHWALK_DECIDER_MODEL", str(tmp_path / "model"))
+    get_settings.cache_clear()
+    try:
+        with dg.DagsterInstance.ephemeral() as instance:
+            pinned = _tick(instance, tmp_path / "warehouse")
+    finally:
+        get_settings.cache_clear()
+    assert pinned == dg.SkipReason(
+        f"GRAPHWALK_DECIDER_MODEL names the model -trained partitions walk with ({tmp_path / 'model'})"
+    )

@@ -44,8 +44,8 @@ def walked_with_another_model(instance: dg.DagsterInstance, model: str) -> list[
     description="Every 60 s: re-run the eval_results partitions whose latest run walked with another "
     "trained model than the warehouse's newest (models/decider/LATEST), the -trained ones, or was skipped "
     "for want of one; once per partition, model and materialization replaced (a failed run is not "
-    "retried); eval_summary then refreshes. Nothing to do when the decider resource names a model_path. "
-    "Running by default.",
+    "retried); eval_summary then refreshes. Nothing to do when the decider resource's model_path (or "
+    "GRAPHWALK_DECIDER_MODEL) names a model. Running by default.",
 )
 def trained_model_sensor(
     context: dg.SensorEvaluationContext, warehouse: WarehouseResource, decider: DeciderResource
@@ -53,8 +53,10 @@ def trained_model_sensor(
     """Stateless: every tick compares each partition's latest materialization with the newest model, so
     a run that ends after the model changed, or a model put back, is caught; the run key (partition,
     model, the materialization it replaces) makes Dagster drop a request it has already run."""
-    if decider.settings().decider_model is not None:
-        return dg.SkipReason("the decider resource names a model_path: -trained partitions walk with it")
+    pinned = decider.settings().decider_model
+    if pinned is not None:
+        named = "the decider resource's model_path" if decider.model_path else "GRAPHWALK_DECIDER_MODEL"
+        return dg.SkipReason(f"{named} names the model -trained partitions walk with ({pinned})")
     latest = latest_model(warehouse.warehouse())
     if latest is None:
         return dg.SkipReason("no trained model in the warehouse")
