@@ -218,8 +218,10 @@ def test_a_jev_key_variable_that_is_not_set_is_an_error_not_the_local_decider(
         assert str(unset.value) == (
             "decider's jev_api_key names the environment variable TEAM_JEV_KEY, which is not set (or is "
             "empty) here: set it where runs and sensors execute (without it, the decider would run without "
-            "that key: GRAPHWALK_JEV_API_KEY's, else the local decider)"
+            "that key: GRAPHWALK_JEV_API_KEY's, else the local one)"
         )
+        local = DeciderResource(backend="local", jev_api_key=dg.EnvVar("TEAM_JEV_KEY"))
+        assert local.settings().resolved_decider() == "local"  # asked for: the key does not matter
         assert (
             DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")).settings().resolved_decider()
             == "local"

@@ -207,8 +207,9 @@ class DeciderResource(dg.ConfigurableResource):
     _only_env = field_validator("jev_api_key", mode="before")(_secret_field)
 
     def overrides(self) -> dict[str, Any]:
-        otherwise = f"the decider would run without that key: {DEFAULT_JEV_KEY_ENV}'s, else the local decider"
-        _check_named(self.jev_api_key, DEFAULT_JEV_KEY_ENV, "decider's jev_api_key", otherwise)
+        if (self.backend or get_settings().decider) in (None, "jev"):  # the decider that needs the key
+            otherwise = f"the decider would run without that key: {DEFAULT_JEV_KEY_ENV}'s, else the local one"
+            _check_named(self.jev_api_key, DEFAULT_JEV_KEY_ENV, "decider's jev_api_key", otherwise)
         return {
             "decider": self.backend,
             "decider_model": Path(self.model_path) if self.model_path else None,
