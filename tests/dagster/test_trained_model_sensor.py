@@ -172,3 +172,23 @@ def test_a_model_named_by_the_environment_is_named_in_the_skip_reason(
     assert pinned == dg.SkipReason(
         f"GRAPHWALK_DECIDER_MODEL names the model -trained partitions walk with ({tmp_path / 'model'})"
     )
+
+
+def test_a_partition_no_longer_defined_does_not_break_the_tick(tmp_path: Path) -> None:
+    """An eval_results partition materialized under a dataset or system since removed or renamed
+    (``old-system-trained``) was requested too, and Dagster refused the tick whole
+    (DagsterUnknownPartitionError) at every tick: no partition was re-run."""
+    from graphwalk_dagster.definitions import defs
+
+    root = tmp_path / "warehouse"
+    warehouse = Warehouse(root)
+    newest = model_folder(warehouse, "b" * 64)
+    newest.mkdir(parents=True)
+    mark_latest(warehouse, newest)
+    resources = {"warehouse": WarehouseResource(root=str(root)), "decider": DeciderResource(backend="local")}
+    with dg.DagsterInstance.ephemeral() as instance:
+        for key in ("metaqa-1hop|old-system-trained", "metaqa-1hop|relation-greedy-trained"):
+            _walked(instance, key, "aaaaaaaaaaaa")
+        with dg.build_sensor_context(instance=instance, resources=resources, definitions=defs()) as context:
+            data = trained_model_sensor.evaluate_tick(context)
+    assert [r.partition_key for r in data.run_requests or []] == ["metaqa-1hop|relation-greedy-trained"]

@@ -4,7 +4,7 @@ re-run the ``-trained`` partitions when the warehouse's newest trained model cha
 import dagster as dg
 
 from graphwalk_core.warehouse.models import latest_model
-from graphwalk_dagster.defs.eval.partitions import TRAINED_MODEL
+from graphwalk_dagster.defs.eval.partitions import TRAINED_MODEL, eval_partitions
 from graphwalk_dagster.defs.shared.resources import DeciderResource, WarehouseResource
 from graphwalk_dagster.metadata import latest_materialization
 
@@ -26,9 +26,11 @@ def walked_with_another_model(instance: dg.DagsterInstance, model: str) -> list[
     ``model`` (a folder name; the ``-trained`` ones, and any other run with the decider resource's
     ``trained`` backend), or that was skipped for want of a model (``none``), in key order, each with
     that materialization's storage id. One that does not say which model it walked with (not a trained
-    decider, or materialized before the metadata existed) is left."""
+    decider, or materialized before the metadata existed) is left, and so is one of a dataset or system
+    no longer defined (Dagster refuses a whole tick that requests one)."""
+    defined = set(eval_partitions.get_partition_keys())
     stale = []
-    for key in sorted(instance.get_materialized_partitions(EVAL_RESULTS)):
+    for key in sorted(instance.get_materialized_partitions(EVAL_RESULTS) & defined):
         record = latest_materialization(instance, EVAL_RESULTS, key)
         event = record.asset_materialization if record is not None else None
         walked = event.metadata.get(TRAINED_MODEL) if event is not None else None
