@@ -21,8 +21,9 @@ import dagster as dg
 from dagster._core.instance.ref import InstanceRef
 from dagster._utils.error import SerializableErrorInfo
 
-from graphwalk_core.errors import GraphwalkError
+from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
+from graphwalk_dagster.defs.shared.resources import SourcesResource
 from graphwalk_dagster.demo import QUIET_LOGS
 from graphwalk_dagster.instance import home_instance
 from graphwalk_dagster.pools import set_pool_limits
@@ -66,6 +67,24 @@ def _run_partition(ref: InstanceRef, source_id: str) -> tuple[str, str, list[str
             return result.run_id, result.dagster_run.status.value, errors
 
 
+def check_declared(source_ids: Sequence[str], sources: SourcesResource) -> None:
+    """Refuse ids that ``sources`` does not declare (a typo would stay registered as a partition) and an
+    id given twice (two runs of one source at once, outside the run queue, overtake each other)."""
+    declared = [spec.id for spec in sources.specs()]
+    unknown = [sid for sid in source_ids if sid not in declared]
+    if unknown:
+        raise InputError(
+            f"sources {unknown} are not declared in {sources.file()} (it declares {declared}): nothing was "
+            "registered or run"
+        )
+    repeated = next((sid for n, sid in enumerate(source_ids) if sid in source_ids[:n]), None)
+    if repeated is not None:
+        raise InputError(
+            f"source {repeated!r} is named twice: one run per source (two at once would overtake each "
+            "other); nothing was registered or run"
+        )
+
+
 def ingest_partitions(
     source_ids: Sequence[str],
     instance: dg.DagsterInstance,
@@ -83,6 +102,7 @@ def ingest_partitions(
     """
     if not instance.is_persistent:
         raise ValueError("the multiprocess executor needs a persistent instance: set DAGSTER_HOME")
+    check_declared(source_ids, SourcesResource())
     if instance.global_op_concurrency_default_limit is None:
         set_pool_limits(instance)  # before the runs race to create the pools (graphwalk_dagster/pools.py)
     instance.add_dynamic_partitions(SOURCES_PARTITION, list(source_ids))
@@ -101,10 +121,18 @@ def ingest_partitions(
     return {source_id: run_id for source_id, (run_id, _, _) in done.items()}
 
 
+def run_count(text: str) -> int:
+    """``--max-runs``: a whole number, 1 or more (0 failed with ProcessPoolExecutor's traceback after
+    the partitions were registered)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a number of runs (1 or more)")
+    return int(text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
-    parser.add_argument("--max-runs", type=int, default=4, help="runs at once (default 4)")
+    parser.add_argument("--max-runs", type=run_count, default=4, help="runs at once (default 4)")
     args = parser.parse_args(argv)
     try:
         with home_instance() as instance:

@@ -197,3 +197,47 @@ def test_help_is_for_users_not_docstring_markup(module: object, capsys: pytest.C
     out = capsys.readouterr().out
     assert out.startswith("usage: ")
     assert "``" not in out
+
+
+def test_scale_out_refuses_an_undeclared_or_repeated_source_before_registering_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped id was registered as a partition for good (shown in the UI, named by daily_reingest
+    every night) and its run failed; an id given twice started two runs of one source at once, outside
+    the run queue, the later overtaken (StaleDiffError)."""
+    import dagster as dg
+    from dagster_fixtures import copy_data
+
+    from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
+
+    sources = copy_data(tmp_path / "data")
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("GRAPHWALK_SOURCES", str(sources))
+    monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(tmp_path / "warehouse"))
+    monkeypatch.delenv("GRAPHWALK_GRAPH_URL", raising=False)
+    assert scale_out.main(["films", "flims", "film"]) == 1
+    assert scale_out.main(["films", "sample_db", "films"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: sources ['flims', 'film'] are not declared in {sources} (it declares "
+        "['films', 'sample_db']): nothing was registered or run\n"
+        "error: source 'films' is named twice: one run per source (two at once would overtake each other); "
+        "nothing was registered or run\n"
+    )
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_dynamic_partitions(SOURCES_PARTITION) == []
+        assert instance.get_runs() == []
+
+
+def test_scale_out_refuses_fewer_than_one_run_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-runs 0`` registered the partitions, then failed with ProcessPoolExecutor's traceback."""
+    with pytest.raises(SystemExit) as stopped:
+        scale_out.main(["films", "--max-runs", "0"])
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith("error: argument --max-runs: 0 is not a number of runs (1 or more)")
+    )

@@ -80,3 +80,33 @@ def test_outputs_never_follow_a_symlink_out_of_the_warehouse(tmp_path: Path) -> 
         "(a symlink?): nothing is read or written there; replace the link with a folder"
     ) in _failure(result)
     assert list(outside.iterdir()) == []
+
+
+def test_a_stored_output_that_does_not_read_names_its_file_and_the_asset_to_materialize(
+    tmp_path: Path,
+) -> None:
+    """A JSON file cut short (a full disk) or written by an older graphwalk whose model had other fields
+    failed the run with pydantic's bare ValidationError, naming neither the file nor what to do."""
+    root = tmp_path / "wh"
+    stored = root / "objects" / "upstream" / "films.json"
+    stored.parent.mkdir(parents=True)
+    resources = {"io_manager": JsonIOManager(warehouse=WarehouseResource(root=str(root)))}
+    errors = []
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions(SOURCES_PARTITION, ["films"])
+        for text in ('{"a": ', '{"a": "one"}'):
+            stored.write_text(text, encoding="utf-8")
+            result = dg.materialize(
+                [upstream.to_source_asset(), downstream],
+                partition_key="films",
+                instance=instance,
+                resources=resources,
+                raise_on_error=False,
+            )
+            assert not result.success
+            errors.append(_failure(result))
+    for error in errors:
+        assert f"{stored} does not hold a stored upstream output this version reads" in error
+        assert "materialize upstream again (the file is left as it is)" in error
+    assert "EOF while parsing" in errors[0] and "Input should be a valid integer" in errors[1]
+    assert stored.read_text(encoding="utf-8") == '{"a": "one"}'

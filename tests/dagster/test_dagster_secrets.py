@@ -173,3 +173,60 @@ def test_a_key_given_as_the_variable_name_fails_the_run_without_repeating_it() -
         DeciderResource(jev_api_key=dg.EnvVar(JEV_KEY))
     assert JEV_KEY not in str(refused.value)
     assert SecretEnv(env="TEAM_KEY_2").env == "TEAM_KEY_2"
+
+
+def test_a_graph_url_variable_that_is_not_set_is_an_error_not_another_graph(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``url: {env: TEAM_GRAPH_URL}`` with that variable missing where the run executes (a run pod
+    without the secret) fell back to GRAPHWALK_GRAPH_URL, else a SQLite file in the warehouse: the
+    ingest wrote, and the eval read, another graph with nothing said. The default variable
+    (GRAPHWALK_GRAPH_URL) unset still means the warehouse's SQLite file."""
+    from graphwalk_core.errors import ConfigError
+
+    monkeypatch.delenv("TEAM_GRAPH_URL", raising=False)
+    monkeypatch.delenv("GRAPHWALK_GRAPH_URL", raising=False)
+    warehouse = WarehouseResource(root=str(tmp_path))
+    store = GraphStoreResource(url=dg.EnvVar("TEAM_GRAPH_URL"), warehouse=warehouse)
+    with pytest.raises(ConfigError) as unset:
+        store.resolved_url()
+    assert str(unset.value) == (
+        "graph_store's url names the environment variable TEAM_GRAPH_URL, which is not set (or is empty) "
+        "here: set it where runs and sensors execute (without it, the graph would be another one: "
+        "GRAPHWALK_GRAPH_URL's, else the warehouse's graph.sqlite)"
+    )
+    default = GraphStoreResource(url=dg.EnvVar("GRAPHWALK_GRAPH_URL"), warehouse=warehouse)
+    assert default.resolved_url() == f"sqlite:///{tmp_path.resolve() / 'graph.sqlite'}"
+    assert GraphStoreResource(warehouse=warehouse).resolved_url() == default.resolved_url()
+
+
+def test_a_jev_key_variable_that_is_not_set_is_an_error_not_the_local_decider(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``jev_api_key: {env: TEAM_JEV_KEY}`` with that variable missing where the run executes left the
+    decider without a key, so it silently became the local one (the decider's default is jev with a
+    key, else local). The default variable unset still means the local decider."""
+    from graphwalk_core.errors import ConfigError
+    from graphwalk_core.settings import get_settings
+
+    for name in ("TEAM_JEV_KEY", "GRAPHWALK_JEV_API_KEY", "GRAPHWALK_DECIDER"):
+        monkeypatch.delenv(name, raising=False)
+    get_settings.cache_clear()  # read again without the variables (an earlier test may have set them)
+    try:
+        with pytest.raises(ConfigError) as unset:
+            DeciderResource(jev_api_key=dg.EnvVar("TEAM_JEV_KEY")).settings()
+        assert str(unset.value) == (
+            "decider's jev_api_key names the environment variable TEAM_JEV_KEY, which is not set (or is "
+            "empty) here: set it where runs and sensors execute (without it, the decider would run without "
+            "that key: GRAPHWALK_JEV_API_KEY's, else the local one)"
+        )
+        local = DeciderResource(backend="local", jev_api_key=dg.EnvVar("TEAM_JEV_KEY"))
+        assert local.settings().resolved_decider() == "local"  # asked for: the key does not matter
+        assert (
+            DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")).settings().resolved_decider()
+            == "local"
+        )
+        monkeypatch.setenv("TEAM_JEV_KEY", JEV_KEY)
+        assert DeciderResource(jev_api_key=dg.EnvVar("TEAM_JEV_KEY")).settings().resolved_decider() == "jev"
+    finally:
+        get_settings.cache_clear()

@@ -74,9 +74,15 @@ def test_k8s_instance_yaml_is_valid_instance_config(tmp_path: Path) -> None:
         "instance_config_map": "dagster-instance",
         "postgres_password_secret": "dagster-postgresql-secret",
         "env_secrets": ["graphwalk-secrets"],
-        "env_vars": ["GRAPHWALK_WAREHOUSE=/warehouse"],
-        "volume_mounts": [{"name": "warehouse", "mountPath": "/warehouse"}],
-        "volumes": [{"name": "warehouse", "persistentVolumeClaim": {"claimName": "graphwalk-warehouse"}}],
+        "env_vars": ["GRAPHWALK_WAREHOUSE=/warehouse", "GRAPHWALK_SOURCES=/sources/sources.yaml"],
+        "volume_mounts": [
+            {"name": "warehouse", "mountPath": "/warehouse"},
+            {"name": "sources", "mountPath": "/sources", "readOnly": True},
+        ],
+        "volumes": [
+            {"name": "warehouse", "persistentVolumeClaim": {"claimName": "graphwalk-warehouse"}},
+            {"name": "sources", "persistentVolumeClaim": {"claimName": "graphwalk-sources"}},
+        ],
         "dagster_home": "/opt/dagster/dagster_home",
         "load_incluster_config": True,
         "kubeconfig_file": None,
@@ -97,7 +103,8 @@ def test_k8s_misspelled_keys_are_refused(tmp_path: Path) -> None:
 
 
 def test_k8s_run_pod_from_the_doc_launcher(tmp_path: Path) -> None:
-    """The Kubernetes Job the launcher builds for a run (volumes, mounts, env, secrets, image)."""
+    """The Kubernetes Job the launcher builds for a run (volumes, mounts, env, secrets, image). Without
+    GRAPHWALK_SOURCES and a volume holding the sources, a run pod read the image's sample sources.yaml."""
     launcher = instance_config(tmp_path, k8s_yaml())["run_launcher"]
     data = ConfigurableClassData(launcher["module"], launcher["class"], yaml.safe_dump(launcher["config"]))
     with mock.patch.object(k8s_launcher, "load_kubernetes_config"):  # no cluster to load it from
@@ -116,9 +123,13 @@ def test_k8s_run_pod_from_the_doc_launcher(tmp_path: Path) -> None:
     assert context.namespace == "default"
     assert pod["serviceAccountName"] == "dagster"
     assert pod["volumes"] == [
-        {"name": "warehouse", "persistentVolumeClaim": {"claimName": "graphwalk-warehouse"}}
+        {"name": "warehouse", "persistentVolumeClaim": {"claimName": "graphwalk-warehouse"}},
+        {"name": "sources", "persistentVolumeClaim": {"claimName": "graphwalk-sources"}},
     ]
-    assert container["volumeMounts"] == [{"name": "warehouse", "mountPath": "/warehouse"}]
+    assert container["volumeMounts"] == [
+        {"name": "warehouse", "mountPath": "/warehouse"},
+        {"name": "sources", "mountPath": "/sources", "readOnly": True},
+    ]
     assert container["image"] == "registry.example/graphwalk:2026-12-05"
     assert container["envFrom"] == [{"secretRef": {"name": "graphwalk-secrets"}}]
     assert container["env"] == [
@@ -130,6 +141,7 @@ def test_k8s_run_pod_from_the_doc_launcher(tmp_path: Path) -> None:
             },
         },
         {"name": "GRAPHWALK_WAREHOUSE", "value": "/warehouse"},
+        {"name": "GRAPHWALK_SOURCES", "value": "/sources/sources.yaml"},  # else the image's sample
     ]
 
 

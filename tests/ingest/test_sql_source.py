@@ -190,8 +190,27 @@ def test_sources_yaml_errors(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"entry #0 \(a\)"):
         load_sources(path)
     path.write_text("- {id: a, kind: files, path_or_url: x}\n- {id: a, kind: files, path_or_url: y}\n")
-    with pytest.raises(InputError, match="repeated source ids"):
+    with pytest.raises(InputError, match="source id 'a' repeats the entry on line 1"):
         load_sources(path)
+
+
+def test_sources_yaml_errors_name_the_line_of_the_entry(tmp_path: Path) -> None:
+    """An entry was named by its index alone (``entry #3``): in a long sources.yaml (a sensor tick's
+    error in the UI) the user counted entries to find it."""
+    path = tmp_path / "sources.yaml"
+    good = "- id: films\n  kind: files\n  path_or_url: films\n"
+    path.write_text(good + "# the database\n- id: db\n  kind: ftp\n  path_or_url: x\n", encoding="utf-8")
+    with pytest.raises(InputError) as bad:
+        load_sources(path)
+    assert str(bad.value).startswith(f"sources file {path}:5: entry #1 (db): 1 validation error")
+    path.write_text(good + "- just a name\n", encoding="utf-8")
+    with pytest.raises(InputError) as scalar:
+        load_sources(path)
+    assert str(scalar.value) == f"sources file {path}:4: entry #1 is not an object"
+    path.write_text(good + "- id: db\n  kind: sql\n  path_or_url: x\n" + good, encoding="utf-8")
+    with pytest.raises(InputError) as repeated:
+        load_sources(path)
+    assert str(repeated.value) == f"sources file {path}:7: source id 'films' repeats the entry on line 1"
 
 
 @pytest.mark.parametrize(
@@ -217,7 +236,7 @@ def test_sources_yaml_errors_never_repeat_a_value(tmp_path: Path, entry: str, fi
     with pytest.raises(InputError) as caught:
         load_sources(path)
     message = str(caught.value)
-    assert message.startswith(f"sources file {path}: entry #0 (db): ")
+    assert message.startswith(f"sources file {path}:1: entry #0 (db): ")
     assert f"\n{field}\n  {why}" in message
     assert "s3cret" not in message and "input_value" not in message
 

@@ -13,7 +13,7 @@ from graphwalk_core.ingest.sources.base import Source, check_source_id
 from graphwalk_core.ingest.sources.files import DEFAULT_MAX_BYTES, FileSource
 from graphwalk_core.ingest.sources.mapping import load_mappings
 from graphwalk_core.ingest.sources.sql import SQLSource
-from graphwalk_core.ingest.sources.yamlfile import read_yaml
+from graphwalk_core.ingest.sources.yamlfile import item_lines, read_yaml
 
 
 class SourceSpec(BaseModel):
@@ -41,24 +41,34 @@ class SourceSpec(BaseModel):
 
 
 def load_sources(path: str | Path) -> list[SourceSpec]:
-    """Parse a sources.yaml file; errors name the file and the entry."""
+    """Parse a sources.yaml file; errors name the file, the entry and its line."""
     path = Path(path)
     raw = read_yaml(path, "sources file")
     if not isinstance(raw, list):
         raise InputError(f"sources file {path}: expected a list of sources, got {type(raw).__name__}")
+
+    def line(index: int) -> str:
+        """``path:LINE`` of entry ``index`` (the file is parsed again for its lines only on an error)."""
+        return f"{path}:{item_lines(path)[index]}"
+
     specs: list[SourceSpec] = []
     for index, entry in enumerate(raw):
         if not isinstance(entry, dict):
-            raise InputError(f"sources file {path}: entry #{index} is not an object")
+            raise InputError(f"sources file {line(index)}: entry #{index} is not an object")
         try:
             spec = SourceSpec.model_validate({**entry, "base_dir": str(path.parent.resolve())})
             check_source_id(spec.id)
         except (ValidationError, InputError) as exc:
-            raise InputError(f"sources file {path}: entry #{index} ({entry.get('id', '?')}): {exc}") from exc
+            raise InputError(
+                f"sources file {line(index)}: entry #{index} ({entry.get('id', '?')}): {exc}"
+            ) from exc
+        ids = [s.id for s in specs]
+        if spec.id in ids:
+            first = item_lines(path)[ids.index(spec.id)]
+            raise InputError(
+                f"sources file {line(index)}: source id {spec.id!r} repeats the entry on line {first}"
+            )
         specs.append(spec)
-    ids = [s.id for s in specs]
-    if len(set(ids)) != len(ids):
-        raise InputError(f"sources file {path}: repeated source ids in {ids}")
     return specs
 
 

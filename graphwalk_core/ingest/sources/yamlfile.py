@@ -50,3 +50,10 @@ def read_yaml(path: Path, what: str) -> Any:
             f"{what} {path}:{line}: the key {key!r} repeats the one on line {earlier} (YAML would keep the "
             "last and drop the other without a word)"
         ) from None
+
+
+def item_lines(path: Path) -> list[int]:
+    """The line (from 1) where each item of the file's top-level list starts; empty when it is no list.
+    For error messages about a file :func:`read_yaml` has read."""
+    node = yaml.compose(path.read_text(encoding="utf-8"))
+    return [item.start_mark.line + 1 for item in node.value] if isinstance(node, yaml.SequenceNode) else []

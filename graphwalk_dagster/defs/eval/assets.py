@@ -257,7 +257,7 @@ def eval_results(
             "answered": sum(not r.reused and r.status != "skipped" for r in run.results),
             "run_id": run.metadata.run_id,
             "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
-            **({TRAINED_MODEL: model.name} if model is not None else {}),
+            **({TRAINED_MODEL: model.name if model else "none"} if _walks_trained(dims, decider) else {}),
             **({"warning": note} if note else {}),
             "path": dg.MetadataValue.path(str(path)),
             "preview": preview(rows),

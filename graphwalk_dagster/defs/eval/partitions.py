@@ -14,8 +14,8 @@ from graphwalk_core.eval.systems.registry import SYSTEM_NAMES
 DATASETS = (*DATASET_NAMES, HF_PARTITION)
 #: The suffix of a system partition that walks with the warehouse's trained decider (relation-greedy-trained).
 TRAINED = "-trained"
-#: eval_results metadata: the folder name of the trained model a partition walked with (see
-#: :func:`~graphwalk_dagster.defs.eval.sensors.trained_model_sensor`).
+#: eval_results metadata: the folder name of the trained model a partition walked with, ``none`` when it
+#: was skipped for want of one (see :func:`~graphwalk_dagster.defs.eval.sensors.trained_model_sensor`).
 TRAINED_MODEL = "trained_model"
 SYSTEMS = (*SYSTEM_NAMES, *(f"{preset}{TRAINED}" for preset in PRESETS))
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, field_validator
+from pydantic import ConfigDict, Field, SecretStr, TypeAdapter, ValidationError, field_validator
 
 from graphwalk_core.backends import Backends, settings_with
-from graphwalk_core.errors import InputError
+from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.settings import GraphwalkSettings, get_settings
 from graphwalk_core.stores.sql_engine import has_password, redact_url
@@ -63,12 +63,27 @@ def _secret_field(value: Any) -> Any:
     return value
 
 
+def _env_name(value: SecretEnv | dg.EnvVar) -> str:
+    """The name of the environment variable a secret field names."""
+    return value.env_var_name if isinstance(value, dg.EnvVar) else value.env
+
+
+def _check_named(value: SecretEnv | dg.EnvVar | None, default: str, what: str, otherwise: str) -> None:
+    """A ConfigError when ``value`` names a variable other than ``default`` that is not set: falling back
+    (to ``otherwise``) would run with another graph or decider, with nothing said."""
+    named = _env_name(value) if value is not None else default
+    if named != default and not os.environ.get(named):
+        raise ConfigError(
+            f"{what} names the environment variable {named}, which is not set (or is empty) here: set it "
+            f"where runs and sensors execute (without it, {otherwise})"
+        )
+
+
 def _secret(value: SecretEnv | dg.EnvVar | None) -> SecretStr | None:
     """The secret's current value (None when unset or empty)."""
     if value is None:
         return None
-    name = value.env_var_name if isinstance(value, dg.EnvVar) else value.env
-    found = os.environ.get(name)
+    found = os.environ.get(_env_name(value))
     return SecretStr(found) if found else None
 
 
@@ -124,6 +139,10 @@ def _url_field(value: Any) -> Any:
     return value
 
 
+#: The graph store URL's variable by default (the settings' own): unset, the graph is SQLite in the warehouse.
+DEFAULT_URL_ENV = "GRAPHWALK_GRAPH_URL"
+
+
 class GraphStoreResource(dg.ConfigurableResource):
     """The graph store: the URL in the environment variable ``url`` names (``dg.EnvVar("NAME")``), else
     GRAPHWALK_GRAPH_URL, else a SQLite file ``graph.sqlite`` in the warehouse. A literal URL is refused,
@@ -141,6 +160,10 @@ class GraphStoreResource(dg.ConfigurableResource):
     _only_env = field_validator("url", mode="before")(_url_field)
 
     def resolved_url(self) -> str:
+        """The URL; a variable named in ``url`` other than GRAPHWALK_GRAPH_URL that is not set is a
+        ConfigError (falling back would read and write another graph, with nothing said)."""
+        otherwise = f"the graph would be another one: {DEFAULT_URL_ENV}'s, else the warehouse's graph.sqlite"
+        _check_named(self.url, DEFAULT_URL_ENV, "graph_store's url", otherwise)
         configured = _secret(self.url) or get_settings().graph_url
         if isinstance(configured, SecretStr):
             configured = configured.get_secret_value()
@@ -157,6 +180,10 @@ class GraphStoreResource(dg.ConfigurableResource):
             yield store
         finally:
             await store.close()
+
+
+#: The Jev key's variable by default (the settings' own): unset, the decider is the local one.
+DEFAULT_JEV_KEY_ENV = "GRAPHWALK_JEV_API_KEY"
 
 
 class DeciderResource(dg.ConfigurableResource):
@@ -180,6 +207,9 @@ class DeciderResource(dg.ConfigurableResource):
     _only_env = field_validator("jev_api_key", mode="before")(_secret_field)
 
     def overrides(self) -> dict[str, Any]:
+        if (self.backend or get_settings().decider) in (None, "jev"):  # the decider that needs the key
+            otherwise = f"the decider would run without that key: {DEFAULT_JEV_KEY_ENV}'s, else the local one"
+            _check_named(self.jev_api_key, DEFAULT_JEV_KEY_ENV, "decider's jev_api_key", otherwise)
         return {
             "decider": self.backend,
             "decider_model": Path(self.model_path) if self.model_path else None,
@@ -303,9 +333,17 @@ class JsonIOManager(dg.ConfigurableIOManager):
         if not path.exists():
             raise FileNotFoundError(f"{path}: materialize {context.asset_key.to_user_string()} first")
         annotation = context.dagster_type.typing_type if context.dagster_type else Any
-        return TypeAdapter(annotation if annotation not in (None, object) else Any).validate_json(
-            path.read_bytes()
-        )
+        adapter = TypeAdapter(annotation if annotation not in (None, object) else Any)
+        try:
+            return adapter.validate_json(path.read_bytes())
+        except ValidationError as exc:  # cut short, or written by a version whose models differ
+            asset, error = context.asset_key.to_user_string(), exc.errors()[0]
+            field = ".".join(str(part) for part in error["loc"])
+            raise InputError(
+                f"{path} does not hold a stored {asset} output this version reads "
+                f"({f'{field}: ' if field else ''}{error['msg']}): materialize {asset} again (the file is "
+                "left as it is)"
+            ) from None
 
 
 def default_resources() -> dict[str, Any]:
@@ -314,8 +352,8 @@ def default_resources() -> dict[str, Any]:
     return {
         "warehouse": warehouse,
         "sources": SourcesResource(),
-        "graph_store": GraphStoreResource(url=dg.EnvVar("GRAPHWALK_GRAPH_URL"), warehouse=warehouse),
-        "decider": DeciderResource(jev_api_key=dg.EnvVar("GRAPHWALK_JEV_API_KEY")),
+        "graph_store": GraphStoreResource(url=dg.EnvVar(DEFAULT_URL_ENV), warehouse=warehouse),
+        "decider": DeciderResource(jev_api_key=dg.EnvVar(DEFAULT_JEV_KEY_ENV)),
         "llm": LLMResource(api_key=dg.EnvVar("GRAPHWALK_LLM_API_KEY")),
         "embedder": EmbedderResource(),
         "io_manager": JsonIOManager(warehouse=warehouse),
