@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DeciderName = Literal["jev", "local", "trained", "fake"]
@@ -114,7 +115,22 @@ class GraphwalkSettings(BaseSettings):
         return self.jev_base_url or DEFAULT_JEV_BASE_URLS[self.jev_provider]
 
 
+class SettingsError(ValueError):
+    """A ``GRAPHWALK_*`` variable (in the environment or ``.env``) holds a value its setting cannot take."""
+
+
+def _problem(error: Mapping[str, Any]) -> str:
+    """One invalid setting as the variable that set it, its value and why it was refused."""
+    name = f"GRAPHWALK_{'_'.join(str(part) for part in error['loc']).upper()}"
+    return f"{name}={error.get('input')!r}: {error['msg']}"
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> GraphwalkSettings:
-    """The process-wide settings (read once)."""
-    return GraphwalkSettings()
+    """The process-wide settings (read once); a variable holding an invalid value is a SettingsError naming
+    it (pydantic's own error names the field, not the variable, and links to its docs)."""
+    try:
+        return GraphwalkSettings()
+    except ValidationError as exc:
+        problems = "; ".join(_problem(error) for error in exc.errors())
+        raise SettingsError(f"invalid setting (environment or .env): {problems}") from None

@@ -12,6 +12,7 @@ import typer
 
 from graphwalk_core.cli import eval as eval_cli
 from graphwalk_core.cli import graph, ingest, query, sql, train
+from graphwalk_core.settings import SettingsError
 
 COMMANDS_GROUP = "graphwalk.commands"
 
@@ -32,4 +33,9 @@ for _command in sorted(entry_points(group=COMMANDS_GROUP), key=lambda ep: ep.nam
 
 
 def main() -> None:
-    app()
+    """``graphwalk``: a GRAPHWALK_* variable holding an invalid value is one line naming it (exit 2)."""
+    try:
+        app()
+    except SettingsError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
