@@ -249,8 +249,9 @@ def trace_examples(trace: Trace, *, question_id: str, split: str = "train") -> l
         for label, child in step.kept.items():
             if label != prompts.STOP and label in step.options:
                 by_child[child] = (step.beam_id, option_move(label, step.options[label]))
-    start_names = next((s.current_names for s in trace.steps if s.depth == 0), [])
-    masked = mask_mentions(trace.query, [*trace.start, *start_names])
+    # every start's names, as the live decider masks them (a walk from several starts has a first step each)
+    start_names = [name for s in trace.steps if s.depth == 0 for name in s.current_names]
+    masked = mask_mentions(trace.query, list(dict.fromkeys([*trace.start, *start_names])))
     out = []
     for step in trace.steps:
         if step.forced or not step.distribution:

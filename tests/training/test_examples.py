@@ -110,6 +110,34 @@ async def test_trace_steps_become_soft_labels_with_their_path(tmp_path: Path) ->
         assert [m[0] for m in ex.view.path] == [o["relation"] for o in taken[: len(ex.view.path)]]
 
 
+async def test_trace_examples_mask_every_start_as_the_live_decider_does() -> None:
+    """A walk from two starts of an ingested graph (ids are hashes, not names): the live decider reads the
+    question with every start's name masked, but training masked only the first start step's names, so it
+    learned from another text than the one it later read."""
+    from graphwalk_core.decisions.views import view_of
+    from graphwalk_core.model import Node
+    from graphwalk_core.stores.memory import MemoryGraphStore
+
+    graph = MemoryGraphStore()
+    for node_id, name in (("n_a", "Film 1"), ("n_b", "Film 2"), ("n_d", "Director 1")):
+        await graph.upsert_node(Node(id=node_id, name=name))
+    for film in ("n_a", "n_b"):
+        await graph.upsert_edge(Edge(source=film, target="n_d", type="directed_by"))
+    live: list[str] = []
+
+    def script(question, state):  # type: ignore[no-untyped-def]
+        live.append(view_of(state, question).question)
+        return {label: 1.0 / len(question.options) for label in question.options}
+
+    config = TraversalConfig(hop_mode="entity", strategy="beam", beam_width=2, allow_stop_at_start=False)
+    result = await Traverser(graph, FakeDecisionBackend(script=script), config=config).walk(
+        "who directed Film 1 and Film 2", ["n_a", "n_b"]
+    )
+    examples = trace_examples(result.trace, question_id="t")
+    assert examples and set(live) == {"who directed ENTITY and ENTITY"}
+    assert {ex.view.question for ex in examples} == {"who directed ENTITY and ENTITY"}
+
+
 async def test_table_round_trip(tmp_path: Path) -> None:
     examples, _ = await weak_examples(store(), questions(range(3)))
     path = write_examples(examples, tmp_path / "decision_examples.parquet")
