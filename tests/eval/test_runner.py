@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import forked_jobs
 import pyarrow.parquet as pq
 import pytest
 
@@ -229,29 +230,15 @@ def test_two_processes_running_one_eval_at_once_answer_each_question_once(tmp_pa
     two terminals): both answered every question (twice the LLM cost) and appended to one checkpoint,
     which then held each question twice (``graphwalk eval report`` counted 40 questions of 20). A run now
     holds its folder while it runs: the second waits and reuses the first's answers."""
-    start = os.pipe()
-    pids = []
-    for i in range(2):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            code = 3
-            try:
-                os.close(start[1])
-                os.read(start[0], 1)  # both children wait here until the parent closes its end
-                logging.getLogger("graphwalk_core.files").addHandler(
-                    logging.FileHandler(tmp_path / f"child{i}.log")
-                )
-                system = DictSystem(delay_s=0.02)
-                run = run_eval(toy_dataset(), system, out_dir=tmp_path, concurrency=2)
-                summary = [len(system.calls), sum(r.reused for r in run.results), len(run.results)]
-                (tmp_path / f"child{i}.json").write_text(json.dumps(summary))
-                code = 0
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    os.close(start[0])
-    os.close(start[1])
-    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0, 0]
+
+    def one_eval(i: int) -> None:
+        logging.getLogger("graphwalk_core.files").addHandler(logging.FileHandler(tmp_path / f"child{i}.log"))
+        system = DictSystem(delay_s=0.02)
+        run = run_eval(toy_dataset(), system, out_dir=tmp_path, concurrency=2)
+        summary = [len(system.calls), sum(r.reused for r in run.results), len(run.results)]
+        (tmp_path / f"child{i}.json").write_text(json.dumps(summary))
+
+    assert forked_jobs.at_once(one_eval, 2) == [0, 0]
     children = sorted(json.loads((tmp_path / f"child{i}.json").read_text()) for i in range(2))
     assert children == [[0, 20, 20], [20, 0, 20]]
     assert _checkpoint_ids(tmp_path) == [f"q{i:03d}" for i in range(20)]

@@ -4,11 +4,11 @@ PostgreSQL: nothing fails, no update is lost, and the graph equals a sequential 
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 from collections.abc import Callable
 from pathlib import Path
 
+import forked_jobs
 import typer
 
 from graphwalk_core.cli.ingest import ingest as cli_ingest
@@ -45,21 +45,6 @@ def run_ingest(folder: Path, graph: str, source_id: str) -> None:
         assert exc.exit_code == 0
 
 
-def fork_ingest(folder: Path, graph: str, source_id: str, start: tuple[int, int]) -> int:
-    """``graphwalk ingest`` in a forked child that starts when the parent closes ``start`` (a pipe)."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
-        try:
-            os.close(start[1])
-            os.read(start[0], 1)  # every child waits here until the parent closes its end
-            run_ingest(folder, graph, source_id)
-            code = 0
-        finally:
-            os._exit(code)
-    return pid
-
-
 async def tables(graph: str) -> dict:
     store = SQLGraphStore(graph)
     try:
@@ -78,11 +63,7 @@ def test_concurrent_sources_equal_a_sequential_run(
 
     folders = write_sources(tmp_path / "corpus")
     concurrent, sequential, reversed_order = graph("concurrent"), graph("sequential"), graph("reversed")
-    start = os.pipe()
-    pids = [fork_ingest(folder, concurrent, f"s{s}", start) for s, folder in enumerate(folders)]
-    os.close(start[0])
-    os.close(start[1])  # all children start at once
-    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+    codes = forked_jobs.at_once(lambda s: run_ingest(folders[s], concurrent, f"s{s}"), SOURCES)
     assert codes == [0] * SOURCES
     for s, folder in enumerate(folders):
         run_ingest(folder, sequential, f"s{s}")

@@ -9,13 +9,11 @@ import os
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-import psycopg
 from port_for import get_port
 
-from servers.postgres_server import SERVER_USER, PostgresServer
+from servers.postgres_server import SERVER_USER, PostgresServer, wait_for_sessions
 
 
 def find_pgbouncer() -> str | None:
@@ -50,15 +48,8 @@ class PgBouncer:
 
     def start(self, timeout: float = 30.0) -> PgBouncer:
         subprocess.run(self._command("-d", str(self.folder / "pgbouncer.ini")), check=True)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                psycopg.connect(self.url("postgres", driver="postgresql"), connect_timeout=5).close()
-                return self
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_for_sessions(self.url("postgres", driver="postgresql"), timeout)
+        return self
 
     def stop(self) -> None:
         pid = self.folder / "pgbouncer.pid"

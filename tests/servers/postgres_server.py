@@ -25,6 +25,19 @@ SERVER_USER = "postgres"
 FAST_OPTIONS = "-c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
 
 
+def wait_for_sessions(url: str, timeout: float) -> None:
+    """Return once a session can be opened at ``url`` (a libpq URL); its error after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def find_pg_ctl() -> str:
     """``pg_ctl`` on PATH, else the newest one of Debian's ``/usr/lib/postgresql/<version>/bin``."""
     found = shutil.which("pg_ctl")
@@ -77,15 +90,8 @@ class PostgresServer:
     def start(self, timeout: float = 60.0) -> PostgresServer:
         """Start the server and wait until it accepts sessions (an open port is not enough)."""
         self.executor.start()
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                psycopg.connect(self.url(driver="postgresql"), connect_timeout=5).close()
-                return self
-            except psycopg.OperationalError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        wait_for_sessions(self.url(driver="postgresql"), timeout)
+        return self
 
     def stop(self) -> None:
         try:

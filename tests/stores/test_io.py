@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import duckdb
+import forked_jobs
 import pytest
 
 from graphwalk_core.errors import InputError
@@ -499,29 +500,16 @@ def test_processes_saving_one_parquet_folder_at_once_leave_one_whole_graph(tmp_p
     each save finished the other's cut short, so one failed (``FileNotFoundError`` on a moved
     ``.nodes.parquet.next``) and the folder could hold one graph's nodes beside another's metadata (its
     ledger). Saves into one folder now take turns: the folder holds the last one whole."""
-    import os
 
     processes, rounds = 4, 10
     folder = tmp_path / "g"
+
+    def save(i: int) -> None:
+        nodes = [Node(id=f"{i}-{k}", name=f"{i}-{k}", provenance=(P1,)) for k in range(50)]
+        write_parquet_graph(folder, nodes, [], {"saved by": str(i)})
+
     for _ in range(rounds):
-        start = os.pipe()
-        pids = []
-        for i in range(processes):
-            pid = os.fork()
-            if pid == 0:  # pragma: no cover - the child
-                code = 3
-                try:
-                    os.close(start[1])
-                    os.read(start[0], 1)  # every child waits here until the parent closes its end
-                    nodes = [Node(id=f"{i}-{k}", name=f"{i}-{k}", provenance=(P1,)) for k in range(50)]
-                    write_parquet_graph(folder, nodes, [], {"saved by": str(i)})
-                    code = 0
-                finally:
-                    os._exit(code)
-            pids.append(pid)
-        os.close(start[0])
-        os.close(start[1])
-        assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0] * processes
+        assert forked_jobs.at_once(save, processes) == [0] * processes
         nodes, _, metadata = read_parquet_graph(folder)
         assert sorted({n.id.split("-")[0] for n in nodes}) == [metadata["saved by"]]
     assert sorted(p.name for p in folder.iterdir()) == sorted(
@@ -534,7 +522,6 @@ def test_a_parquet_folder_read_while_another_process_saves_is_one_graph(tmp_path
     some tables of the old graph and some of the new (a ledger beside nodes it does not list), or failed
     ("cannot read .metadata.parquet.next") when a pending table was moved in as it was read. A read now
     waits for a save in progress, and saves wait for reads."""
-    import os
 
     def graph(i: int) -> tuple[list[Node], list[Edge], dict[str, str]]:
         nodes = [Node(id=f"{i}-{k}", name=f"{i}-{k}", provenance=(P1,)) for k in range(100)]
@@ -545,19 +532,14 @@ def test_a_parquet_folder_read_while_another_process_saves_is_one_graph(tmp_path
 
     folder = tmp_path / "g"
     write_parquet_graph(folder, *graph(0))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
-        try:
-            for i in range(1, 25):
-                write_parquet_graph(folder, *graph(i % 2))
-            code = 0
-        finally:
-            os._exit(code)
-    seen, done = [], 0
-    while not done:
-        done = os.waitpid(pid, os.WNOHANG)[0]
+
+    def saves() -> None:
+        for i in range(1, 25):
+            write_parquet_graph(folder, *graph(i % 2))
+
+    pid, seen = forked_jobs.in_background(saves), []
+    while (code := forked_jobs.finished(pid)) is None:
         nodes, edges, metadata = read_parquet_graph(folder)
         owners = {n.id.split("-")[0] for n in nodes} | {e.source.split("-")[0] for e in edges}
         seen.append(sorted(owners) == [metadata["saved by"]])
-    assert len(seen) > 1 and all(seen)
+    assert code == 0 and len(seen) > 1 and all(seen)

@@ -9,6 +9,7 @@ import math
 import shutil
 from pathlib import Path
 
+import forked_jobs
 import numpy as np
 import pytest
 
@@ -377,7 +378,6 @@ def test_a_model_saved_by_two_processes_at_once_is_never_without_its_manifest(
     runs): the second found no manifest yet, then saved over the first's folder, removing its manifest
     after the first had made it the newest, so a run walking with the newest model meanwhile failed
     ("not a trained decider"). Saves of a model now take turns; the second finds it saved."""
-    import os
     import time
 
     from graphwalk_core.decisions import trained
@@ -400,26 +400,14 @@ def test_a_model_saved_by_two_processes_at_once_is_never_without_its_manifest(
         return saving(self, folder)
 
     monkeypatch.setattr(trained, "write_text_atomic", slowly)
-    start = os.pipe()
-    pids = []
-    for i in range(2):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            code = 3
-            try:
-                os.close(start[1])
-                os.read(start[0], 1)  # both children wait here until the parent closes its end
-                if i == 1:
-                    DeciderModel.save = later  # type: ignore[method-assign]
-                assert promote(wh, save_model(wh, model))
-                until = time.monotonic() + 0.8
-                while i == 0 and time.monotonic() < until:  # walking with the newest model meanwhile
-                    DeciderModel.load(latest_model(wh))  # type: ignore[arg-type]
-                code = 0
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    os.close(start[0])
-    os.close(start[1])
-    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids] == [0, 0]
+
+    def train(i: int) -> None:
+        if i == 1:
+            DeciderModel.save = later  # type: ignore[method-assign]
+        assert promote(wh, save_model(wh, model))
+        until = time.monotonic() + 0.8
+        while i == 0 and time.monotonic() < until:  # walking with the newest model meanwhile
+            DeciderModel.load(latest_model(wh))  # type: ignore[arg-type]
+
+    assert forked_jobs.at_once(train, 2) == [0, 0]
     assert DeciderModel.load(latest_model(wh)).fingerprint == model.fingerprint  # type: ignore[arg-type]

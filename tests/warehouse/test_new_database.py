@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import forked_jobs
+
 from graphwalk_core.warehouse import views
 
 PROCESSES = 6
@@ -17,23 +19,7 @@ ROUNDS = 12
 
 def connect_at_once(db: Path) -> list[int]:
     """Exit codes of forked children that open ``db`` for writing together (0: it opened)."""
-    start = os.pipe()
-    pids = []
-    for _ in range(PROCESSES):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child
-            code = 3
-            try:
-                os.close(start[1])
-                os.read(start[0], 1)  # every child waits here until the parent closes its end
-                views.connect(db, read_only=False).close()
-                code = 0
-            finally:
-                os._exit(code)
-        pids.append(pid)
-    os.close(start[0])
-    os.close(start[1])
-    return [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in pids]
+    return forked_jobs.at_once(lambda _: views.connect(db, read_only=False).close(), PROCESSES)
 
 
 def test_processes_opening_one_new_warehouse_database_all_succeed(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import forked_jobs
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -270,27 +271,21 @@ def test_a_query_while_another_process_replaces_a_partition_reads_it_whole(tmp_p
     ``eval_results``) read the old file's footer and the new file's bytes: "IO Error: Could not read enough
     bytes from file" in about half of the queries (a graph check, ``eval_summary``). A query that fails
     while a table file was replaced now runs again."""
-    import os
     import time
 
     wh = Warehouse(tmp_path)
     tables = [pa.table({"x": list(range(500 + 50 * i)), "s": [f"v{i}"] * (500 + 50 * i)}) for i in range(2)]
     wh.write("t", tables[0], {"k": "a"})
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
-        try:
-            for i in range(1, 100):  # a write every 20 ms or so
-                wh.write("t", tables[i % 2], {"k": "a"}, refresh=False)
-                time.sleep(0.02)
-            code = 0
-        finally:
-            os._exit(code)
-    counts, (done, status) = [], (0, 0)
-    while not done:
-        done, status = os.waitpid(pid, os.WNOHANG)
+
+    def writes() -> None:
+        for i in range(1, 100):  # a write every 20 ms or so
+            wh.write("t", tables[i % 2], {"k": "a"}, refresh=False)
+            time.sleep(0.02)
+
+    pid, counts = forked_jobs.in_background(writes), []
+    while (code := forked_jobs.finished(pid)) is None:
         counts.append(query(tmp_path, "SELECT count(*), count(DISTINCT s) FROM t").rows)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert code == 0
     assert len(counts) > 1 and set(map(tuple, counts)) <= {((500, 1),), ((550, 1),)}
 
 
@@ -299,23 +294,17 @@ def test_a_partition_read_while_another_process_replaces_it_is_one_file(tmp_path
     replaced the partition (atomically) read parts of both files: "Page was smaller than expected" or
     "Column cannot have more than one dictionary" in about one read of twenty. It now reads through one
     open file."""
-    import os
 
     wh = Warehouse(tmp_path)
     tables = [pa.table({"x": list(range(500 + 50 * i)), "s": [f"v{i}"] * (500 + 50 * i)}) for i in range(2)]
     wh.write("t", tables[0], {"k": "a"})
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
-        try:
-            for i in range(1, 300):
-                wh.write("t", tables[i % 2], {"k": "a"}, refresh=False)
-            code = 0
-        finally:
-            os._exit(code)
-    rows, (done, status) = [], (0, 0)
-    while not done:
-        done, status = os.waitpid(pid, os.WNOHANG)
+
+    def writes() -> None:
+        for i in range(1, 300):
+            wh.write("t", tables[i % 2], {"k": "a"}, refresh=False)
+
+    pid, rows = forked_jobs.in_background(writes), []
+    while (code := forked_jobs.finished(pid)) is None:
         rows.append(wh.read("t", {"k": "a"}).num_rows)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert code == 0
     assert len(rows) > 1 and set(rows) <= {500, 550}
