@@ -231,6 +231,8 @@ class Rows:
     def __init__(self, cursor: duckdb.DuckDBPyConnection, root: Path) -> None:
         self._cursor, self._root = cursor, root
         self.columns: list[str] = [d[0] for d in cursor.description or []]
+        #: each column's DuckDB type (its ``id``: ``integer``, ``varchar``, ``list``, ``struct``, ...)
+        self.types: list[str] = [str(d[1].id) for d in cursor.description or []]
 
     def batches(self, size: int = FETCH_ROWS) -> Iterator[list[tuple[Any, ...]]]:
         """The rows not fetched yet, at most ``size`` at a time."""
