@@ -333,7 +333,9 @@ def _replaced_since(root: Path, started: float) -> bool:
 def query(root: Path, sql: str) -> QueryResult:
     """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory). DuckDB
     opens each file of a query more than once (its schema, then its rows): one that fails while another
-    process replaced a table file (it read part of the old file, part of the new) runs again."""
+    process replaced a table file (it read part of the old file, part of the new) runs again; one refused
+    or unparsable (its text fails, not a file) is refused at once."""
+    _check_read_only(sql)
     for attempt in range(QUERY_ATTEMPTS):
         started = time.time()
         try:

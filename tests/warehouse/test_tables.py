@@ -320,6 +320,29 @@ def test_a_query_while_another_process_replaces_a_partition_reads_it_whole(tmp_p
     assert len(counts) > 1 and set(map(tuple, counts)) <= {((500, 1),), ((550, 1),)}
 
 
+def test_a_refused_or_unparsable_query_runs_once_beside_a_file_just_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry of a query that failed while a table file was replaced also ran a refused or unparsable
+    query again, 5 times in all (each opening the database and looking at every file's time), whenever a
+    file had been written in the last second: its text, not a file, is what fails. It is refused at once."""
+    from graphwalk_core.warehouse import views
+
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    runs: list[str] = []
+    real = views.open_query
+    monkeypatch.setattr(views, "open_query", lambda root, sql: (runs.append(sql), real(root, sql))[1])
+    for sql, message in (
+        ("delete from t", "query refused: DELETE statements are not allowed"),
+        ("selec 1", "query failed: Parser Error"),
+    ):
+        with pytest.raises(InputError, match=f"^{message}"):
+            query(tmp_path, sql)
+    assert runs == []
+    assert query(tmp_path, "select a from t").rows == [(1,)]
+    assert runs == ["select a from t"]
+
+
 def test_a_partition_read_while_another_process_replaces_it_is_one_file(tmp_path: Path) -> None:
     """pyarrow given a path opens the file more than once, so ``Warehouse.read`` while another process
     replaced the partition (atomically) read parts of both files: "Page was smaller than expected" or
