@@ -118,14 +118,16 @@ def _config(
 
 def _check_trace(path: Path, graph: str) -> None:
     """An InputError, before any walk, when ``--trace`` cannot be a file (a folder, or under a file) or
-    is the graph's own file, or in its folder."""
+    is the graph's own file (a SQLite URL's too), or in its folder."""
+    from graphwalk_core.stores.sql_engine import parse_url, sqlite_file
+
     if path.is_dir():
         raise InputError(f"--trace {path} is a folder, not a file")
     if taken := next((p for p in path.parents if p.exists() and not p.is_dir()), None):
         raise InputError(f"--trace {path}: {taken} is a file")
-    held = Path(graph)
+    held = sqlite_file(parse_url(graph, "graph store")) if "://" in graph else Path(graph)
     if (
-        "://" not in graph
+        held is not None
         and held.exists()
         and any(p.exists() and p.samefile(held) for p in (path, *path.parents))
     ):

@@ -195,6 +195,8 @@ class SQLGraphStore:
         #: the read transaction of the open :meth:`snapshot` (shared by overlapping ones), and their number
         self._snapshot: Connection | None = None
         self._snapshot_users = 0
+        #: a statement failed in it (PostgreSQL: the transaction is aborted): not joined again
+        self._snapshot_failed = False
         #: upserts held until the open transaction needs them in the tables (see the module docstring)
         self._pending_nodes: dict[NodeId, Node] = {}
         self._pending_edges: dict[EdgeId, Edge] = {}
@@ -209,7 +211,7 @@ class SQLGraphStore:
         # commit this store was told of (PostgreSQL commits asynchronously), and a later writer can bring
         # the generation back to the number they were kept at; this store learns of the crash only by an
         # error.
-        event.listen(self._engine, "handle_error", lambda _context: self._forget_large())
+        event.listen(self._engine, "handle_error", self._failed)
         self._upserts = {
             t.name: upsert_statement(self._engine, t) for t in (nodes_table, edges_table, metadata_table)
         }
@@ -288,6 +290,12 @@ class SQLGraphStore:
         self._stored = {}
         self._forget_large()
 
+    def _failed(self, context: Any) -> None:
+        """A statement failed (see ``_large``); in the open snapshot, that one is not joined again."""
+        self._forget_large()
+        if context.connection is not None and context.connection is self._snapshot:
+            self._snapshot_failed = True
+
     def _forget_large(self) -> None:
         self._large = {}
         self._seen = None
@@ -349,14 +357,19 @@ class SQLGraphStore:
         """Reads inside see one committed state of the tables, whatever other processes commit meanwhile
         (one read transaction: no writer waits for it); nothing is written inside. In a transaction, or
         in a snapshot already, reads see that one's state: overlapping snapshots (concurrent walks) share
-        one read transaction, ended when the last of them ends."""
+        one read transaction, ended when the last of them ends, unless a statement failed in it (the
+        server ended the session, an aborted transaction): a snapshot entered then reads in a new one, as
+        the open ones do from then on (the broken one would fail every read)."""
         if self._conn is not None:
             yield self
             return
+        if self._snapshot is not None and (self._snapshot_failed or self._snapshot.invalidated):
+            broken, self._snapshot = self._snapshot, None
+            broken.close()
         if self._snapshot is None:
             conn = self._reader.connect()
             conn.begin()
-            self._snapshot = conn
+            self._snapshot, self._snapshot_failed = conn, False
         self._snapshot_users += 1
         try:
             yield self

@@ -254,15 +254,20 @@ def table_names(url: str) -> list[str]:
         engine.dispose()
 
 
-def missing_folder(url: str) -> Path | None:
-    """The folder a SQLite file URL names that does not exist (SQLite then says only "unable to open
-    database file"), else None."""
+def sqlite_file(url: str | URL) -> Path | None:
+    """The file a SQLite URL names; None for another database, one in memory or a ``file:`` URI."""
     parsed = make_url(url)
     database = parsed.database or ""
     if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:") or database.startswith("file:"):
         return None
-    folder = Path(database).parent
-    return None if folder.is_dir() else folder
+    return Path(database)
+
+
+def missing_folder(url: str) -> Path | None:
+    """The folder a SQLite file URL names that does not exist (SQLite then says only "unable to open
+    database file"), else None."""
+    file = sqlite_file(url)
+    return None if file is None or file.parent.is_dir() else file.parent
 
 
 def open_engine(url: str) -> Engine:
@@ -274,9 +279,8 @@ def open_engine(url: str) -> Engine:
     remote = make_url(url).get_backend_name() != "sqlite"
     engine = create_engine(url, connect_args=_connect_args(url), pool_pre_ping=remote)
     if engine.dialect.name == "sqlite":
-        database = engine.url.database
-        if database and database != ":memory:" and not database.startswith("file:"):
-            create_shared(Path(database))  # 0666 & ~umask, not SQLite's 0644 & ~umask
+        if (file := sqlite_file(engine.url)) is not None:
+            create_shared(file)  # 0666 & ~umask, not SQLite's 0644 & ~umask
         _sqlite_transactions(engine)
     elif engine.dialect.name == "postgresql":
         _postgresql_writer_lock(engine)

@@ -231,6 +231,8 @@ class Rows:
     def __init__(self, cursor: duckdb.DuckDBPyConnection, root: Path) -> None:
         self._cursor, self._root = cursor, root
         self.columns: list[str] = [d[0] for d in cursor.description or []]
+        #: each column's DuckDB type (its ``id``: ``integer``, ``varchar``, ``list``, ``struct``, ...)
+        self.types: list[str] = [str(d[1].id) for d in cursor.description or []]
 
     def batches(self, size: int = FETCH_ROWS) -> Iterator[list[tuple[Any, ...]]]:
         """The rows not fetched yet, at most ``size`` at a time."""
@@ -331,7 +333,9 @@ def _replaced_since(root: Path, started: float) -> bool:
 def query(root: Path, sql: str) -> QueryResult:
     """Every row of the read-only ``sql`` (see :func:`open_query`; for results that fit in memory). DuckDB
     opens each file of a query more than once (its schema, then its rows): one that fails while another
-    process replaced a table file (it read part of the old file, part of the new) runs again."""
+    process replaced a table file (it read part of the old file, part of the new) runs again; one refused
+    or unparsable (its text fails, not a file) is refused at once."""
+    _check_read_only(sql)
     for attempt in range(QUERY_ATTEMPTS):
         started = time.time()
         try:

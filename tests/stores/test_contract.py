@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.exc import SQLAlchemyError
 
 from graphwalk_core.errors import InputError
 from graphwalk_core.model import AttributeConflict, ConflictValue, Edge, Node, Provenance, edge_id
@@ -272,6 +273,30 @@ async def test_overlapping_snapshots_read_one_state_until_the_last_ends(store: G
         assert await store.counts() == (5, 3)
     finally:
         await other.close()
+
+
+async def test_a_snapshot_whose_statement_failed_is_not_joined(store: GraphStore) -> None:
+    """Overlapping snapshots share one read transaction; once a statement failed in it (the server ended the
+    session: a restart, an idle timeout; PostgreSQL: any error aborts the transaction), every walk entering
+    while another was still open joined the broken one and failed at its first read, so an eval's questions
+    failed one after another for as long as its walks overlapped. A snapshot entered then reads in a new
+    one."""
+    if not offers(store, Snapshots):
+        return
+    assert isinstance(store, SQLGraphStore)
+    await movies(store)
+    for fail in ("statement", "disconnect"):
+        async with store.snapshot():  # a walk still running
+            broken = store._snapshot
+            assert broken is not None
+            if fail == "disconnect":
+                broken.invalidate()  # the server ended the session
+            else:
+                with pytest.raises(SQLAlchemyError):
+                    broken.exec_driver_sql("SELECT * FROM no_such_table")
+            async with store.snapshot():  # a walk starting now
+                assert await store.counts() == (4, 3)
+        assert store._snapshot is None
 
 
 async def test_degree(store: GraphStore) -> None:

@@ -123,6 +123,21 @@ def test_query_trace_never_replaces_the_graph(tmp_path: Path) -> None:
     assert table.read_bytes() == before
 
 
+def test_query_trace_never_replaces_a_sqlite_graph_named_by_url(tmp_path: Path) -> None:
+    """The check that --trace does not name the graph's own file looked at a path only: a SQLite graph
+    named by its URL (sqlite:///kb.db, as GRAPHWALK_GRAPH_URL gives it) was replaced by the trace."""
+    kb = tmp_path / "kb.txt"
+    kb.write_bytes(MOVIES.read_bytes())
+    db = tmp_path / "kb.db"
+    assert runner.invoke(app, ["graph", "import", str(kb), "--out", str(db)]).exit_code == 0
+    before = db.read_bytes()
+    url = f"sqlite:///{db}"
+    args = ["query", url, "who directed Avatar", "--start", "Avatar", "--decider", "fake", "--trace", str(db)]
+    result = runner.invoke(app, args)
+    assert (result.exit_code, result.stderr) == (2, f"error: --trace {db} would write over the graph {url}\n")
+    assert db.read_bytes() == before
+
+
 def test_query_walks_with_an_eval_preset_and_metaqa_glosses(metaqa_dir: Path, minilm_dir: Path) -> None:
     """The README's example: the relation-beam eval system's config, MetaQA's relation glosses, the local
     decider (without the glosses, the actors of Inception outrank its director)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -354,6 +355,45 @@ def test_sql_csv_writes_lists_and_structs_as_json(tmp_path: Path) -> None:
         0,
         'l,s,n\n"[""a\'b"", null, ""é""]","{""x"": 1.5, ""y"": null}",\n',
     )
+
+
+def test_sql_csv_writes_the_rows_of_flat_columns_as_fetched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every value of every row was checked for a list or struct to write as JSON, whatever the columns'
+    types: CSV of a result with none took twice as long (200,000 rows of 5 columns: 0.36 s, from 0.17).
+    Only list, array, struct, map and union columns are looked at now; other batches go to the CSV writer
+    as fetched."""
+    Warehouse(tmp_path).write("t", [{"a": 1, "b": "x"}, {"a": 2, "b": None}])
+    real, received = csv.writer, list[object]()
+
+    class Spy:
+        def __init__(self, out: object, **kw: object) -> None:
+            self.writer = real(out, **kw)  # type: ignore[call-overload]
+            self.writerow = self.writer.writerow
+
+        def writerows(self, rows: object) -> None:
+            received.append(rows)
+            self.writer.writerows(rows)
+
+    monkeypatch.setattr(csv, "writer", Spy)
+    result = CliRunner().invoke(
+        app, ["sql", "select * from t order by a", "--warehouse", str(tmp_path), "-f", "csv"]
+    )
+    assert (result.exit_code, result.output) == (0, "a,b\n1,x\n2,\n")
+    assert received == [[(1, "x"), (2, None)]]
+    result = CliRunner().invoke(
+        app,
+        [
+            "sql",
+            "select a, union_value(l := [a]) u from t order by a",
+            "--warehouse",
+            str(tmp_path),
+            "-f",
+            "csv",
+        ],
+    )
+    assert (result.exit_code, result.output) == (0, "a,u\n1,[1]\n2,[2]\n")
 
 
 def test_sql_says_how_to_pivot(tmp_path: Path) -> None:
