@@ -171,6 +171,21 @@ async def test_failed_chunk_still_counts_its_calls_and_tokens(
     assert (cost.calls, cost.input_tokens, cost.output_tokens) == (2, 120, 10)
 
 
+async def test_an_empty_object_is_a_chunk_with_nothing_to_extract(
+    openai_server: OpenAIServer, tmp_path: Path
+) -> None:
+    """``{}``, a model's way of saying a chunk names nothing, is an empty extraction: the refusal of
+    objects without 'entities' or 'relations' (a reply cut short) took it as invalid, so such a document
+    failed on every run."""
+    openai_server.enqueue(Reply("{}"))
+    store = MemoryGraphStore()
+    report = await ingest(
+        FileSource(corpus(tmp_path / "docs")), store, extractor=extractor(openai_server), routing="exact"
+    )
+    assert (report.failed, report.extraction_cost.calls, report.new) == ([], 1, 1)
+    assert await store.counts() == (0, 0)
+
+
 async def test_a_reply_cut_short_is_asked_again_not_cached_as_empty(
     openai_server: OpenAIServer, tmp_path: Path
 ) -> None:

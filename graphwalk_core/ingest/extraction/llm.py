@@ -56,9 +56,10 @@ class LLMExtraction(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _names_a_list(cls, data: Any) -> Any:
-        """An object with neither key is not the reply: in a reply cut short, the first whole object is an
-        inner one (an entity), which would otherwise validate as an empty extraction."""
-        if isinstance(data, dict) and "entities" not in data and "relations" not in data:
+        """An object with keys but neither of these is not the reply: in a reply cut short, the first whole
+        object is an inner one (an entity), which would otherwise validate as an empty extraction. ``{}``
+        is: a chunk that names nothing."""
+        if isinstance(data, dict) and data and "entities" not in data and "relations" not in data:
             raise ValueError(f"an object with neither 'entities' nor 'relations': keys {sorted(data)}")
         return data
 
