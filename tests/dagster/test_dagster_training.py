@@ -166,7 +166,7 @@ def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path
     for graph in ("0" * 64, graph_identity(dataset.knowledge), None):
         (model / "manifest.json").write_text(json.dumps({"graph": graph}), encoding="utf-8")
         decider = DeciderResource(backend="trained", model_path=str(model))
-        notes.append(_check_trained(dims, dataset, decider, resources["warehouse"]))
+        notes.append(_check_trained(dims, dataset, decider, resources["warehouse"], model))
     assert notes == [
         f"the trained decider {model} learned over another graph than metaqa-1hop-test's: it knows that "
         "graph's relations and question phrasings, not these (train one on this graph: graphwalk train "

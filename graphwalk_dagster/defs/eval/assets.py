@@ -177,35 +177,32 @@ def _walks_trained(dims: dict[str, str], decider: DeciderResource) -> bool:
     return dims["system"].endswith(TRAINED) or decider.settings().resolved_decider() == "trained"
 
 
-def _trained_model(
-    dims: dict[str, str], decider: DeciderResource, warehouse: WarehouseResource
-) -> Path | None:
+def _trained_model(decider: DeciderResource, warehouse: WarehouseResource) -> Path | None:
     """The model folder a partition walking with a trained decider walks with: the decider resource's
-    ``model_path``, else the warehouse's newest model; None for another partition (or no model yet: the
-    system is skipped then)."""
-    if not _walks_trained(dims, decider):
-        return None
+    ``model_path``, else the warehouse's newest model (None: no model yet, the system is skipped then)."""
     return decider.settings().decider_model or latest_model(warehouse.warehouse())
 
 
 def _check_trained(
-    dims: dict[str, str], dataset: Dataset, decider: DeciderResource, warehouse: WarehouseResource
+    dims: dict[str, str],
+    dataset: Dataset,
+    decider: DeciderResource,
+    warehouse: WarehouseResource,
+    model: Path | None,
 ) -> str | None:
-    """A partition walking with a trained decider must not score questions its model learned from (the ids
-    its folder lists): with ``split: dev`` (the default off MetaQA), eval_questions' seed 0 picks 20 of the
-    200 dev questions decision_examples' defaults learn from, and the automation reruns a partition with
-    the defaults. Returns a warning when the model learned over another graph than the dataset's."""
-    if not _walks_trained(dims, decider):
-        return None
-    settings = decider.settings()
-    seen = learned_questions(warehouse.warehouse(), [dataset], settings.decider_model)
+    """A partition walking with a trained decider (``model``) must not score questions its model learned
+    from (the ids its folder lists): with ``split: dev`` (the default off MetaQA), eval_questions' seed 0
+    picks 20 of the 200 dev questions decision_examples' defaults learn from, and the automation reruns a
+    partition with the defaults. Returns a warning when the model learned over another graph than the
+    dataset's."""
+    seen = learned_questions(warehouse.warehouse(), [dataset], decider.settings().decider_model)
     if seen:
         raise InputError(
             f"eval_results {dims['dataset']} × {dims['system']}: {len(seen)} of {len(dataset.questions)} "
             f"questions are ones the trained decider learned from (first: {seen[0]}); "
             f"score questions it has not seen ({unseen_questions_hint(dims['dataset'])})"
         )
-    return datasets_note(_trained_model(dims, decider, warehouse), [dataset])
+    return datasets_note(model, [dataset])
 
 
 @dg.asset(
@@ -230,8 +227,9 @@ def eval_results(
     answers were ``reused`` from an earlier run over the same graph.
     """
     dims = _dims(context)
-    note = _check_trained(dims, eval_questions, decider, warehouse)
-    model = _trained_model(dims, decider, warehouse)
+    trained = _walks_trained(dims, decider)
+    model = _trained_model(decider, warehouse) if trained else None
+    note = _check_trained(dims, eval_questions, decider, warehouse, model) if trained else None
     if note:
         context.log.warning(note)
     name = dims["system"].removesuffix(TRAINED)
@@ -257,7 +255,7 @@ def eval_results(
             "answered": sum(not r.reused and r.status != "skipped" for r in run.results),
             "run_id": run.metadata.run_id,
             "graph_fingerprint": (run.metadata.graph_fingerprint or "none")[:16],
-            **({TRAINED_MODEL: model.name if model else "none"} if _walks_trained(dims, decider) else {}),
+            **({TRAINED_MODEL: model.name if model else "none"} if trained else {}),
             **({"warning": note} if note else {}),
             "path": dg.MetadataValue.path(str(path)),
             "preview": preview(rows),
