@@ -241,11 +241,9 @@ def table_names(url: str) -> list[str]:
     """The tables of the database ``url`` names, read with none of this store's connection settings (the
     WAL mode they switch SQLite to stays in the file). A SQLite file that does not exist is an InputError,
     not a new empty database."""
-    parsed = make_url(url)
-    database = parsed.database or ":memory:"
-    file = parsed.get_backend_name() == "sqlite" and not database.startswith((":memory:", "file:"))
-    if file and not Path(database).is_file():
-        raise InputError(f"graph database not found: {database}")
+    file = sqlite_file(url)
+    if file is not None and not file.is_file():
+        raise InputError(f"graph database not found: {file}")
     engine = create_engine(url, connect_args=_connect_args(url))
     try:
         with engine.connect() as conn:
