@@ -11,6 +11,7 @@ from __future__ import annotations
 import fcntl
 import json
 import logging
+import math
 import os
 import secrets
 import sqlite3
@@ -133,6 +134,29 @@ def first_undecodable(data: bytes) -> tuple[int, str]:
     except UnicodeDecodeError as exc:
         return data[: exc.start].count(b"\n") + 1, data[exc.start : exc.start + 1].hex()
     return 0, ""
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as the JSON text graphwalk prints: UTF-8, a value JSON has no type for (a date) as its
+    ``str``, and NaN or an infinity, which JSON has no number for, as null (as Pydantic writes them)."""
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:  # a NaN or infinity in it: replaced only then (walking every value would cost)
+        return json.dumps(_finite(value), default=str, ensure_ascii=False, indent=indent, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN and infinity in it as None (a key as the text ``json.dumps`` gives it)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {
+            json.dumps(k) if isinstance(k, float) and not math.isfinite(k) else k: _finite(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def json_error(exc: json.JSONDecodeError) -> str:

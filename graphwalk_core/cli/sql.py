@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from enum import StrEnum
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeAlias
 import typer
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.files import json_text
 
 if TYPE_CHECKING:
     from graphwalk_core.warehouse import Rows
@@ -86,11 +86,6 @@ def _first(batches: Iterator[list[Row]], limit: int | None) -> Iterator[list[Row
             return
 
 
-def _json(value: Any, indent: int | None = None) -> str:
-    """``value`` as JSON text (a value JSON has no type for, such as a date, as its ``str``)."""
-    return json.dumps(value, default=str, ensure_ascii=False, indent=indent)
-
-
 def _write_csv(
     columns: list[str], batches: Iterable[list[Row]], out: TextIO, nested: Sequence[int] = ()
 ) -> None:
@@ -109,7 +104,7 @@ def _json_cells(row: Row, nested: Sequence[int]) -> Row:
     cells = list(row)
     for i in nested:
         if isinstance(cells[i], list | dict):
-            cells[i] = _json(cells[i])
+            cells[i] = json_text(cells[i])
     return tuple(cells)
 
 
@@ -127,12 +122,13 @@ def _keys(columns: list[str]) -> list[str]:
 
 
 def _write_json(columns: list[str], batches: Iterable[list[Row]], out: TextIO) -> None:
-    """A list of objects, written as it is fetched: the text ``json.dumps(rows, indent=1)`` gives."""
+    """A list of objects, written as it is fetched: the text ``json_text(rows, indent=1)`` gives (NaN
+    and infinities as null: bare ``NaN`` is not JSON)."""
     opened, keys = False, _keys(columns)
     for batch in batches:
         for row in batch:
             record = dict(zip(keys, row, strict=True))
-            text = _json(record, indent=1)
+            text = json_text(record, indent=1)
             out.write((",\n " if opened else "[\n ") + text.replace("\n", "\n "))
             opened = True
     out.write("\n]\n" if opened else "[]\n")

@@ -449,3 +449,33 @@ def test_a_mistyped_query_reads_no_parquet_file(
     with pytest.raises(InputError) as raised:
         query(tmp_path, statement)
     assert (str(raised.value).splitlines()[0][: len(error)], scans) == (error, [])
+
+
+_NOT_FINITE = (
+    "select 'nan'::double x, ['inf'::double, 1.5] l, {'y': '-inf'::float} s, "
+    "map(['nan'::double], [1]) m from t"
+)
+
+
+def test_sql_json_writes_nan_and_infinities_as_null(tmp_path: Path) -> None:
+    """NaN and infinities were written bare (NaN, Infinity, -Infinity): not JSON, so jq and JSON.parse
+    refused the whole output. They are null now, as Pydantic writes them (`graphwalk query --json`)."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    result = CliRunner().invoke(app, ["sql", _NOT_FINITE, "--warehouse", str(tmp_path), "-f", "json"])
+    assert (result.exit_code, result.output) == (
+        0,
+        '[\n {\n  "x": null,\n  "l": [\n   null,\n   1.5\n  ],\n  "s": {\n   "y": null\n  },\n'
+        '  "m": {\n   "NaN": 1\n  }\n }\n]\n',
+    )
+    json.loads(result.output, parse_constant=pytest.fail)
+
+
+def test_sql_csv_and_table_keep_nan_and_infinities(tmp_path: Path) -> None:
+    """CSV and the table print a float's own text (nan, inf); a list or struct in a CSV cell is the JSON
+    text --format json gives it, so valid JSON too."""
+    Warehouse(tmp_path).write("t", [{"a": 1}])
+    query = "select 'nan'::double x, '-inf'::double y, ['inf'::double] l from t"
+    as_csv = CliRunner().invoke(app, ["sql", query, "--warehouse", str(tmp_path), "-f", "csv"])
+    assert (as_csv.exit_code, as_csv.output) == (0, "x,y,l\nnan,-inf,[null]\n")
+    table = _sql(tmp_path, query)
+    assert (table.exit_code, table.output.splitlines()[3]) == (0, "│ nan │ -inf │ [inf] │")
