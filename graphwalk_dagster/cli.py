@@ -67,7 +67,7 @@ def demo(
         )
     except GraphwalkError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
     console.print(

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         instance = home_instance()
     except GraphwalkError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     with instance:
         for pool, limit in set_pool_limits(instance, limits, overwrite=given).items():
             print(f"pool {pool}: {limit} at once")

@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ingest_partitions(args.source_ids, instance, max_runs=args.max_runs)
     except (GraphwalkError, RunsFailed) as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 1 if isinstance(exc, RunsFailed) else 2  # runs that failed; else nothing ran (a bad id)
     return 0
 
 

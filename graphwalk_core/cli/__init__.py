@@ -15,12 +15,19 @@ from graphwalk_core.cli import graph, ingest, query, sql, train
 from graphwalk_core.settings import SettingsError
 
 COMMANDS_GROUP = "graphwalk.commands"
+#: What every command's exit code means (``graphwalk --help`` ends with it).
+EXIT_CODES = (
+    "Exit codes: 0 done; 1 it ran but found a problem: a `query` whose walk ended in an error, an "
+    "`ingest` that left documents incomplete (retried next run); 2 an error stopped it, named on stderr: "
+    "bad input or usage, a setting, a graph or backend that failed."
+)
 
 app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     help="Answer questions by walking a knowledge graph: ingest sources into it, query it, evaluate and "
     "train deciders, and read the results with SQL. `graphwalk COMMAND --help` for each command.",
+    epilog=EXIT_CODES,
 )
 app.add_typer(graph.app, name="graph", help="Import, export and inspect graphs.")
 app.command("query")(query.query)

@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from graphwalk_core.cli.failures import graph_failure, unavailable
-from graphwalk_core.errors import GraphwalkError, InputError
+from graphwalk_core.cli.options import guarded
+from graphwalk_core.errors import InputError
 
 if TYPE_CHECKING:
     from graphwalk_core.stores.base import GraphStore
@@ -35,11 +36,6 @@ class InputFormat(StrEnum):
 class NodeTypes(StrEnum):
     generic = "generic"
     metaqa = "metaqa"
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(code=1)
 
 
 async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: bool) -> tuple[int, int]:
@@ -103,6 +99,7 @@ def _parquet_held(folder: Path, action: str) -> InputError:
 
 
 @app.command("import")
+@guarded
 def import_graph(
     source: Annotated[Path, typer.Argument(help="a subject|relation|object triples file or Parquet folder")],
     out: Annotated[str, typer.Option("--out", "-o", help="GRAPH to write: Parquet folder, .db file or URL")],
@@ -138,10 +135,8 @@ def import_graph(
         else:
             store = MemoryGraphStore.load(source)
         nodes, edges = asyncio.run(_write_graph(store, out, replace=replace))
-    except GraphwalkError as exc:
-        raise _fail(exc) from None
     except unavailable() as exc:  # the import is one transaction
-        raise _fail(graph_failure(exc, out, "Nothing was imported; run the command again")) from None
+        raise graph_failure(exc, out, "Nothing was imported; run the command again") from None
     typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
 
 
@@ -158,6 +153,7 @@ def _check_source(source: Path, format: InputFormat) -> None:
 
 
 @app.command("export")
+@guarded
 def export_graph(
     graph: Annotated[str, typer.Argument(help="GRAPH to read")],
     out: Annotated[Path, typer.Option("--out", "-o", help="a triples file or a Parquet folder")],
@@ -194,10 +190,8 @@ def export_graph(
 
     try:
         message = asyncio.run(run())
-    except GraphwalkError as exc:
-        raise _fail(exc) from None
     except unavailable() as exc:
-        raise _fail(graph_failure(exc, graph, "Run the command again")) from None
+        raise graph_failure(exc, graph, "Run the command again") from None
     typer.echo(message)
 
 
@@ -273,6 +267,7 @@ def _label(node_id: str, name: str) -> str:
 
 
 @app.command("stats")
+@guarded
 def stats(
     graph: Annotated[str, typer.Argument(help="GRAPH to inspect")],
     top: Annotated[int, typer.Option(help="how many top-degree nodes to list", min=0)] = 10,
@@ -280,10 +275,8 @@ def stats(
     """Node and edge counts, edges per relation and the highest-degree nodes of GRAPH."""
     try:
         nodes, edges, relations, ranked = asyncio.run(graph_stats(graph, top))
-    except GraphwalkError as exc:
-        raise _fail(exc) from None
     except unavailable() as exc:
-        raise _fail(graph_failure(exc, graph, "Run the command again")) from None
+        raise graph_failure(exc, graph, "Run the command again") from None
     from graphwalk_core.stores.sql_engine import redact_url
 
     console = Console()

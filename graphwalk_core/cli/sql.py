@@ -70,7 +70,7 @@ def sql(
                     _write_json(result.columns, batches, sys.stdout)
     except InputError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
-        raise typer.Exit(1) from exc
+        raise typer.Exit(2) from exc
 
 
 def _first(batches: Iterator[list[Row]], limit: int | None) -> Iterator[list[Row]]:

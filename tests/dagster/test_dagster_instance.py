@@ -38,8 +38,8 @@ def pg_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_an_unset_url_names_the_variable(pg_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert pools.main([]) == 1
-    assert scale_out.main(["films"]) == 1
+    assert pools.main([]) == 2
+    assert scale_out.main(["films"]) == 2
     assert capsys.readouterr().err == UNSET.format(home=pg_home) * 2
 
 
@@ -50,7 +50,7 @@ def test_a_server_out_of_reach_is_named_without_the_password(
     url = f"postgresql+psycopg2://dagster:s3cret@127.0.0.1:{port}/dagster"
     monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", url)
     monkeypatch.setattr(dagster_postgres.utils.time, "sleep", lambda _s: None)  # Dagster's retries
-    assert pools.main([]) == 1
+    assert pools.main([]) == 2
     assert capsys.readouterr().err == (  # one line while Dagster retries (3 lines a retry before)
         "the Dagster instance's PostgreSQL storage does not answer; retrying ...\n"
         f"error: cannot open the Dagster instance in {pg_home}: its PostgreSQL storage "
@@ -70,7 +70,7 @@ def test_a_storage_the_role_cannot_create_tables_in_is_named_with_the_servers_an
         conn.execute("CREATE ROLE dagster_user LOGIN")
     url = postgres_url.replace("+psycopg://postgres@", "+psycopg2://dagster_user:s3cret@")
     monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", url)
-    assert pools.main([]) == 1
+    assert pools.main([]) == 2
     shown = url.replace("s3cret", "***")
     assert capsys.readouterr().err == (
         f"error: cannot open the Dagster instance in {pg_home}: its storage "
@@ -82,7 +82,7 @@ def test_a_url_that_does_not_parse_is_named_without_the_password(
     pg_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", "postgresql://alice:s3cret@h:port/dagster")
-    assert pools.main([]) == 1  # SQLAlchemy's ValueError traceback before
+    assert pools.main([]) == 2  # SQLAlchemy's ValueError traceback before
     assert capsys.readouterr().err == (
         f"error: {pg_home}/dagster.yaml reads GRAPHWALK_DAGSTER_PG_URL: invalid storage URL "
         "postgresql://alice:***@h:port/dagster: not a SQLAlchemy URL (dialect+driver://user:password@host:port/"
@@ -97,7 +97,7 @@ def test_the_demo_stops_before_fresh_deletes_the_warehouse(pg_home: Path, tmp_pa
     result = CliRunner().invoke(
         app, ["demo", "--fresh", "--warehouse", str(warehouse), "--dagster-home", str(pg_home)]
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == UNSET.format(home=pg_home)
     assert (warehouse / "kept.parquet").read_bytes() == b"PAR1"
 
@@ -149,14 +149,14 @@ def test_a_password_in_a_variable_of_its_own_is_not_shown(
     (home / "dagster.yaml").write_text(POSTGRES_DB.format(port=port), encoding="utf-8")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("DAGSTER_PG_PASSWORD", raising=False)
-    assert pools.main([]) == 1
+    assert pools.main([]) == 2
     assert capsys.readouterr().err == (
         f"error: {home}/dagster.yaml reads DAGSTER_PG_PASSWORD (as `password`) from the environment, which "
         "is not set (docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
     )
     monkeypatch.setenv("DAGSTER_PG_PASSWORD", "s3cret")
     monkeypatch.setattr(dagster_postgres.utils.time, "sleep", lambda _s: None)  # Dagster's retries
-    assert pools.main([]) == 1
+    assert pools.main([]) == 2
     err = capsys.readouterr().err
     assert "s3cret" not in err
     assert err.splitlines()[-1] == (
@@ -172,15 +172,15 @@ def test_dagster_home_unset_or_no_folder_is_named(
     """pools and scale_out open the instance in DAGSTER_HOME: unset, or a folder that is not there, is one
     line (Dagster alone raises DagsterHomeNotSetError, or fails a check on ``base_dir``, with a traceback)."""
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    assert pools.main([]) == 1
-    assert scale_out.main(["films"]) == 1
+    assert pools.main([]) == 2
+    assert scale_out.main(["films"]) == 2
     unset = (
         "error: DAGSTER_HOME is not set: export it as the folder of the instance's dagster.yaml "
         "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
     )
     assert capsys.readouterr().err == unset * 2
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "no" / "such"))
-    assert pools.main([]) == 1
+    assert pools.main([]) == 2
     assert capsys.readouterr().err == (
         f"error: DAGSTER_HOME={tmp_path}/no/such is not a folder "
         "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
@@ -218,8 +218,8 @@ def test_scale_out_refuses_an_undeclared_or_repeated_source_before_registering_i
     monkeypatch.setenv("GRAPHWALK_SOURCES", str(sources))
     monkeypatch.setenv("GRAPHWALK_WAREHOUSE", str(tmp_path / "warehouse"))
     monkeypatch.delenv("GRAPHWALK_GRAPH_URL", raising=False)
-    assert scale_out.main(["films", "flims", "film"]) == 1
-    assert scale_out.main(["films", "sample_db", "films"]) == 1
+    assert scale_out.main(["films", "flims", "film"]) == 2
+    assert scale_out.main(["films", "sample_db", "films"]) == 2
     assert capsys.readouterr().err == (
         f"error: sources ['flims', 'film'] are not declared in {sources} (it declares "
         "['films', 'sample_db']): nothing was registered or run\n"
@@ -240,4 +240,21 @@ def test_scale_out_refuses_fewer_than_one_run_at_once(capsys: pytest.CaptureFixt
         capsys.readouterr()
         .err.splitlines()[-1]
         .endswith("error: argument --max-runs: 0 is not a number of runs (1 or more)")
+    )
+
+
+def test_scale_out_exits_1_when_runs_ran_and_failed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Exit code 2 is an error that stopped the command (above); runs that ran and failed are 1."""
+    from contextlib import nullcontext
+
+    def failed(*args: object, **kwargs: object) -> None:
+        raise scale_out.RunsFailed("ingest runs failed for ['films']; see their events in the instance")
+
+    monkeypatch.setattr(scale_out, "home_instance", nullcontext)
+    monkeypatch.setattr(scale_out, "ingest_partitions", failed)
+    assert scale_out.main(["films"]) == 1
+    assert capsys.readouterr().err == (
+        "error: ingest runs failed for ['films']; see their events in the instance\n"
     )

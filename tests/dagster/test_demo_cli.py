@@ -65,7 +65,7 @@ def test_fresh_deletes_only_a_folder_that_is_a_warehouse(
     args = ["demo", "--fresh", "--dagster-home", str(tmp_path / "home"), "--warehouse"]
     refused = CliRunner().invoke(app, [*args, str(project)])
     assert (refused.exit_code, refused.output) == (
-        1,
+        2,
         f"error: --fresh deletes the warehouse folder {project}, but it holds neither warehouse.duckdb nor "
         "objects/: not a warehouse, so nothing was deleted; remove it yourself or give another --warehouse\n",
     )

@@ -110,11 +110,11 @@ def test_cli_errors_name_the_problem(tmp_path: Path) -> None:
     bad = tmp_path / "bad.txt"
     bad.write_text("a|r|b\nbroken line\n")
     result = runner.invoke(app, ["graph", "import", str(bad), "-o", str(tmp_path / "g")])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "bad.txt:2: expected 'subject|relation|object'" in result.output
     assert not (tmp_path / "g").exists()
     missing = runner.invoke(app, ["graph", "stats", str(tmp_path / "missing.db")])
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2
     assert f"graph database not found: {tmp_path / 'missing.db'}" in missing.output.replace("\n", "")
 
 
@@ -155,7 +155,7 @@ def test_stats_of_a_postgresql_graph_hide_its_password(postgres_url: str, tmp_pa
     shown = postgres_url.replace("://postgres@", "://postgres:***@")
     empty = runner.invoke(app, ["graph", "stats", with_password, "--top", "1"])
     assert (empty.exit_code, " ".join(empty.output.split())) == (
-        1,
+        2,
         f"error: no graphwalk graph in {shown} (left as it was): build one there with graphwalk ingest or "
         "graphwalk graph import",
     )
@@ -182,7 +182,7 @@ def test_import_refuses_to_replace_a_graph_unless_asked(tmp_path: Path) -> None:
             )
         refused = runner.invoke(app, ["graph", "import", str(other), "-o", str(target)])
         assert (refused.exit_code, refused.output) == (
-            1,
+            2,
             f"error: {target} already holds a graph (6 nodes, 5 edges, 0 metadata entries): pass --replace "
             "to replace it with the import\n",
         )
@@ -200,7 +200,7 @@ def test_import_names_the_ledger_of_a_graph_without_elements(tmp_path: Path) -> 
     assert runner.invoke(app, ["ingest", str(notes), "--graph", str(graph)]).exit_code == 0
     refused = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(graph)])
     assert (refused.exit_code, refused.output) == (
-        1,
+        2,
         f"error: {graph} already holds a graph (0 nodes, 0 edges, 2 metadata entries): pass --replace to "
         "replace it with the import\n",
     )
@@ -222,7 +222,7 @@ def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, post
     assert (moved.exit_code, moved.output) == (0, f"wrote 28 nodes and 38 edges to {shown}\n")
     again = runner.invoke(app, ["graph", "import", str(tmp_path / "out"), "-f", "parquet", "-o", url])
     assert (again.exit_code, again.output) == (
-        1,
+        2,
         f"error: {shown} already holds a graph (28 nodes, 38 edges, 12 metadata entries): pass --replace to "
         "replace it with the import\n",
     )
@@ -258,7 +258,7 @@ def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path
     for target, fmt, message in cases:
         before = sorted(p.name for p in tmp_path.rglob("*"))
         result = runner.invoke(app, ["graph", "export", str(db), "-f", fmt, "-o", str(target)])
-        assert (result.exit_code, result.output) == (1, f"error: {message}\n")
+        assert (result.exit_code, result.output) == (2, f"error: {message}\n")
         assert sorted(p.name for p in tmp_path.rglob("*")) == before
     assert asyncio.run(open_store(db).counts()) == (6, 5)
     assert asyncio.run(open_store(other).counts()) == (6, 5)
@@ -272,7 +272,7 @@ def test_import_of_a_name_no_store_keeps_writes_nothing(tmp_path: Path) -> None:
     for target in (tmp_path / "g.db", tmp_path / "folder"):
         result = runner.invoke(app, ["graph", "import", str(kb), "-o", str(target)])
         assert (result.exit_code, result.output) == (
-            1,
+            2,
             f"error: {kb}:2: its subject '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at "
             "most 1,024\n",
         )
@@ -288,7 +288,7 @@ def test_a_failed_import_into_a_new_sqlite_file_leaves_no_file(tmp_path: Path) -
     db = tmp_path / "g.db"
     result = runner.invoke(app, ["graph", "import", str(tmp_path / "p"), "-f", "parquet", "-o", str(db)])
     assert (result.exit_code, result.output) == (
-        1,
+        2,
         f"error: node: its id '{'x' * 60}'… is 2,000 bytes in UTF-8; a graph store keeps at most 1,024\n",
     )
     assert not db.exists()
@@ -303,7 +303,7 @@ def test_import_over_a_parquet_graph_with_a_truncated_table_names_the_file(tmp_p
     nodes.write_bytes(nodes.read_bytes()[:100])
     result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)])
     assert (result.exit_code, result.output) == (
-        1,
+        2,
         f"error: cannot read {nodes}: Parquet magic bytes not found in footer. Either the file is corrupted "
         "or this is not a parquet file.\n",
     )
@@ -321,7 +321,7 @@ def test_a_parquet_export_refuses_a_folder_holding_another_graph_unless_asked(tm
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     refused = runner.invoke(app, ["graph", "export", str(db), "-o", str(folder)])
     assert (refused.exit_code, refused.output) == (
-        1,
+        2,
         f"error: {folder} already holds a graph (2 nodes, 1 edges, 0 metadata entries): pass --replace to "
         "replace it with the export\n",
     )
@@ -342,7 +342,7 @@ def test_import_refuses_a_file_that_is_no_graph_and_leaves_it(tmp_path: Path) ->
         target.write_text("keep\n", encoding="utf-8")
         result = runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(target)])
         assert (result.exit_code, result.output) == (
-            1,
+            2,
             f"error: {target} is a file: a Parquet import writes a folder of tables (a SQLite graph is a "
             ".db/.sqlite/.sqlite3 file)\n",
         )
@@ -367,7 +367,7 @@ def test_import_of_a_source_of_the_other_format_says_so(tmp_path: Path) -> None:
     ]
     for args, message in cases:
         result = runner.invoke(app, ["graph", "import", *args, "-o", str(tmp_path / "new")])
-        assert (result.exit_code, result.output) == (1, f"error: {message}\n")
+        assert (result.exit_code, result.output) == (2, f"error: {message}\n")
         assert not (tmp_path / "new").exists()
 
 
@@ -396,7 +396,7 @@ def test_a_database_failure_mid_command_names_the_graph_and_the_cause(
         for args, after in commands:
             failed = runner.invoke(app, args)
             assert (failed.exit_code, " ".join(failed.output.split())) == (
-                1,
+                2,
                 f"error: the graph {shown} failed during the run: {cause}. {after}",
             )
             assert failed.exception is None or isinstance(failed.exception, SystemExit)

@@ -47,7 +47,7 @@ def test_sql_prints_values_and_errors_as_text_not_markup(tmp_path: Path) -> None
     lines = result.output.splitlines()[1:5]
     assert lines == ["┃ [b]name   ┃", "┡━━━━━━━━━━━┩", "│ [bold]Zed │", "│ x [/y] z  │"]
     failed = _sql(tmp_path, "select [/x] from t")
-    assert failed.exit_code == 1 and "[/x]" in failed.output
+    assert failed.exit_code == 2 and "[/x]" in failed.output
 
 
 def test_sql_prints_a_wide_table_whole_into_a_pipe(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_sql_says_when_a_table_is_wider_than_the_terminal(tmp_path: Path) -> Non
 def test_sql_reports_a_bad_query(tmp_path: Path) -> None:
     Warehouse(tmp_path).write("t", [{"a": 1}])
     result = CliRunner().invoke(app, ["sql", "select b from t", "--warehouse", str(tmp_path)])
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "query failed" in result.output
 
 
@@ -93,7 +93,7 @@ def test_sql_says_a_query_without_a_statement_is_empty(tmp_path: Path, statement
     Warehouse(tmp_path).write("t", [{"a": 1}])
     result = _sql(tmp_path, statement)
     assert (result.exit_code, " ".join(result.output.split())) == (
-        1,
+        2,
         "error: query refused: it holds no SQL statement (write one, e.g. 'select * from nodes')",
     )
 
@@ -102,13 +102,13 @@ def test_sql_cannot_write_files_outside_the_warehouse(tmp_path: Path) -> None:
     root, outside = tmp_path / "wh", tmp_path / "x"
     Warehouse(root).write("t", [{"a": 1}])
     result = _sql(root, f"COPY (SELECT a FROM t) TO '{outside}'")
-    assert (result.exit_code, result.exception.__class__) == (1, SystemExit)
+    assert (result.exit_code, result.exception.__class__) == (2, SystemExit)
     assert "query refused: COPY statements are not allowed" in result.output
     assert "Traceback" not in result.output
     assert not outside.exists()
     # nor inside it: the console only reads
     result = _sql(root, f"COPY (SELECT a FROM t) TO '{root / 'copy.csv'}'")
-    assert result.exit_code == 1 and "query refused: COPY" in result.output
+    assert result.exit_code == 2 and "query refused: COPY" in result.output
     assert not (root / "copy.csv").exists()
 
 
@@ -127,7 +127,7 @@ def test_sql_reads_no_file_outside_the_warehouse(tmp_path: Path, reader: str) ->
     Warehouse(root).write("t", [{"a": 1}])
     Warehouse(other).write("t", [{"a": 2}])
     result = _sql(root, f"SELECT * FROM {reader.format(root=root, other=other)}")
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     assert "query refused: it reaches outside the warehouse folder" in " ".join(result.output.split())
     assert "Traceback" not in result.output
 
@@ -163,7 +163,7 @@ def test_sql_refuses_a_statement_the_duckdb_package_cannot_name(
     a traceback instead of a refusal."""
     Warehouse(tmp_path).write("t", [{"a": 1}])
     result = _sql(tmp_path, statement)
-    assert (result.exit_code, result.exception.__class__) == (1, SystemExit)
+    assert (result.exit_code, result.exception.__class__) == (2, SystemExit)
     assert refusal in " ".join(result.output.split())
 
 
@@ -193,7 +193,7 @@ def test_sql_cannot_overwrite_warehouse_files_through_explain_analyze(tmp_path: 
     Warehouse(tmp_path).write("t", [{"a": 1}])
     part = tmp_path / "t" / "part-0.parquet"
     result = _sql(tmp_path, statement.format(part=part))
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output
     assert "query refused: EXPLAIN of COPY statements is not allowed" in " ".join(result.output.split())
     assert query(tmp_path, "SELECT a FROM t").rows == [(1,)]
     assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["part-0.parquet"]
