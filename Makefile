@@ -50,7 +50,7 @@ lock: setup
 
 # The Dagster UI on the demo's instance (runs and materializations of `make demo` show there).
 ui: setup
-	mkdir -p .dagster && cp -n dagster.yaml .dagster/ || true
+	$(PY) -m graphwalk_dagster.instance_config .dagster
 	DAGSTER_HOME=$(CURDIR)/.dagster $(VENV)/bin/dagster dev -w workspace.yaml
 
 # The same on a PostgreSQL Dagster instance (dagster.postgres.yaml): set GRAPHWALK_DAGSTER_PG_URL
@@ -59,7 +59,7 @@ PG_HOME := $(CURDIR)/.dagster-postgres
 
 $(PG_HOME)/dagster.yaml: dagster.postgres.yaml
 	@test -n "$$GRAPHWALK_DAGSTER_PG_URL" || { echo "set GRAPHWALK_DAGSTER_PG_URL (docs/deploy.md)"; exit 1; }
-	mkdir -p $(PG_HOME) && cp dagster.postgres.yaml $@
+	$(PY) -m graphwalk_dagster.instance_config $(PG_HOME) dagster.postgres.yaml
 
 # `graphwalk_dagster.pools` writes the graph_store pool's limit once (dagster.postgres.yaml explains why).
 demo-postgres: setup $(PG_HOME)/dagster.yaml

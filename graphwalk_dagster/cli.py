@@ -53,7 +53,8 @@ def demo(
     plan = demo_plan(questions=questions)
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     try:
-        instance = demo_instance(home)  # before --fresh deletes anything: its storage may be out of reach
+        # before --fresh deletes anything: its storage may be out of reach
+        instance = demo_instance(home, lambda note: typer.echo(note, err=True))
         if fresh:
             check_fresh(warehouse)
             shutil.rmtree(warehouse, ignore_errors=True)

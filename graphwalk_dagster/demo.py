@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from graphwalk_dagster.defs.training import assets as training_assets
 from graphwalk_dagster.defs.training import checks as training_checks
 from graphwalk_dagster.demo_report import DemoPlan
 from graphwalk_dagster.instance import open_instance
+from graphwalk_dagster.instance_config import REPO, prepare
 
 INGEST_CHAIN = [
     ingest_assets.source_profile,
@@ -61,16 +61,15 @@ Log = Callable[[str], None]
 
 #: Dagster's console logger at WARNING: the demo prints its own progress lines.
 QUIET_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-INSTANCE_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
+INSTANCE_CONFIG = REPO / "dagster.yaml"
 
 
-def demo_instance(home: Path) -> dg.DagsterInstance:
+def demo_instance(home: Path, log: Log = print) -> dg.DagsterInstance:
     """A persistent instance in ``home`` (the repository's dagster.yaml: telemetry off), so the demo's
-    runs and materializations show in the UI started with the same ``DAGSTER_HOME``."""
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists() and INSTANCE_CONFIG.is_file():
-        shutil.copyfile(INSTANCE_CONFIG, config)
+    runs and materializations show in the UI started with the same ``DAGSTER_HOME``; an earlier copy of
+    it is updated, an edited one lacking a setting logged (``instance_config.prepare``)."""
+    if (note := prepare(home, INSTANCE_CONFIG)) is not None:
+        log(note)
     return open_instance(home)
 
 
