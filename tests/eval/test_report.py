@@ -18,7 +18,7 @@ from graphwalk_core.eval.report import (
     summary_table,
     write_report,
 )
-from graphwalk_core.eval.runner import run_eval
+from graphwalk_core.eval.runner import CHECKPOINT, run_eval
 from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 from graphwalk_core.eval.systems.rankers import RankerSystem
 
@@ -152,6 +152,22 @@ def test_results_without_answer_scored_keep_scoring_errors_as_before(tmp_path: P
     unscored = {"f1": None, "em": None, "hits_at_1": None, "answer_scored": None}
     rows = [r.model_copy(update=failed if r.question_id == "q000" else unscored) for r in run.results]
     assert summary_table([results_table(rows)]).to_pylist()[0]["f1"] is None
+
+
+def test_a_report_rebuilt_from_a_checkpoint_with_or_without_answer_scored(tmp_path: Path) -> None:
+    """``eval report`` over the failed ranker's run leaves it unscored; over the same checkpoint written
+    before ``answer_scored`` existed (no such key), it still reads, the errors scored as before."""
+    import json
+
+    ranker = RankerSystem("dense", FailingRanker(), ids={})
+    checkpoint = run_eval(toy_dataset(3), ranker, out_dir=tmp_path).path / CHECKPOINT
+    summary = pq.read_table(report_from_runs(tmp_path, plots=False)["summary"]).to_pylist()
+    assert [(r["n_error"], r["f1"]) for r in summary] == [(1, None)] * 3
+    lines = [json.loads(line) for line in checkpoint.read_text(encoding="utf-8").splitlines()]
+    assert [line.pop("answer_scored") for line in lines] == [False] * 3
+    checkpoint.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    summary = pq.read_table(report_from_runs(tmp_path, plots=False)["summary"]).to_pylist()
+    assert [(r["n_error"], r["f1"]) for r in summary] == [(1, 0.0)] * 3
 
 
 def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:
