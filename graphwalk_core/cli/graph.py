@@ -22,7 +22,6 @@ from graphwalk_core.cli.options import guarded
 from graphwalk_core.errors import InputError
 
 if TYPE_CHECKING:
-    from graphwalk_core.stores.base import GraphStore
     from graphwalk_core.stores.memory import MemoryGraphStore
 
 app = typer.Typer(no_args_is_help=True, help=__doc__)
@@ -169,7 +168,7 @@ def export_graph(
     ] = False,
 ) -> None:
     """Export GRAPH as Parquet tables or as a triples file."""
-    from graphwalk_core.stores.base import one_state
+    from graphwalk_core.stores.base import named_triples, one_state
     from graphwalk_core.stores.open import open_store
     from graphwalk_core.stores.parquet import export_parquet
     from graphwalk_core.stores.triples import write_triples
@@ -226,29 +225,14 @@ def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace:
                 raise InputError(f"{out} is a graph database: export to another file")
 
 
-async def named_triples(store: GraphStore) -> list[tuple[str, str, str]]:
-    """Every edge as (source name, relation, target name), sorted: what a MetaQA-style triples file holds
-    (an ingested graph's node ids are hashes)."""
-    from graphwalk_core.stores.base import node_names
-
-    edges = [(e.source, e.type, e.target) async for e in store.iter_edges()]
-    names = await node_names(store, sorted({end for s, _, t in edges for end in (s, t)}))
-    return sorted((names.get(s, s), relation, names.get(t, t)) for s, relation, t in edges)
-
-
 async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], list[tuple[str, int]]]:
     """(nodes, edges, edges per relation, the ``top`` nodes by degree, named) of GRAPH."""
-    from graphwalk_core.stores.base import node_names
-    from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.base import edge_triples, node_names
     from graphwalk_core.stores.open import open_store
-    from graphwalk_core.stores.sql import SQLGraphStore
 
     store = open_store(graph)
     try:
-        if isinstance(store, MemoryGraphStore | SQLGraphStore):
-            triples = store.triples()
-        else:
-            triples = [(e.source, e.type, e.target) async for e in store.iter_edges()]
+        triples = await edge_triples(store)
         relations = Counter(relation for _, relation, _ in triples)
         degrees = Counter(source for source, _, _ in triples)
         degrees.update(target for _, _, target in triples)

@@ -42,7 +42,7 @@ async def _run(
     try:
         embedder = backends.embedder
         decider = backends.decider(decider_name, embedder=embedder)
-        if note := walk_note(decider, graph):
+        if note := await walk_note(decider, graph, store):
             Console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(note)}", soft_wrap=True)
         walker = Traverser(store, decider, embedder, config)
         asked = await answer(walker, question, start)

@@ -50,6 +50,10 @@ class QuestionResult(BaseModel):
     embedder: str | None = None
     extractor: str | None = None
     trace: dict[str, Any] | None = None
+    #: Whether the answer is scored as one (F1, EM, hits@1): not a system that only retrieves (a passage
+    #: ranker), nor a question without gold answers, so a failure there scores nothing rather than 0.
+    #: None in results written before this field existed.
+    answer_scored: bool | None = None
     #: Taken from the checkpoint of an earlier run with the same run id (same question ids, knowledge
     #: fingerprint and system identity), for the same question content, instead of being answered again,
     #: by the latest run with this id; the checkpoint keeps the label, so a rebuilt report does too.
@@ -71,9 +75,8 @@ def score_answer(
     and all-supporting@10 of ``answer.passages`` (a failed answer retrieved nothing); skipped, or a
     system that cites no passages (a walk over a triples KB): none.
     """
-    scored = (
-        answer.status in ("ok", "aborted") and answer.answers_question and not question.extra.get("no_gold")
-    )
+    gradable = answer.answers_question and not question.extra.get("no_gold")
+    scored = answer.status in ("ok", "aborted") and gradable
     gold, pred = question.gold, answer.answers
     aliases = bool(question.extra.get("aliases"))
     em, f1, hits = (
@@ -122,6 +125,7 @@ def score_answer(
         embedder=ids.get("embedder"),
         extractor=ids.get("extractor"),
         trace=answer.trace,
+        answer_scored=gradable,
     )
 
 

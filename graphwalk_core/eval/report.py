@@ -49,6 +49,7 @@ RESULTS_SCHEMA = pa.schema(
         ("embedder", pa.string()),
         ("extractor", pa.string()),
         ("reused", pa.bool_()),
+        ("answer_scored", pa.bool_()),
     ]
 )
 
@@ -109,14 +110,16 @@ def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, see
         skip_reason=next((r["error"] for r in rows if r["status"] == "skipped"), None),
     )
     for name in ("f1", "em", "hits_at_1"):
-        # errors count as 0 (a failed answer is a wrong answer), unless the system's answered questions
-        # carry no score (a passage ranker: it retrieves, it does not answer); skipped ones are excluded
+        # errors count as 0 (a failed answer is a wrong answer) where the answer would have been scored
+        # (``answer_scored``: not a passage ranker's, it retrieves, it does not answer); rows written
+        # before that column: where the system's other answers carry a score; skipped ones are excluded
         done = [r[name] for r in answered if r["status"] != "error"]
-        scored = not done or any(v is not None for v in done)
+        legacy = not done or any(v is not None for v in done)
         values = [
             0.0 if r["status"] == "error" else r[name]
             for r in answered
-            if (r["status"] == "error" and scored) or r[name] is not None
+            if r[name] is not None
+            or (r["status"] == "error" and (legacy if r["answer_scored"] is None else r["answer_scored"]))
         ]
         ci = metrics.bootstrap_ci(values, seed=seed)
         out[name] = metrics.mean_or_none(values)
@@ -195,7 +198,8 @@ def summary_markdown(summary: pa.Table) -> str:
             + "|"
         )
         if row["n_error"]:
-            lines.append(f"|  | ↳ {row['n_error']} errors (scored 0) |" + " |" * 14)
+            scored = " (scored 0)" if row["f1"] is not None else ""
+            lines.append(f"|  | ↳ {row['n_error']} errors{scored} |" + " |" * 14)
     return "\n".join(lines).lstrip("\n") + "\n"
 
 

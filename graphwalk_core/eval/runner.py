@@ -19,7 +19,7 @@ from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint, re
 from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
-from graphwalk_core.eval.systems.base import QASystem, SystemAnswer
+from graphwalk_core.eval.systems.base import QASystem, SystemAnswer, answers_questions
 from graphwalk_core.files import folder_locked, write_text_atomic
 from graphwalk_core.model import canonical_json, content_hash
 
@@ -141,6 +141,7 @@ async def _answer_with_backoff(
                 status="error",
                 error=f"{type(exc).__name__}: {exc}",
                 latency_s=time.perf_counter() - start,
+                answers_question=answers_questions(system),
             )
         if answer.latency_s == 0.0 and answer.status != "skipped":
             answer = answer.model_copy(update={"latency_s": time.perf_counter() - start})

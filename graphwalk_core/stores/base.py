@@ -179,6 +179,15 @@ class NodeLabels(Protocol):
 
 
 @runtime_checkable
+class EdgeTriples(Protocol):
+    """Capability: :func:`edge_triples` without building edge models."""
+
+    def triples(self) -> list[tuple[NodeId, str, NodeId]]:
+        """Every edge as (source, type, target)."""
+        ...
+
+
+@runtime_checkable
 class MetadataReads(Protocol):
     """Capability: :func:`get_metadata_many` in a few set-based reads, not one per key."""
 
@@ -276,6 +285,21 @@ async def node_labels(store: GraphStore) -> AsyncIterator[tuple[NodeId, str, tup
         return
     async for node in store.iter_nodes():
         yield node.id, node.name, tuple(node.aliases)
+
+
+async def edge_triples(store: GraphStore) -> list[tuple[NodeId, str, NodeId]]:
+    """Every edge as (source, type, target), in the store's order (sort them to compare)."""
+    if offers(store, EdgeTriples):
+        return store.triples()
+    return [(e.source, e.type, e.target) async for e in store.iter_edges()]
+
+
+async def named_triples(store: GraphStore) -> list[tuple[str, str, str]]:
+    """Every edge as (source name, relation, target name), sorted: what a MetaQA-style triples file holds
+    (an ingested graph's node ids are hashes)."""
+    edges = await edge_triples(store)
+    names = await node_names(store, sorted({end for s, _, t in edges for end in (s, t)}))
+    return sorted((names.get(s, s), relation, names.get(t, t)) for s, relation, t in edges)
 
 
 async def edge_between(store: GraphStore, source: NodeId, type: str, target: NodeId) -> Edge | None:

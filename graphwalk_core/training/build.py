@@ -85,13 +85,12 @@ async def labeled_sources(
     data_dir: Path | None = None,
 ) -> tuple[GraphStore, list[LabeledQuestion], str | None]:
     """The graph, labeled questions (a built-in ``dataset``, or a ``questions`` file over ``graph``) and the
-    graph's identity for the model's manifest (:func:`~graphwalk_core.training.graphs.graph_identity`;
-    None for a graph that is no triples file)."""
+    graph's identity for the model's manifest (:func:`~graphwalk_core.training.graphs.store_identity`)."""
     from graphwalk_core.eval.datasets.custom import read_custom_questions
     from graphwalk_core.eval.datasets.registry import load_dataset
     from graphwalk_core.eval.systems.graphs import graph_from_triples
     from graphwalk_core.stores.open import open_store
-    from graphwalk_core.training.graphs import graph_identity, spec_identity
+    from graphwalk_core.training.graphs import store_identity
 
     if (dataset is None) == (questions is None):
         raise InputError("give exactly one of --dataset NAME or --questions FILE")
@@ -101,19 +100,17 @@ async def labeled_sources(
         sets = [
             load_dataset(f"metaqa-{h}hop", split=split, n=n, data_dir=data_dir) for h in hops or (1, 2, 3)
         ]
-        labeled_questions = [q for ds in sets for q in labeled(ds.questions, split)]
-        if graph is not None:
-            return open_store(graph), labeled_questions, spec_identity(graph)
-        knowledge = sets[0].knowledge
-        return graph_from_triples(knowledge), labeled_questions, graph_identity(knowledge)
-    assert questions is not None
-    if graph is None:
-        raise InputError("--questions needs --graph (the graph the questions are about)")
-    store = open_store(graph)
-    found = await starts_by_name(
-        store, labeled(read_custom_questions(questions), split, questions), questions
-    )
-    return store, found, spec_identity(graph)
+        found = [q for ds in sets for q in labeled(ds.questions, split)]
+        store = open_store(graph) if graph is not None else graph_from_triples(sets[0].knowledge)
+    else:
+        assert questions is not None
+        if graph is None:
+            raise InputError("--questions needs --graph (the graph the questions are about)")
+        store = open_store(graph)
+        found = await starts_by_name(
+            store, labeled(read_custom_questions(questions), split, questions), questions
+        )
+    return store, found, await store_identity(store)
 
 
 async def starts_by_name(

@@ -1,25 +1,60 @@
-"""Which graph a model learned over: its manifest's ``graph``, compared with the graph a walk reads."""
+"""Which graph a model learned over: its manifest's ``graph``, compared with the graph a walk reads.
+
+A model records :func:`store_identity`, a hash of the graph's named edges, the same whatever stores them
+(a triples file, SQLite, Parquet, a database). One saved before records :func:`graph_identity`, its
+triples file's bytes (or nothing for another graph), compared with a triples file's only.
+"""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from graphwalk_core.decisions.trained import MANIFEST, TrainedDecisionBackend, read_manifest
+from graphwalk_core.stores.base import GraphStore, named_triples
 from graphwalk_core.stores.open import TRIPLES_SUFFIXES
 
 if TYPE_CHECKING:  # the eval package loads only where a graph is hashed (~0.7 s of imports a query saves)
     from graphwalk_core.eval.datasets.base import Dataset, Knowledge
 
-#: The manifest key: the content fingerprint of the graph the model's weak labels were read over.
+#: The manifest key: the identity of the graph the model's weak labels were read over.
 GRAPH = "graph"
+#: What starts a :func:`triples_identity` (an identity without it is a triples file's bytes').
+NAMED_EDGES = "named-edges:"
 
 
 def graph_identity(knowledge: Knowledge) -> str:
     """The knowledge's content fingerprint without its source label, so one triples file read by two
-    datasets (MetaQA's kb.txt as ``eval custom --kb``) is one graph."""
+    datasets (MetaQA's kb.txt as ``eval custom --kb``) is one graph (what models saved before
+    :func:`store_identity` record)."""
     return knowledge.model_copy(update={"source": ""}).fingerprint()
+
+
+def triples_identity(triples: Iterable[tuple[str, str, str]]) -> str:
+    """The identity of the graph of these (source name, relation, target name) edges: a sha256 over the
+    distinct ones, sorted (a repeated line or another order is the same graph)."""
+    digest = hashlib.sha256()
+    for triple in sorted(set(triples)):
+        digest.update("\0".join(triple).encode() + b"\0")  # no stored name or relation holds a NUL
+    return NAMED_EDGES + digest.hexdigest()
+
+
+async def store_identity(store: GraphStore) -> str:
+    """:func:`triples_identity` of ``store``'s edges by node name, as a triples export of it reads."""
+    return triples_identity(await named_triples(store))
+
+
+def knowledge_identity(knowledge: Knowledge) -> str | None:
+    """:func:`triples_identity` of a triples knowledge's graph (node ids are the names); None for passages
+    (no graph before ingestion)."""
+    if knowledge.graph != "triples":
+        return None
+    from graphwalk_core.stores.triples import read_triples
+
+    path = knowledge.kb_path
+    return triples_identity(read_triples(path) if path is not None else knowledge.triples)
 
 
 def spec_identity(spec: str | None) -> str | None:
@@ -57,13 +92,27 @@ def datasets_note(folder: Path | None, datasets: Iterable[Dataset]) -> str | Non
     trained = trained_graph(folder) if folder is not None else None
     if trained is None:  # no model, or one that does not say: nothing to hash the datasets' graphs for
         return None
-    walked = [(f"{ds.name}-{ds.split}", graph_identity(ds.knowledge)) for ds in datasets]
+    legacy = not trained.startswith(NAMED_EDGES)
+    named: dict[str, str | None] = {}  # by content: datasets over one file read it once
+
+    def identity(knowledge: Knowledge) -> str | None:
+        key = graph_identity(knowledge)
+        if not legacy and key not in named:
+            named[key] = knowledge_identity(knowledge)
+        return key if legacy else named[key]
+
+    walked = [(f"{ds.name}-{ds.split}", identity(ds.knowledge)) for ds in datasets]
     return other_graph_note(str(folder), trained, walked)
 
 
-def walk_note(decider: object, spec: str) -> str | None:
-    """:func:`other_graph_note` for ``decider``, when it is a trained one, walking the graph ``spec``."""
+async def walk_note(decider: object, spec: str, store: GraphStore) -> str | None:
+    """:func:`other_graph_note` for ``decider``, when it is a trained one, walking ``store`` (the graph
+    ``spec`` names)."""
     if not isinstance(decider, TrainedDecisionBackend):
         return None
     model = decider.model
-    return other_graph_note(model.name, model.manifest.get(GRAPH), [(spec, spec_identity(spec))])
+    trained = model.manifest.get(GRAPH)
+    if trained is None:
+        return None
+    walked = await store_identity(store) if trained.startswith(NAMED_EDGES) else spec_identity(spec)
+    return other_graph_note(model.name, trained, [(spec, walked)])

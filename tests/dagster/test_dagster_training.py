@@ -21,7 +21,7 @@ def test_train_then_evaluate_with_the_trained_decider(
     import json
 
     from graphwalk_core.eval.partition_dataset import load_partition_dataset
-    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.training.graphs import knowledge_identity
     from graphwalk_core.warehouse import Warehouse
 
     root = tmp_path / "warehouse"
@@ -45,7 +45,7 @@ def test_train_then_evaluate_with_the_trained_decider(
         assert float(meta["validation_accuracy_all"]) >= VALIDATION_FLOOR
         manifest = json.loads(Path(str(meta["model_path"]), "manifest.json").read_text())
         metaqa = load_partition_dataset("metaqa-1hop", Warehouse(root), n=1, split="dev").knowledge
-        assert manifest["graph"] == graph_identity(metaqa)  # the graph decision_examples labeled over
+        assert manifest["graph"] == knowledge_identity(metaqa)  # the graph decision_examples labeled over
         (check,) = trained.get_asset_check_evaluations()
         assert check.passed and check.check_name == "validation_floor"
 
@@ -151,7 +151,7 @@ def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path
     import json
 
     from graphwalk_core.eval.partition_dataset import load_partition_dataset
-    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.training.graphs import NAMED_EDGES, graph_identity, knowledge_identity
     from graphwalk_core.warehouse import Warehouse
     from graphwalk_dagster.defs.eval.assets import _check_trained
     from graphwalk_dagster.defs.shared.resources import DeciderResource
@@ -163,17 +163,17 @@ def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path
     dims = {"dataset": "metaqa-1hop", "system": "relation-greedy"}
     resources = offline_resources(root)
     notes = []
-    for graph in ("0" * 64, graph_identity(dataset.knowledge), None):
+    graphs = ("0" * 64, graph_identity(dataset.knowledge), None)  # models saved before: a file's bytes
+    for graph in (*graphs, NAMED_EDGES + "0" * 64, knowledge_identity(dataset.knowledge)):
         (model / "manifest.json").write_text(json.dumps({"graph": graph}), encoding="utf-8")
         decider = DeciderResource(backend="trained", model_path=str(model))
         notes.append(_check_trained(dims, dataset, decider, resources["warehouse"], model))
-    assert notes == [
+    other = (
         f"the trained decider {model} learned over another graph than metaqa-1hop-test's: it knows that "
         "graph's relations and question phrasings, not these (train one on this graph: graphwalk train "
-        "decider --graph ... --questions ...)",
-        None,
-        None,
-    ]
+        "decider --graph ... --questions ...)"
+    )
+    assert notes == [other, None, None, other, None]
 
 
 def test_decision_examples_of_a_passage_dataset_is_an_error_naming_it(tmp_path: Path) -> None:

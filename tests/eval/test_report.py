@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.plots import f1_by_hops_series
 from graphwalk_core.eval.report import (
     RESULTS_SCHEMA,
@@ -17,8 +18,9 @@ from graphwalk_core.eval.report import (
     summary_table,
     write_report,
 )
-from graphwalk_core.eval.runner import run_eval
-from graphwalk_core.eval.systems.base import SkippedSystem
+from graphwalk_core.eval.runner import CHECKPOINT, run_eval
+from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
+from graphwalk_core.eval.systems.rankers import RankerSystem
 
 from .fakes import DictSystem, toy_dataset
 
@@ -96,12 +98,76 @@ def test_an_error_leaves_a_system_that_answers_nothing_unscored(tmp_path: Path) 
     """A passage ranker's questions carry no F1 (it retrieves, it does not answer): one failed question
     among them made its F1, EM and hits@1 0.000 instead of "—"."""
     run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
-    unscored = {"f1": None, "em": None, "hits_at_1": None}
+    unscored = {"f1": None, "em": None, "hits_at_1": None, "answer_scored": False}
     failed = {**unscored, "status": "error", "error": "boom"}
     rows = [r.model_copy(update=failed if r.question_id == "q000" else unscored) for r in run.results]
     hop1 = summary_table([results_table(rows)]).to_pylist()[0]
     assert (hop1["n"], hop1["n_ok"], hop1["n_error"]) == (2, 1, 1)
     assert (hop1["f1"], hop1["em"], hop1["hits_at_1"], hop1["f1_ci_low"]) == (None, None, None, None)
+
+
+class FailingRanker:
+    """A passage ranker whose index is gone: every question fails."""
+
+    profile = "failing/v1"
+
+    def rank(self, text: str, k: int) -> None:
+        raise RuntimeError("index gone")
+
+
+class FailingAnswerer(DictSystem):
+    """A system that answers questions, failing every one."""
+
+    async def answer(self, question: Question) -> SystemAnswer:
+        raise RuntimeError("backend down")
+
+
+def test_a_passage_ranker_whose_every_question_failed_is_unscored(tmp_path: Path) -> None:
+    """With every question failed, nothing said the system only retrieves: its errors scored 0, so the
+    summary, summary.md and the plots gave a passage ranker F1, EM and hits@1 0.000 ("↳ 2 errors
+    (scored 0)") as though it had answered everything wrong. Its rows now say their answer is not scored."""
+    ranker = RankerSystem("dense", FailingRanker(), ids={})
+    results = run_eval(toy_dataset(6), ranker, out_dir=tmp_path).results
+    assert {(r.status, r.answer_scored) for r in results} == {("error", False)}
+    summary = summary_table([results_table(results)])
+    hop1 = summary.to_pylist()[0]
+    assert (hop1["n"], hop1["n_error"]) == (2, 2)
+    assert (hop1["f1"], hop1["em"], hop1["hits_at_1"], hop1["f1_ci_low"]) == (None, None, None, None)
+    md = summary_markdown(summary)
+    assert "| 1 | dense | 2 | — | — | — |" in md
+    assert "|  | ↳ 2 errors |" in md
+    assert f1_by_hops_series(summary) == {}
+    answering = run_eval(toy_dataset(6), FailingAnswerer(), out_dir=tmp_path).results
+    assert {(r.status, r.answer_scored) for r in answering} == {("error", True)}
+    assert summary_table([results_table(answering)]).to_pylist()[0]["f1"] == 0.0
+
+
+def test_results_without_answer_scored_keep_scoring_errors_as_before(tmp_path: Path) -> None:
+    """Rows written before ``answer_scored`` (null) still read: their errors score 0 unless the system's
+    other answers carry no score."""
+    run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
+    failed = {"status": "error", "f1": None, "em": None, "hits_at_1": None, "answer_scored": None}
+    rows = [r.model_copy(update=failed) for r in run.results]
+    assert summary_table([results_table(rows)]).to_pylist()[0]["f1"] == 0.0
+    unscored = {"f1": None, "em": None, "hits_at_1": None, "answer_scored": None}
+    rows = [r.model_copy(update=failed if r.question_id == "q000" else unscored) for r in run.results]
+    assert summary_table([results_table(rows)]).to_pylist()[0]["f1"] is None
+
+
+def test_a_report_rebuilt_from_a_checkpoint_with_or_without_answer_scored(tmp_path: Path) -> None:
+    """``eval report`` over the failed ranker's run leaves it unscored; over the same checkpoint written
+    before ``answer_scored`` existed (no such key), it still reads, the errors scored as before."""
+    import json
+
+    ranker = RankerSystem("dense", FailingRanker(), ids={})
+    checkpoint = run_eval(toy_dataset(3), ranker, out_dir=tmp_path).path / CHECKPOINT
+    summary = pq.read_table(report_from_runs(tmp_path, plots=False)["summary"]).to_pylist()
+    assert [(r["n_error"], r["f1"]) for r in summary] == [(1, None)] * 3
+    lines = [json.loads(line) for line in checkpoint.read_text(encoding="utf-8").splitlines()]
+    assert [line.pop("answer_scored") for line in lines] == [False] * 3
+    checkpoint.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    summary = pq.read_table(report_from_runs(tmp_path, plots=False)["summary"]).to_pylist()
+    assert [(r["n_error"], r["f1"]) for r in summary] == [(1, 0.0)] * 3
 
 
 def test_write_report_writes_parquet_markdown_and_pngs(tmp_path: Path) -> None:

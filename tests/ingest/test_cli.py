@@ -125,7 +125,7 @@ def test_llm_extractor_through_the_command(openai_server, tmp_path: Path) -> Non
 def graph_triples(graph: Path) -> list[tuple[str, str, str]]:
     import asyncio
 
-    from graphwalk_core.cli.graph import named_triples
+    from graphwalk_core.stores.base import named_triples
     from graphwalk_core.stores.open import open_store
 
     async def read() -> list[tuple[str, str, str]]:

@@ -15,20 +15,24 @@ from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
 from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore, node_parts
 from graphwalk_core.stores.base import (
     EdgeLookup,
+    EdgeTriples,
     GroupedAdjacency,
     MetadataReads,
     NodeLabels,
     NodeNames,
     Snapshots,
     edge_between,
+    edge_triples,
     get_edges,
     get_metadata_many,
+    named_triples,
     neighbor_groups,
     node_labels,
     node_names,
     offers,
     upsert_many,
 )
+from graphwalk_core.stores.parquet import export_parquet
 
 S1 = Provenance(source_id="doc/1", content_hash="h1")
 S2 = Provenance(source_id="doc/2", content_hash="h2")
@@ -196,6 +200,49 @@ async def test_node_labels(store: GraphStore) -> None:
     await store.upsert_node(node("q1"))
     expected = [("q1", "q1", ()), ("q2", "Christopher Nolan", ("Chris Nolan", "C. Nolan"))]
     assert [labels async for labels in node_labels(store)] == expected
+
+
+class ProtocolOnly:
+    """A store read through the GraphStore protocol alone: its class offers no capability."""
+
+    def __init__(self, store: GraphStore) -> None:
+        self.store = store
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+
+async def test_named_triples_and_the_graph_identity(store: GraphStore, tmp_path: Path) -> None:
+    """Every edge by node name, and the identity of that graph a trained decider's model records: the same
+    for every store, its Parquet copy, the protocol alone, and the triples file of those names (in any
+    order, a line repeated); another graph has another."""
+    from graphwalk_core.training.graphs import store_identity, triples_identity
+
+    assert offers(store, EdgeTriples)
+    await movies(store)
+    await store.upsert_node(node("q1", "Ghost"))  # an id that is no name, as an ingested graph's
+    await store.upsert_edge(edge("q1", "starred_actors", "Guy Pearce"))
+    expected = [
+        ("Ghost", "starred_actors", "Guy Pearce"),
+        ("Inception", "directed_by", "Christopher Nolan"),
+        ("Memento", "directed_by", "Christopher Nolan"),
+        ("Memento", "starred_actors", "Guy Pearce"),
+    ]
+    identity = triples_identity([*reversed(expected), expected[0]])
+    assert (
+        identity
+        == "named-edges:"
+        + hashlib.sha256(b"".join("\0".join(t).encode() + b"\0" for t in expected)).hexdigest()
+    )
+    assert sorted(await edge_triples(store)) == [("Inception", "directed_by", "Christopher Nolan"),
+        ("Memento", "directed_by", "Christopher Nolan"), ("Memento", "starred_actors", "Guy Pearce"),
+        ("q1", "starred_actors", "Guy Pearce")]  # fmt: skip
+    parquet = MemoryGraphStore.load(await export_parquet(store, tmp_path / "parquet"))
+    for seen in (store, ProtocolOnly(store), parquet):
+        assert await named_triples(seen) == expected  # type: ignore[arg-type]
+        assert await store_identity(seen) == identity  # type: ignore[arg-type]
+    await store.delete_edge(edge_id("q1", "starred_actors", "Guy Pearce"))
+    assert await store_identity(store) == triples_identity(expected[1:])
 
 
 async def test_get_metadata_many(store: GraphStore) -> None:

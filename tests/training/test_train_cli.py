@@ -68,15 +68,14 @@ def test_a_model_walking_another_graph_than_it_learned_over_says_so(
     """The manifest records the graph the model learned over (the triples file's content, whichever
     dataset reads it); ``query`` and ``eval`` walking another graph with it warn on stderr, naming the
     model and the graph, and still answer; over the graph it learned over they say nothing."""
-    from graphwalk_core.eval.datasets.base import Knowledge
-    from graphwalk_core.training.graphs import graph_identity
+    from graphwalk_core.training.graphs import triples_identity
 
     kb, qs = files
     out = tmp_path / "model"
     args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
     assert runner.invoke(app, args).exit_code == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["graph"] == graph_identity(Knowledge(graph="triples", kb_path=kb, source="metaqa"))
+    assert manifest["graph"] == triples_identity(TRIPLES)
     other = tmp_path / "other.txt"
     other.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
     query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
@@ -102,6 +101,71 @@ def test_a_model_walking_another_graph_than_it_learned_over_says_so(
     )
     result = runner.invoke(app, [*evaluate, "--kb", str(kb), "--out", str(tmp_path / "e2")])
     assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def imported(source: Path, out: Path) -> Path:
+    """``graphwalk graph import SOURCE --out OUT``: a SQLite file or a Parquet folder of the same graph."""
+    result = runner.invoke(app, ["graph", "import", str(source), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("kind", ["kb.db", "kb-parquet"])
+def test_a_model_over_a_sqlite_or_parquet_graph_is_checked_like_one_over_triples(
+    files: tuple[Path, Path], tmp_path: Path, kind: str
+) -> None:
+    """The graph a model learned over was known for a triples file only: trained on a SQLite or Parquet
+    graph its manifest said null, and ``query`` over one never warned, whatever graph the model knew. The
+    identity is now the graph's named edges, whatever stores them: one model trained on the triples file
+    and one on its import record the same graph, and each warns over another graph of any kind only."""
+    from graphwalk_core.training.graphs import triples_identity
+
+    kb, qs = files
+    graph = imported(kb, tmp_path / kind)
+    other_kb = tmp_path / "other.txt"
+    other_kb.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
+    other = imported(other_kb, tmp_path / f"other-{kind}")
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(graph), "--questions", str(qs), "--out", str(out), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    assert json.loads((out / "manifest.json").read_text())["graph"] == triples_identity(TRIPLES)
+    query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
+             "--decider", "trained", "--decider-model", str(out), "--json"]  # fmt: skip
+    for same in (graph, kb):
+        result = runner.invoke(app, ["query", str(same), *query])
+        assert result.exit_code == 0 and result.stderr == "", result.output
+    name = f"model@{DeciderModel.load(out).fingerprint[:12]}"
+    for moved in (other, other_kb):
+        result = runner.invoke(app, ["query", str(moved), *query])
+        assert result.exit_code == 0, result.output
+        assert " ".join(result.stderr.split()).startswith(
+            f"warning: the trained decider {name} learned over another graph than {moved}'s"
+        )
+
+
+def test_a_model_saved_before_compares_triples_files_only(files: tuple[Path, Path], tmp_path: Path) -> None:
+    """A manifest whose ``graph`` is a triples file's fingerprint (models saved before graphs of every kind
+    were identified) still warns over another triples file, and says nothing of a SQLite graph (not
+    known), rather than a warning for every graph."""
+    from graphwalk_core.eval.datasets.base import Knowledge
+    from graphwalk_core.training.graphs import graph_identity
+
+    kb, qs = files
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["graph"] = graph_identity(Knowledge(graph="triples", kb_path=kb))
+    (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    other = tmp_path / "other.txt"
+    other.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
+    query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
+             "--decider", "trained", "--decider-model", str(out), "--json"]  # fmt: skip
+    for graph in (kb, imported(other, tmp_path / "other.db")):
+        result = runner.invoke(app, ["query", str(graph), *query])
+        assert result.exit_code == 0 and result.stderr == "", result.output
+    result = runner.invoke(app, ["query", str(other), *query])
+    assert "learned over another graph than" in result.stderr
 
 
 def test_no_training_epochs_is_an_error_naming_the_option(files: tuple[Path, Path], tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ class SystemAnswer(BaseModel):
 
 @runtime_checkable
 class QASystem(Protocol):
-    """Anything that answers questions. ``identity`` is recorded with every run."""
+    """Anything that answers questions. ``identity`` is recorded with every run. A system that only
+    retrieves (a passage ranker) says so with ``answers_question = False`` (see :func:`answers_questions`)."""
 
     @property
     def name(self) -> str: ...
@@ -55,6 +56,12 @@ class QASystem(Protocol):
         """Config and model ids (decider, embedder, llm, extractor) that define this system's results."""
 
     async def answer(self, question: Question) -> SystemAnswer: ...
+
+
+def answers_questions(system: object) -> bool:
+    """Whether ``system``'s answers are scored as answers (its ``answers_question``, default True): what a
+    failure of a system that only retrieves is recorded as, since it returned no answer to say so."""
+    return bool(getattr(system, "answers_question", True))
 
 
 @dataclass(frozen=True)

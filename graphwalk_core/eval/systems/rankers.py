@@ -77,6 +77,8 @@ _BM25: dict[str, BM25Index] = {}
 class RankerSystem:
     """One passage ranker answering with its top ``k`` passages."""
 
+    answers_question = False  # it retrieves: no answer scores, a failed question's included
+
     def __init__(self, name: str, ranker: PassageRanker, *, k: int = DEFAULT_K, ids: dict[str, Any]) -> None:
         self.name, self.ranker, self.k, self.ids = name, ranker, k, ids
 
@@ -89,7 +91,7 @@ class RankerSystem:
         return SystemAnswer(
             latency_s=time.perf_counter() - start,
             passages=result.passage_ids,
-            answers_question=False,
+            answers_question=self.answers_question,
             trace=result.model_dump(mode="json", exclude_none=True),
         )
 
@@ -98,6 +100,7 @@ class WalkSeededSystem:
     """``graph-ppr-walk``: the walk answers first; graph-ppr then ranks with its passages as extra seeds."""
 
     name = WALK_PPR
+    answers_question = False
 
     def __init__(self, ranker: RankerSystem, walker: QASystem) -> None:
         assert isinstance(ranker.ranker, PPRRanker)
@@ -115,7 +118,7 @@ class WalkSeededSystem:
         return walked.model_copy(
             update={
                 "answers": [],
-                "answers_question": False,
+                "answers_question": self.answers_question,
                 "latency_s": time.perf_counter() - start,
                 "passages": result.passage_ids,
                 "cites_passages": True,  # ranked passages, whatever graph the walk read

@@ -11,7 +11,7 @@ from graphwalk_core.eval.partition_dataset import load_partition_dataset
 from graphwalk_core.eval.systems.graphs import open_graph
 from graphwalk_core.training.build import dataset_examples, folder_trace_examples, labeled_graph
 from graphwalk_core.training.fit import FitConfig, fit_decider
-from graphwalk_core.training.graphs import GRAPH, graph_identity
+from graphwalk_core.training.graphs import GRAPH, store_identity
 from graphwalk_core.training.store import (
     VALIDATION_FLOOR,
     promote,
@@ -57,7 +57,7 @@ def decision_examples(
     examples, unlabeled = asyncio.run(dataset_examples(sets, store))
     if config.traces:
         examples += folder_trace_examples(Path(config.traces))
-    path = write_decision_examples(wh, examples, graph_identity(knowledge))
+    path = write_decision_examples(wh, examples, asyncio.run(store_identity(store)))
     kinds = {kind: sum(ex.kind == kind for ex in examples) for kind in ("first", "later", "stop")}
     sources = {src: sum(ex.source == src for ex in examples) for src in ("weak", "trace")}
     context.log.info("%d examples, %d questions without a path to a gold answer", len(examples), unlabeled)
