@@ -889,6 +889,15 @@ class SQLGraphStore:
             edges = self._edges_where(conn, edges_table.c.id.in_(cited.where(s.element_kind == "edge")))
         return nodes, edges
 
+    def node_names(self, ids: Sequence[NodeId]) -> dict[NodeId, str]:
+        """The names of the nodes that exist among ``ids``, from the ``name`` column (no node models)."""
+        c = nodes_table.c
+        found: dict[NodeId, str] = {}
+        with self._connection() as conn:
+            for chunk in batched(ids, _CHUNK):
+                found.update((i, name) for i, name in conn.execute(select(c.id, c.name).where(c.id.in_(chunk))))
+        return found
+
     def triples(self) -> list[tuple[NodeId, str, NodeId]]:
         """Every edge as (source, type, target), ordered, without building models."""
         c = edges_table.c

@@ -33,12 +33,19 @@ def graph_identity(knowledge: Knowledge) -> str:
 
 
 def triples_identity(triples: Iterable[tuple[str, str, str]]) -> str:
-    """The identity of the graph of these (source name, relation, target name) edges: a sha256 over the
-    distinct ones, sorted (a repeated line or another order is the same graph)."""
+    """The identity of the graph of these (source name, relation, target name) edges: how many distinct
+    ones there are and a sha256 over them, sorted (a repeated line or another order is the same graph)."""
+    distinct = sorted(set(triples))
     digest = hashlib.sha256()
-    for triple in sorted(set(triples)):
+    for triple in distinct:
         digest.update("\0".join(triple).encode() + b"\0")  # no stored name or relation holds a NUL
-    return NAMED_EDGES + digest.hexdigest()
+    return f"{NAMED_EDGES}{len(distinct)}:{digest.hexdigest()}"
+
+
+def identity_edges(identity: str) -> int | None:
+    """The edge count a :func:`triples_identity` records (None: another kind of identity)."""
+    count = identity.removeprefix(NAMED_EDGES).partition(":")[0] if identity.startswith(NAMED_EDGES) else ""
+    return int(count) if count.isdigit() else None
 
 
 async def store_identity(store: GraphStore) -> str:
@@ -114,5 +121,15 @@ async def walk_note(decider: object, spec: str, store: GraphStore) -> str | None
     trained = model.manifest.get(GRAPH)
     if trained is None:
         return None
-    walked = await store_identity(store) if trained.startswith(NAMED_EDGES) else spec_identity(spec)
-    return other_graph_note(model.name, trained, [(spec, walked)])
+    return other_graph_note(model.name, trained, [(spec, await walked_identity(trained, spec, store))])
+
+
+async def walked_identity(trained: str, spec: str, store: GraphStore) -> str | None:
+    """The identity of the graph a query walks, to compare with ``trained``'s. Hashing every edge would
+    cost a query time in proportion to the graph, so a graph with as many edges as the model's is taken
+    for its graph; only one of another size is hashed (an ingested graph whose nodes share names can
+    have more edges than named edges)."""
+    if not trained.startswith(NAMED_EDGES):
+        return spec_identity(spec)  # a model saved before: a triples file's bytes
+    _, edges = await store.counts()
+    return trained if edges == identity_edges(trained) else await store_identity(store)

@@ -164,7 +164,7 @@ def test_a_partition_whose_model_learned_over_another_graph_warns(tmp_path: Path
     resources = offline_resources(root)
     notes = []
     graphs = ("0" * 64, graph_identity(dataset.knowledge), None)  # models saved before: a file's bytes
-    for graph in (*graphs, NAMED_EDGES + "0" * 64, knowledge_identity(dataset.knowledge)):
+    for graph in (*graphs, NAMED_EDGES + "5:" + "0" * 64, knowledge_identity(dataset.knowledge)):
         (model / "manifest.json").write_text(json.dumps({"graph": graph}), encoding="utf-8")
         decider = DeciderResource(backend="trained", model_path=str(model))
         notes.append(_check_trained(dims, dataset, decider, resources["warehouse"], model))

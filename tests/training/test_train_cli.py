@@ -143,6 +143,40 @@ def test_a_model_over_a_sqlite_or_parquet_graph_is_checked_like_one_over_triples
         )
 
 
+def test_a_query_hashes_the_graph_only_when_its_size_differs_from_the_models(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing every edge of the graph would make each query cost time in proportion to the graph: a
+    query over a graph with as many edges as the model's takes it for that graph without hashing, and
+    hashes only a graph of another size (which may still be the model's: an ingested graph whose nodes
+    share names)."""
+    from graphwalk_core.training import graphs
+
+    kb, qs = files
+    out = tmp_path / "model"
+    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    assert runner.invoke(app, args).exit_code == 0
+    hashed: list[object] = []
+    store_identity = graphs.store_identity
+
+    async def counted(store: object) -> str:
+        hashed.append(store)
+        return await store_identity(store)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(graphs, "store_identity", counted)
+    other = tmp_path / "other.txt"
+    other.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
+    query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
+             "--decider", "trained", "--decider-model", str(out), "--json"]  # fmt: skip
+    for graph in (kb, imported(kb, tmp_path / "kb.db")):
+        result = runner.invoke(app, ["query", str(graph), *query])
+        assert result.exit_code == 0 and result.stderr == "", result.output
+    assert hashed == []
+    result = runner.invoke(app, ["query", str(other), *query])
+    assert "learned over another graph than" in result.stderr
+    assert len(hashed) == 1
+
+
 def test_a_model_saved_before_compares_triples_files_only(files: tuple[Path, Path], tmp_path: Path) -> None:
     """A manifest whose ``graph`` is a triples file's fingerprint (models saved before graphs of every kind
     were identified) still warns over another triples file, and says nothing of a SQLite graph (not
