@@ -895,7 +895,8 @@ class SQLGraphStore:
         found: dict[NodeId, str] = {}
         with self._connection() as conn:
             for chunk in batched(ids, _CHUNK):
-                found.update((i, name) for i, name in conn.execute(select(c.id, c.name).where(c.id.in_(chunk))))
+                rows = conn.execute(select(c.id, c.name).where(c.id.in_(chunk)))
+                found.update((node_id, name) for node_id, name in rows)
         return found
 
     def triples(self) -> list[tuple[NodeId, str, NodeId]]:
