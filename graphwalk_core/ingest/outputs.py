@@ -144,6 +144,8 @@ class MentionDecision(BaseModel):
     via: Literal["none", "exact", "decider", "llm", "fallback", "pinned"]
     probability: float = 1.0
     candidates: list[str] = Field(default_factory=list)
+    #: a pinned mention's node, new to the graph, takes over this routed node of its name (``Router``)
+    absorbed: str | None = None
 
 
 class DocumentPlan(BaseModel):
@@ -160,6 +162,8 @@ class DocumentPlan(BaseModel):
     failed_chunks: int = 0
     nodes: list[Node] = Field(default_factory=list)
     edges: list[Edge] = Field(default_factory=list)
+    #: routed node id -> the pinned node that takes it over once the document is written
+    absorbed: dict[str, str] = Field(default_factory=dict)
 
 
 class RoutingPlan(BaseModel):

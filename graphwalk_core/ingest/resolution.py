@@ -5,6 +5,10 @@ taken (the decider judged a same-named node to be a different entity), the id be
 hash(normalized name, type), then ``nd_`` + hash(name, type, document, chunk, mention). Structured sources
 pin their own ids (SQL: ``n_sql_`` + hash(source, table, primary key)).
 
+Pinned nodes. A pinned node new to the graph takes over the routed node of its name that a mention would
+have merged into (``Router``; ``absorb_nodes``), so a row and a text naming one entity give one node in
+either order; a pinned node left without a row's provenance by a retraction is re-keyed as a routed node.
+
 Canonical ids. An ``n_`` node merged under several names is re-keyed after every write to the hash of the
 name its earliest source (lowest ``<source>/<document>``, then offset) gave it, which is the name a fresh
 ingest in document order creates it with. So ids do not depend on which document came first or on a
@@ -13,7 +17,7 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import lru_cache
 from itertools import takewhile
 from typing import Any
@@ -21,6 +25,7 @@ from typing import Any
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
 from graphwalk_core.ingest.outputs import WriteCounts
+from graphwalk_core.ingest.sources.sql import SQL_EXTRACTOR_PREFIX, SQL_NODE_PREFIX
 from graphwalk_core.ingest.text import normalize_name
 from graphwalk_core.model import Edge, Node, Provenance, content_hash
 from graphwalk_core.model.merge import (
@@ -53,6 +58,16 @@ def new_node_id(name: str, type: str, salt: str, taken: Callable[[str], bool]) -
     raise AssertionError(f"node id collision for {name!r} ({salt})")  # pragma: no cover
 
 
+def is_pinned(node_id: str) -> bool:
+    """Whether ``node_id`` is a structured source's pinned id (a SQL row's)."""
+    return node_id.startswith(SQL_NODE_PREFIX)
+
+
+def _row_backed(node: Node) -> bool:
+    """Whether a pinned node still has provenance from a row (its own, or one referring to it)."""
+    return any(p.extractor.startswith(SQL_EXTRACTOR_PREFIX) for p in node.provenance)
+
+
 def _first_source(provenance: tuple[Provenance, ...]) -> tuple[str, int]:
     if isinstance(provenance, ProvenanceSet) and provenance:  # sorted by source: the first one's records
         first = provenance[0].source_id
@@ -60,13 +75,16 @@ def _first_source(provenance: tuple[Provenance, ...]) -> tuple[str, int]:
     return min((p.source_id, p.start if p.start is not None else -1) for p in provenance)
 
 
-def canonical_node_id(node: Node) -> str | None:
-    """The id ``node`` should have, when that differs from its id (only for ``n_`` name-hash ids).
+def canonical_node_id(node: Node, *, retracted: bool = False) -> str | None:
+    """The id ``node`` should have, when that differs from its id (only for ``n_`` name-hash ids, and
+    pinned ids a ``retracted`` node keeps no row's provenance under: it is a routed node now).
 
     It is the hash of the name backed by the earliest source; when several names tie (one chunk), the
     current id is kept if it is one of them, else the smallest name wins.
     """
-    if not node.id.startswith("n_") or node.id.startswith("n_sql_") or not node.name_sources:
+    if is_pinned(node.id) and (not retracted or _row_backed(node)):
+        return None
+    if not node.id.startswith("n_") or not node.name_sources:
         return None
     firsts = {name: _first_source(prov) for name, prov in node.name_sources.items() if prov}
     if not firsts:
@@ -238,14 +256,19 @@ async def write_elements(
     return set(folded)
 
 
-async def canonicalize(store: GraphStore, node_ids: set[str], renames: dict[str, str]) -> None:
+async def canonicalize(
+    store: GraphStore, node_ids: set[str], renames: dict[str, str], retracted: Collection[str] = ()
+) -> None:
     """Re-key the touched nodes whose canonical id differs (when that id is free); record renames.
+    ``retracted``: the touched nodes that lost provenance (only those can lose their pinning row).
 
     The touched nodes and the ids they want are read in one batch each; a re-key frees its old id and
     takes its new one for the nodes after it (in id order).
     """
     touched = await store.get_nodes(sorted(node_ids))
-    wanted = {node_id: canonical_node_id(node) for node_id, node in touched.items()}
+    wanted = {
+        node_id: canonical_node_id(node, retracted=node_id in retracted) for node_id, node in touched.items()
+    }
     taken = set(await store.get_nodes(sorted({w for w in wanted.values() if w is not None})))
     for node_id, node in touched.items():
         new_id = wanted[node_id]
@@ -254,10 +277,29 @@ async def canonicalize(store: GraphStore, node_ids: set[str], renames: dict[str,
         await rekey_node(store, node, new_id)
         taken.add(new_id)
         taken.discard(node_id)
-        renames[node_id] = new_id
-        for old, target in renames.items():
-            if target == node_id:
-                renames[old] = new_id
+        _record_rename(renames, node_id, new_id)
+
+
+def _record_rename(renames: dict[str, str], old: str, new: str) -> None:
+    """``old`` is ``new`` now, and so is every id renamed to ``old`` earlier in the run."""
+    renames[old] = new
+    for earlier, target in renames.items():
+        if target == old:
+            renames[earlier] = new
+
+
+async def absorb_nodes(store: GraphStore, absorbed: dict[str, str], renames: dict[str, str]) -> set[str]:
+    """Fold each routed node of ``absorbed`` into the pinned node that takes it over (both written by
+    now; ids re-keyed earlier in the run followed), recording the rename; returns the ids involved."""
+    involved: set[str] = set()
+    for old, pinned in sorted(absorbed.items()):
+        old = renames.get(old, old)
+        if old == pinned or len(await store.get_nodes([old, pinned])) < 2:
+            continue
+        await store.merge_nodes(pinned, old)
+        involved |= {old, pinned}
+        _record_rename(renames, old, pinned)
+    return involved
 
 
 def renamed(nodes: list[Node], edges: list[Edge], renames: dict[str, str]) -> tuple[list[Node], list[Edge]]:

@@ -43,7 +43,13 @@ from graphwalk_core.ingest.outputs import (
     RoutingMode,
     RoutingPlan,
 )
-from graphwalk_core.ingest.resolution import chunk_edges, mention_node, mention_provenance, new_node_id
+from graphwalk_core.ingest.resolution import (
+    chunk_edges,
+    is_pinned,
+    mention_node,
+    mention_provenance,
+    new_node_id,
+)
 from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
@@ -158,6 +164,8 @@ class Router:
         self._loaded = False
         self._ahead: ThreadPoolExecutor | None = None
         self._ahead_jobs: list[Future[list[int]]] = []
+        #: routed nodes a pinned node took over since the last reload or refresh (gone once applied)
+        self._absorbed: set[str] = set()
 
     async def reload(self, exclude_sources: set[str]) -> None:
         """Start over from the store: an empty index (same settings) filled by :meth:`load_graph`.
@@ -174,7 +182,7 @@ class Router:
             max_word_df=old.max_word_df,
             pool=old.pool,
         )
-        self._cards = {}
+        self._cards, self._absorbed = {}, set()
         await self.load_graph(exclude_sources)
 
     async def refresh(self, exclude_sources: set[str], written: set[str]) -> None:
@@ -193,7 +201,7 @@ class Router:
         self.index.sync(
             {node_id: self._entry(stored[node_id]) if node_id in stored else None for node_id in ids}
         )
-        self._cards = {}
+        self._cards, self._absorbed = {}, set()
         nodes, _ = await self.store.counts()
         if nodes != len(self.index):
             log.warning(
@@ -297,6 +305,22 @@ class Router:
             and cands[0].how == "exact"
             and self._compatible(cands[0].node_id, mention.entity)
         )
+
+    def _absorbable(self, entity: ExtractedEntity) -> str | None:
+        """The routed node a pinned mention's node, new to the graph, takes over: the one a mention of its
+        name would merge into had the pinned node come first (exact name or alias; a compatible type, or
+        any type under exact routing, as :meth:`_exact_choice` merges). So a row ingested after a text
+        naming its entity gives the graph a row ingested before it gives; pinned nodes never absorb each
+        other (two rows are two entities)."""
+        routed = [
+            node_id
+            for node_id in self.index.exact(entity.name)
+            if not is_pinned(node_id) and node_id not in self._absorbed
+        ]
+        compatible = [node_id for node_id in routed if self._compatible(node_id, entity)]
+        if self.routing == "exact":
+            compatible = compatible or routed
+        return compatible[0] if compatible else None
 
     def _exact_choice(self, mention: _Mention) -> str | None:
         exact = [c.node_id for c in mention.candidates if c.how == "exact"]
@@ -486,11 +510,19 @@ class Router:
         nodes: list[Node] = []
         for i, mention in enumerate(mentions):
             entity = mention.entity
+            absorbed = None
             if entity.node_id is not None:
                 target, action, via = entity.node_id, "pinned", "pinned"
+                if target not in self.index:
+                    absorbed = self._absorbable(entity)
                 self.index.add(
                     IndexEntry(id=target, name=entity.name, type=entity.type, summary=self._summary(entity))
                 )
+                if absorbed is not None:
+                    self._absorbed.add(absorbed)
+                    old = self.index.entries[absorbed]
+                    for name in (old.name, *old.aliases):
+                        self.index.add_name(target, name)
             else:
                 if mention.via == "none":  # no question was asked
                     if not mention.candidates:  # a node an earlier mention of this chunk made has its name
@@ -527,6 +559,7 @@ class Router:
                     via=via,
                     probability=mention.probability,
                     candidates=[c.node_id for c in mention.candidates],
+                    absorbed=absorbed,
                 )
             )
         entities = [m.entity for m in mentions]
@@ -586,6 +619,7 @@ async def route_extractions(
                 f"failed, {fell_back} mention(s) merged on exact names only"
             )
         mentions.extend(decisions)
+        plan.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
         plan.nodes.extend(nodes)
         plan.edges.extend(edges)
     return RoutingPlan(

@@ -40,6 +40,7 @@ from graphwalk_core.ingest.outputs import (
     UpdateReport,
 )
 from graphwalk_core.ingest.resolution import (
+    absorb_nodes,
     canonicalize,
     renamed,
     retract_document,
@@ -298,7 +299,7 @@ async def retract_deleted(store: GraphStore, diff: DocumentDiff, report: UpdateR
     for doc_id in diff.deleted:
         async with store.transaction():
             touched = await retract_document(store, provenance_source(diff.source_id, doc_id), report)
-            await canonicalize(store, touched, renames)
+            await canonicalize(store, touched, renames, touched)
             await delete_entry(store, diff.source_id, doc_id)
         report.ledger_deleted += 1
     return renames
@@ -392,14 +393,15 @@ async def apply_plan(
                         )
                         written.update(node.id for node in nodes)
                     continue
-                touched = set()
+                retracted: set[str] = set()
                 if doc.document_id in retracting:
-                    touched = await retract_document(
+                    retracted = await retract_document(
                         store, provenance_source(source_id, doc.document_id), report
                     )
                 nodes, edges = renamed(doc.nodes, doc.edges, renames)
-                touched |= await write_elements(store, nodes, edges, report)
-                await canonicalize(store, touched, renames)
+                touched = retracted | await write_elements(store, nodes, edges, report)
+                touched |= await absorb_nodes(store, doc.absorbed, renames)
+                await canonicalize(store, touched, renames, retracted)
                 if written is not None:
                     written |= touched
                 entry = LedgerEntry(

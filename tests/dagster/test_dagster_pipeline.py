@@ -132,7 +132,7 @@ def test_knowledge_graph_tables(run: Run) -> None:
         t: warehouse_rows(run.root, f"select count(*) from {t}")[0][0]
         for t in ("nodes", "edges", "conflicts", "ledger")
     }
-    assert counts == {"nodes": 45, "edges": 57, "conflicts": 6, "ledger": 37}
+    assert counts == {"nodes": 33, "edges": 57, "conflicts": 14, "ledger": 37}
     assert warehouse_rows(run.root, "select source, count(*) from ledger group by all order by 1") == [
         ("films", 11),
         ("sample_db", 26),

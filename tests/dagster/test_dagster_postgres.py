@@ -71,7 +71,7 @@ def test_demo_on_a_postgresql_instance_and_graph(
         )
     ]
     with psycopg.connect(postgres_server.url(graph_db, driver="postgresql")) as conn:
-        assert conn.execute("select count(*) from nodes").fetchone() == (45,)
+        assert conn.execute("select count(*) from nodes").fetchone() == (33,)
 
     # the same sources into SQLite on the default instance publish byte-identical graph tables
     monkeypatch.delenv("GRAPHWALK_GRAPH_URL")

@@ -171,9 +171,9 @@ async def test_shared_names_aliases_and_rekeys_keep_the_index_equal_to_a_rebuild
     store, renames = MemoryGraphStore(), []
     canonicalize = stages.canonicalize
 
-    async def recorded(store_: Any, node_ids: set[str], renamed: dict[str, str]) -> None:
+    async def recorded(store_: Any, node_ids: set[str], renamed: dict[str, str], *rest: Any) -> None:
         before = dict(renamed)
-        await canonicalize(store_, node_ids, renamed)
+        await canonicalize(store_, node_ids, renamed, *rest)
         renames.extend(sorted(renamed.keys() - before.keys()))
 
     monkeypatch.setattr(stages, "canonicalize", recorded)

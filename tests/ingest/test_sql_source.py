@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 from typer.testing import CliRunner
 
 from graphwalk_core.cli import app
+from graphwalk_core.decisions.fake import FakeDecisionBackend
+from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.outputs import RoutingMode
 from graphwalk_core.ingest.pipeline import ingest
-from graphwalk_core.ingest.sources import SQLSource, load_mappings, load_sources, open_source
+from graphwalk_core.ingest.routing import Router
+from graphwalk_core.ingest.sources import FileSource, SQLSource, load_mappings, load_sources, open_source
+from graphwalk_core.ingest.sources import sql as sql_source
+from graphwalk_core.stores.base import GraphStore
 from graphwalk_core.stores.memory import MemoryGraphStore
 
 from .conftest import graph_tables
@@ -247,7 +255,7 @@ async def test_a_mapping_key_leaves_the_rows_extractor_as_it_was() -> None:
     for spec in ({"name": "title"}, {"name": "title", "key": "title"}):
         mappings = load_mappings({"films": spec})
         source = SQLSource(f"sqlite:///{SAMPLE}", source_id="sample", mappings=mappings)
-        assert sorted({d.extractor async for d in source.documents()}) == ["sql:1:3c8d147d84b1"]
+        assert sorted({d.extractor async for d in source.documents()}) == ["sql:2:3c8d147d84b1"]
 
 
 async def test_two_rows_whose_composite_keys_join_to_one_id_are_a_skip_not_a_silent_loss(
@@ -409,3 +417,102 @@ def test_a_postgresql_source_url_may_turn_prepared_statements_off(postgres_url: 
         f"invalid SQL source URL {postgres_url}?prepare_threshold=never: prepare_threshold must be a whole "
         "number or none (none: no prepared statements, as PgBouncer in transaction mode needs)"
     )
+
+
+@pytest.mark.parametrize("routing", ["exact", "jev"])
+async def test_a_row_and_a_text_naming_its_entity_give_one_graph_in_either_order(
+    tmp_path: Path,
+    new_store: Callable[[], GraphStore],
+    scripted_decider: FakeDecisionBackend,
+    routing: RoutingMode,
+) -> None:
+    """A text merges into the node of a row ingested before it (same name); a row ingested after the text
+    made a node of its own beside the text's, so the two orders gave two graphs. The row's node, new to
+    the graph, now takes the text's node over (the row pins it first from the paper referring to it), and
+    retracting either source leaves exactly the graph of the other."""
+    db = tmp_path / "people.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL, born INTEGER)")
+        conn.execute(
+            "CREATE TABLE papers (id INTEGER PRIMARY KEY, title TEXT, author_id REFERENCES people(id))"
+        )
+        conn.execute("INSERT INTO people VALUES (1, 'Ada Lovelace', 1815)")
+        conn.execute("INSERT INTO papers VALUES (1, 'Note G', 1)")
+    conn.close()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text(
+        "Ada Lovelace wrote notes with Charles Babbage in London.\n", encoding="utf-8"
+    )
+
+    async def run(store: GraphStore, *order: str) -> GraphStore:
+        for name in order:
+            source = (
+                SQLSource(f"sqlite:///{db}", source_id="db")
+                if name == "db"
+                else FileSource(notes, source_id=name)
+            )
+            await ingest(
+                source,
+                store,
+                routing=routing,
+                decider=scripted_decider,
+                embedder=HashingEmbedder(),
+                allow_empty=True,
+            )
+        return store
+
+    async def tables(store: GraphStore) -> dict[str, Any]:
+        return {**await graph_tables(store, "db"), "notes": (await graph_tables(store, "notes"))["ledger"]}
+
+    alone = {name: await tables(await run(new_store(), name)) for name in ("db", "notes")}
+    stores = [await run(new_store(), *order) for order in (("db", "notes"), ("notes", "db")) * 2]
+    both = await tables(stores[0])
+    assert [await tables(store) for store in stores[1:]] == [both] * 3
+    ada = next(n for n in both["nodes"] if n["name"] == "Ada Lovelace")
+    assert ada["id"].startswith("n_sql_") and ada["type"] == "person" and ada["attributes"] == {"born": 1815}
+    assert sorted({p["source_id"] for p in ada["provenance"]}) == [
+        "db/papers#1",
+        "db/people#1",
+        "notes/a.txt",
+    ]
+    assert sorted(n["name"] for n in both["nodes"]) == ["Ada Lovelace", "Charles Babbage", "London", "Note G"]
+
+    (notes / "a.txt").unlink()
+    for store in stores[:2]:
+        await run(store, "notes")
+        assert await tables(store) == alone["db"]
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM papers")
+        conn.execute("DELETE FROM people")
+    conn.close()
+    for store in stores[2:]:
+        await run(store, "db")
+        assert await tables(store) == alone["notes"]
+
+
+async def test_a_row_read_by_the_previous_version_takes_the_texts_node_over_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A graph where ``sql:1`` left a row's node beside the node a text ingested before it made: the new
+    extractor version processes the row once more, and the graph becomes a fresh ingest's."""
+    db = tmp_path / "people.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE people (id INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        conn.execute("INSERT INTO people VALUES (1, 'Ada Lovelace')")
+    conn.close()
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.txt").write_text("Ada Lovelace met Charles Babbage.\n", encoding="utf-8")
+    store, fresh = MemoryGraphStore(), MemoryGraphStore()
+    await ingest(FileSource(notes, source_id="notes"), store, routing="exact")
+    with monkeypatch.context() as old:
+        old.setattr(sql_source, "SQL_EXTRACTOR", "sql:1")
+        old.setattr(Router, "_absorbable", lambda self, entity: None)
+        await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert len(await store.find_nodes(name="Ada Lovelace")) == 2
+    report = await ingest(SQLSource(f"sqlite:///{db}", source_id="db"), store, routing="exact")
+    assert report.changed == 1 and len(await store.find_nodes(name="Ada Lovelace")) == 1
+    for source in (SQLSource(f"sqlite:///{db}", source_id="db"), FileSource(notes, source_id="notes")):
+        await ingest(source, fresh, routing="exact")
+    assert await graph_tables(store, "db") == await graph_tables(fresh, "db")

@@ -57,8 +57,13 @@ from graphwalk_core.model import JSONValue, content_hash
 from graphwalk_core.stores.sql_engine import driver_args, error_reason, no_dialect, parse_url, redact_url
 from graphwalk_core.stores.sql_tables import holds_graph, schema
 
-#: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change).
-SQL_EXTRACTOR = "sql:1"
+#: Every SQL extractor version starts so (provenance from a row, whatever version wrote it).
+SQL_EXTRACTOR_PREFIX = "sql:"
+#: Recorded as the extractor of SQL-derived elements (bump when the row -> graph rules change). 2: a
+#: row's node new to the graph takes over the routed node of its name (1 left it beside it).
+SQL_EXTRACTOR = SQL_EXTRACTOR_PREFIX + "2"
+#: The id prefix of a row's node: a pinned id (see ``graphwalk_core.ingest.resolution``).
+SQL_NODE_PREFIX = "n_sql_"
 #: Rows per fetch when streaming a table.
 STREAM_BATCH = 1000
 #: Bound values per foreign-key look-up query (well under every driver's parameter limit).
@@ -361,7 +366,7 @@ class SQLSource(SourceBase):
 
     def _node_id(self, table: _Table, row: Mapping[str, Any], index: int) -> str:
         key = [_json(row[c]) for c in table.pk] if table.pk else [index]
-        return "n_sql_" + content_hash([self.source_id, table.name, key])[:24]
+        return SQL_NODE_PREFIX + content_hash([self.source_id, table.name, key])[:24]
 
     def _label(self, table: _Table, row: Mapping[str, Any], index: int) -> str:
         mapping = mapping_for(self.mappings, table.name)
