@@ -32,8 +32,10 @@ with its elements, so a rerun redoes exactly those documents).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from itertools import islice
 from operator import itemgetter
 from typing import Any
@@ -98,6 +100,11 @@ _TYPES_IN_SQL = _CHUNK
 #: Provenance records of the large nodes a store object keeps in memory across transactions (see
 #: ``node_parts``): beyond them, a large node is read back from its head and parts.
 LARGE_RECORDS_KEPT = 500_000
+#: Read transactions (:meth:`SQLGraphStore.snapshot`, one per walk in flight) a store object holds open at
+#: once; one more waits for one to end. SQLAlchemy's pool lends 15 connections (5 kept, 10 more on demand),
+#: two of them left for the writer's transaction and a one-off read: a checkout beyond them would block the
+#: event loop, so no walk could give one back, and fail after 30 s.
+SNAPSHOTS_AT_ONCE = 13
 
 
 def batched(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -192,11 +199,10 @@ class SQLGraphStore:
                 reason += f" (no folder {folder}: create it first)"
             raise BackendError(f"cannot open graph store {shown}: {reason}") from None
         self._conn: Connection | None = None
-        #: the read transaction of the open :meth:`snapshot` (shared by overlapping ones), and their number
-        self._snapshot: Connection | None = None
-        self._snapshot_users = 0
-        #: a statement failed in it (PostgreSQL: the transaction is aborted): not joined again
-        self._snapshot_failed = False
+        #: the read transaction of the current task's :meth:`snapshot` (each walk its own)
+        self._snapshot: ContextVar[Connection | None] = ContextVar("snapshot", default=None)
+        #: (event loop, its bound on the snapshots open at once: see ``SNAPSHOTS_AT_ONCE``)
+        self._snapshot_slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
         #: upserts held until the open transaction needs them in the tables (see the module docstring)
         self._pending_nodes: dict[NodeId, Node] = {}
         self._pending_edges: dict[EdgeId, Edge] = {}
@@ -252,10 +258,10 @@ class SQLGraphStore:
             if not pending:
                 self._flush()
             yield self._conn
-        elif self._snapshot is not None:
+        elif (snapshot := self._snapshot.get()) is not None:
             if write:
                 raise RuntimeError("a write inside SQLGraphStore.snapshot(): the snapshot only reads")
-            yield self._snapshot
+            yield snapshot
         elif not write:
             with self._reader.begin() as conn:
                 yield conn
@@ -291,10 +297,8 @@ class SQLGraphStore:
         self._forget_large()
 
     def _failed(self, context: Any) -> None:
-        """A statement failed (see ``_large``); in the open snapshot, that one is not joined again."""
+        """A statement failed (see ``_large``)."""
         self._forget_large()
-        if context.connection is not None and context.connection is self._snapshot:
-            self._snapshot_failed = True
 
     def _forget_large(self) -> None:
         self._large = {}
@@ -356,28 +360,28 @@ class SQLGraphStore:
     async def snapshot(self) -> AsyncIterator[SQLGraphStore]:
         """Reads inside see one committed state of the tables, whatever other processes commit meanwhile
         (one read transaction: no writer waits for it); nothing is written inside. In a transaction, or
-        in a snapshot already, reads see that one's state: overlapping snapshots (concurrent walks) share
-        one read transaction, ended when the last of them ends, unless a statement failed in it (the
-        server ended the session, an aborted transaction): a snapshot entered then reads in a new one, as
-        the open ones do from then on (the broken one would fail every read)."""
-        if self._conn is not None:
+        in a snapshot already (tasks started inside one too), reads see that one's state. Each task (an
+        eval's concurrent walks) reads in its own, ended with it: overlapping walks never keep one open
+        for as long as any of them runs (a WAL SQLite cannot checkpoint, rows PostgreSQL cannot vacuum).
+        Beyond ``SNAPSHOTS_AT_ONCE`` open ones, a snapshot waits for one to end."""
+        if self._conn is not None or self._snapshot.get() is not None:
             yield self
             return
-        if self._snapshot is not None and (self._snapshot_failed or self._snapshot.invalidated):
-            broken, self._snapshot = self._snapshot, None
-            broken.close()
-        if self._snapshot is None:
-            conn = self._reader.connect()
-            conn.begin()
-            self._snapshot, self._snapshot_failed = conn, False
-        self._snapshot_users += 1
-        try:
-            yield self
-        finally:
-            self._snapshot_users -= 1
-            if self._snapshot_users == 0 and self._snapshot is not None:
-                conn, self._snapshot = self._snapshot, None
-                conn.close()  # ends the read transaction
+        async with self._slots():
+            with self._reader.connect() as conn:  # closing it ends the read transaction
+                conn.begin()
+                token = self._snapshot.set(conn)
+                try:
+                    yield self
+                finally:
+                    self._snapshot.reset(token)
+
+    def _slots(self) -> asyncio.Semaphore:
+        """The running event loop's bound on open snapshots (a store may outlive a loop)."""
+        loop = asyncio.get_running_loop()
+        if self._snapshot_slots is None or self._snapshot_slots[0] is not loop:
+            self._snapshot_slots = (loop, asyncio.Semaphore(SNAPSHOTS_AT_ONCE))
+        return self._snapshot_slots[1]
 
     # ------------------------------------------------------------------ row helpers
 

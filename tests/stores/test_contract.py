@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import closing
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.model import AttributeConflict, ConflictValue, Edge, Node, Provenance, edge_id
 from graphwalk_core.model.merge import TYPE_CONFLICT_KEY
 from graphwalk_core.stores import Adjacent, GraphStore, MemoryGraphStore, SQLGraphStore, node_parts
+from graphwalk_core.stores import sql as sql_store
 from graphwalk_core.stores.base import (
     EdgeLookup,
     EdgeTriples,
@@ -33,6 +38,8 @@ from graphwalk_core.stores.base import (
     upsert_many,
 )
 from graphwalk_core.stores.parquet import export_parquet
+from graphwalk_core.stores.sql_engine import sqlite_file
+from stores.test_sql_durability import open_transactions
 
 S1 = Provenance(source_id="doc/1", content_hash="h1")
 S2 = Provenance(source_id="doc/2", content_hash="h2")
@@ -302,50 +309,136 @@ async def test_snapshot(store: GraphStore) -> None:
     assert await store.counts() == (5, 3)
 
 
-async def test_overlapping_snapshots_read_one_state_until_the_last_ends(store: GraphStore) -> None:
-    """Concurrent walks (an eval's tasks) each read in a snapshot: one entered while another was open
-    shared it, and read the tables as they were NOW once that one ended, mixing two states in a walk."""
+async def _walk(
+    store: SQLGraphStore, reads: list[tuple[int, int]], entered: asyncio.Event, leave: asyncio.Event
+) -> None:
+    """A walk (an eval's task) reading the counts in a snapshot as it enters, and again as it leaves."""
+    async with store.snapshot():
+        reads.append(await store.counts())
+        entered.set()
+        await leave.wait()
+        reads.append(await store.counts())
+
+
+async def _until(event: asyncio.Event, task: asyncio.Task[None]) -> None:
+    """Wait for ``task`` to set ``event``; its error if it ends first (a failed assertion)."""
+    waiting = asyncio.create_task(event.wait())
+    await asyncio.wait([waiting, task], return_when=asyncio.FIRST_COMPLETED)
+    waiting.cancel()
+    if task.done():
+        task.result()
+    assert event.is_set()
+
+
+def _stale_readers(store: SQLGraphStore, begun_before: datetime) -> int:
+    """Read transactions begun before ``begun_before`` still open: on SQLite, whether a full checkpoint
+    finds one (busy) or copies the whole log; on PostgreSQL, the sessions idle in one."""
+    file = sqlite_file(store.url)
+    if file is None:
+        return open_transactions(store.url, begun_before)
+    with closing(sqlite3.connect(file, timeout=0)) as conn:
+        busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(FULL)").fetchone()
+    return int(busy != 0 or copied != logged)
+
+
+async def test_overlapping_snapshots_each_end_with_their_walk(store: GraphStore) -> None:
+    """Concurrent walks (an eval's tasks) each read in a snapshot. They shared one read transaction until
+    the last of them ended: a walk read the graph as it was when the first began, and while walks overlapped
+    the transaction stayed open (SQLite's log grew, no checkpoint could copy it; PostgreSQL could vacuum no
+    row deleted since). Each walk now reads the state at its start, in a transaction that ends with it."""
     if not offers(store, Snapshots):
         return
     assert isinstance(store, SQLGraphStore)
     await movies(store)
-    first, second = store.snapshot(), store.snapshot()
-    await first.__aenter__()
-    assert await store.counts() == (4, 3)
-    await second.__aenter__()
-    await first.__aexit__(None, None, None)
     other = SQLGraphStore(store.url)  # another process's writer
+    first_reads: list[tuple[int, int]] = []
+    second_reads: list[tuple[int, int]] = []
+    entered, leave = [asyncio.Event(), asyncio.Event()], [asyncio.Event(), asyncio.Event()]
     try:
+        first = asyncio.create_task(_walk(store, first_reads, entered[0], leave[0]))
+        await _until(entered[0], first)
         await other.upsert_node(node("Tenet", type="film"))
-        assert await store.counts() == (4, 3)  # still the state the snapshots read
-        await second.__aexit__(None, None, None)
-        assert await store.counts() == (5, 3)
+        second_begins = datetime.now(UTC)
+        second = asyncio.create_task(_walk(store, second_reads, entered[1], leave[1]))
+        await _until(entered[1], second)
+        assert _stale_readers(store, second_begins) == 1  # the first walk's
+        leave[0].set()
+        await first
+        assert first_reads == [(4, 3), (4, 3)]  # its state, while another process committed
+        assert _stale_readers(store, second_begins) == 0
+        await other.upsert_node(node("Dunkirk", type="film"))
+        leave[1].set()
+        await second
+        assert second_reads == [(5, 3), (5, 3)]
+        assert await store.counts() == (6, 3)
     finally:
         await other.close()
 
 
-async def test_a_snapshot_whose_statement_failed_is_not_joined(store: GraphStore) -> None:
-    """Overlapping snapshots share one read transaction; once a statement failed in it (the server ended the
+async def test_snapshots_open_at_once_are_bounded(store: GraphStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each walk holds a pooled connection while it reads: beyond ``SNAPSHOTS_AT_ONCE``, a walk waits for
+    one to end (the pool, exhausted, would block the event loop and then fail); a task started inside a
+    snapshot reads in it."""
+    if not offers(store, Snapshots):
+        return
+    assert isinstance(store, SQLGraphStore)
+    monkeypatch.setattr(sql_store, "SNAPSHOTS_AT_ONCE", 2)
+    await movies(store)
+    entered = [asyncio.Event() for _ in range(5)]
+    leave = asyncio.Event()
+    reads: list[tuple[int, int]] = []
+    walks = [asyncio.create_task(_walk(store, reads, e, leave)) for e in entered]
+    await _until(entered[0], walks[0])
+    await _until(entered[1], walks[1])
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert [e.is_set() for e in entered] == [True, True, False, False, False]
+    assert store._engine.pool.checkedout() == 2  # type: ignore[attr-defined]
+    leave.set()
+    await asyncio.gather(*walks)
+    assert reads == [(4, 3)] * 10
+    other = SQLGraphStore(store.url)  # another process's writer
+    try:
+        async with store.snapshot():
+            assert await store.counts() == (4, 3)
+            await other.upsert_node(node("Tenet", type="film"))
+            assert await asyncio.create_task(store.counts()) == (4, 3)
+            assert store._engine.pool.checkedout() == 1  # type: ignore[attr-defined]
+    finally:
+        await other.close()
+    assert store._engine.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+async def test_a_walk_whose_snapshot_broke_leaves_the_others_reading(store: GraphStore) -> None:
+    """Overlapping snapshots shared one read transaction; once a statement failed in it (the server ended the
     session: a restart, an idle timeout; PostgreSQL: any error aborts the transaction), every walk entering
-    while another was still open joined the broken one and failed at its first read, so an eval's questions
-    failed one after another for as long as its walks overlapped. A snapshot entered then reads in a new
-    one."""
+    while another was still open joined the broken one and failed at its first read. Each reads in its own."""
     if not offers(store, Snapshots):
         return
     assert isinstance(store, SQLGraphStore)
     await movies(store)
-    for fail in ("statement", "disconnect"):
-        async with store.snapshot():  # a walk still running
-            broken = store._snapshot
+
+    async def broken_walk(fail: str, entered: asyncio.Event, leave: asyncio.Event) -> None:
+        async with store.snapshot():
+            broken = store._snapshot.get()
             assert broken is not None
             if fail == "disconnect":
                 broken.invalidate()  # the server ended the session
             else:
                 with pytest.raises(SQLAlchemyError):
                     broken.exec_driver_sql("SELECT * FROM no_such_table")
-            async with store.snapshot():  # a walk starting now
-                assert await store.counts() == (4, 3)
-        assert store._snapshot is None
+            entered.set()
+            await leave.wait()
+
+    for fail in ("statement", "disconnect"):
+        entered, leave = asyncio.Event(), asyncio.Event()
+        walk = asyncio.create_task(broken_walk(fail, entered, leave))
+        await _until(entered, walk)
+        async with store.snapshot():  # a walk starting now
+            assert await store.counts() == (4, 3)
+        leave.set()
+        await walk
+        assert store._snapshot.get() is None
 
 
 async def test_degree(store: GraphStore) -> None:

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,16 @@ KILLED_WRITER = textwrap.dedent(
 )
 
 
-def open_writers(url: str) -> int:
-    """PostgreSQL connections to ``url``'s database idle inside an open transaction."""
+def open_transactions(url: str, begun_before: datetime | None = None) -> int:
+    """PostgreSQL connections to ``url``'s database idle inside an open transaction (one begun before
+    ``begun_before``)."""
     database = url.rsplit("/", 1)[1]
     with psycopg.connect(url.replace("+psycopg", "").rsplit("/", 1)[0] + "/postgres") as conn:
-        query = "select count(*) from pg_stat_activity where datname = %s and state = 'idle in transaction'"
-        return conn.execute(query, (database,)).fetchone()[0]  # type: ignore[index]
+        query = (
+            "select count(*) from pg_stat_activity where datname = %s and state = 'idle in transaction' "
+            "and xact_start < coalesce(%s::timestamptz, 'infinity')"
+        )
+        return conn.execute(query, (database, begun_before)).fetchone()[0]  # type: ignore[index]
 
 
 async def test_sigkill_mid_transaction_keeps_previous_state(sql_url: str, tmp_path: Path) -> None:
@@ -74,7 +79,7 @@ async def test_sigkill_mid_transaction_keeps_previous_state(sql_url: str, tmp_pa
             # WAL mode: the uncommitted pages really reached the write-ahead log file
             assert Path(f"{db}-wal").stat().st_size > 2_000_000
         else:
-            assert open_writers(url) == 1  # the rows are on the server, uncommitted
+            assert open_transactions(url) == 1  # the rows are on the server, uncommitted
     finally:
         writer.send_signal(signal.SIGKILL)
         writer.wait()
