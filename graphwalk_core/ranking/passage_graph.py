@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.traversal.entry import MAX_NAME_WORDS, STOPWORDS, NameIndex
+from graphwalk_core.traversal.entry import MAX_NAME_WORDS, STOPWORDS, NameIndex, words
 
 _TOKEN = re.compile(r"\w+")
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -40,7 +40,7 @@ def title_forms(title: str) -> tuple[str, ...]:
 
 
 def _key(text: str) -> tuple[str, ...]:
-    return tuple(t.casefold() for t in _TOKEN.findall(text))
+    return tuple(words(text))
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,19 @@ class PassageGraph:
 
     def link(self, question: str) -> list[Mention]:
         """Capitalized whole-word mentions of entity names and passage titles, longest first."""
-        tokens = list(_TOKEN.finditer(question))
-        folded = [t.group().casefold() for t in tokens]
+        # the words as the name index folds them (folding may split a token: "İ" is "i" + a combining dot),
+        # and whether each starts a capitalized token
+        folded: list[str] = []
+        capital: list[bool] = []
+        for token in _TOKEN.finditer(question):
+            parts, first = words(token.group()), token.group()[0]
+            folded += parts
+            capital += [j == 0 and (first.isupper() or first.isdigit()) for j in range(len(parts))]
         found: list[tuple[int, int, list[str]]] = []
-        for i, token in enumerate(tokens):
-            if not (token.group()[0].isupper() or token.group()[0].isdigit()):
+        for i in range(len(folded)):
+            if not capital[i]:
                 continue
-            for length in range(min(MAX_NAME_WORDS, len(tokens) - i), 0, -1):
+            for length in range(min(MAX_NAME_WORDS, len(folded) - i), 0, -1):
                 key = tuple(folded[i : i + length])
                 ids = self.names.by_words.get(key)
                 if ids and any(len(w) > 1 and w not in STOPWORDS for w in key):

@@ -157,3 +157,10 @@ def test_ppr_walk_seeds_pull_the_walked_passages_up_and_weight_zero_ignores_them
     # no linked mention: the walk alone seeds the ranking (mass spreads from Kung Fu Zombie onwards)
     alone = seeded.rank("what of the", 4, walk=walk).passage_ids
     assert alone == ["Director (magazine)", "Kung Fu Zombie", "Leo Fong", "Blood Street"]
+
+
+def test_linking_folds_names_as_the_name_index_does() -> None:
+    # "İ" case-folds to "i" + a combining dot, which splits the word: the question must be split the same
+    g = PassageGraph(["p"], ["Aziz Efendi"], [Entity("e-ist", "İstanbul", (), ("p",))])
+    (mention,) = g.link("Who was born in İstanbul?")
+    assert (mention.text, mention.passages, mention.entities) == ("i stanbul", (), (1,))
