@@ -8,7 +8,8 @@ document frequency over passages, ``log(1 + P / df)``.
 
 Question linking finds whole-word mentions of entity names/aliases and passage titles (longest first,
 non-overlapping). A mention must start with a capital or a digit in the question (names are
-capitalized; "director" in lower case is a word, not the entity "Director") and hold a content word.
+capitalized; "director" in lower case is a word, not the entity "Director"; a name in a script without
+case, such as CJK, may start anywhere) and hold a content word.
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ def title_forms(title: str) -> tuple[str, ...]:
 
 def _key(text: str) -> tuple[str, ...]:
     return tuple(words(text))
+
+
+def _starts_name(token: str) -> bool:
+    """Whether a question token may start a name: it starts with a digit, or its first cased letter is
+    upper case (a token in a script without case, such as CJK, has none and may)."""
+    if token[0].isdigit():
+        return True
+    cased = next((c for c in token if c.isupper() or c.islower()), None)
+    return cased is None or cased.isupper()
 
 
 @dataclass(frozen=True)
@@ -153,9 +163,9 @@ class PassageGraph:
         folded: list[str] = []
         capital: list[bool] = []
         for token in _TOKEN.finditer(question):
-            parts, first = words(token.group()), token.group()[0]
+            parts = words(token.group())
             folded += parts
-            capital += [j == 0 and (first.isupper() or first.isdigit()) for j in range(len(parts))]
+            capital += [j == 0 and _starts_name(token.group()) for j in range(len(parts))]
         found: list[tuple[int, int, list[str]]] = []
         for i in range(len(folded)):
             if not capital[i]:

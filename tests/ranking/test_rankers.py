@@ -164,3 +164,13 @@ def test_linking_folds_names_as_the_name_index_does() -> None:
     g = PassageGraph(["p"], ["Aziz Efendi"], [Entity("e-ist", "İstanbul", (), ("p",))])
     (mention,) = g.link("Who was born in İstanbul?")
     assert (mention.text, mention.passages, mention.entities) == ("i stanbul", (), (1,))
+
+
+def test_names_in_scripts_without_case_link() -> None:
+    # only a lower-case start marks a plain word: CJK has no case, "ʻ" (the ʻokina) starts Hawaiian names
+    g = PassageGraph(["p"], ["ʻElisiva Fusipala"], [Entity("e-tk", "東京", (), ("p",))])
+    assert [(m.text, m.passages, m.entities) for m in g.link("Was ʻElisiva Fusipala born in 東京?")] == [
+        ("ʻelisiva fusipala", (0,), ()),
+        ("東京", (), (1,)),
+    ]
+    assert g.link("was ʻelisiva fusipala born?") == []  # still: a lower-case start is a word
