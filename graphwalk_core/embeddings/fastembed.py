@@ -151,6 +151,7 @@ class FastEmbedEmbedder:
         self.cache = VectorCache(cache_size)
         self._model = self._load(cache_dir, threads)
         self._dim = int(self._model.embedding_size)
+        self._check_width()
         self.disk_cache = disk_cache
         self._disk_key: str | None = None
         self._disk_lock = threading.Lock()
@@ -181,6 +182,19 @@ class FastEmbedEmbedder:
         except Exception as err:
             where = str(self.model_path) if self.model_path else "fastembed's cache (offline, no download)"
             raise ConfigError(f"cannot load embedding model {self.model_name!r} from {where}: {err}") from err
+
+    def _check_width(self) -> None:
+        """A ConfigError when the folder's vectors are not the named model's width (it holds another model
+        than ``model_name`` whose ONNX file has the same name), before anything is embedded."""
+        if self.model_path is None:
+            return
+        width = len(next(iter(self._model.embed([KEY_PROBE]))))
+        if width != self._dim:
+            raise ConfigError(
+                f"embedding model folder {self.model_path} gives {width}-dimension vectors, but "
+                f"{self.model_name!r} has {self._dim}: "
+                "set GRAPHWALK_EMBED_MODEL to the model the folder holds"
+            )
 
     @property
     def model_id(self) -> str:

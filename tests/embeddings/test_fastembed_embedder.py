@@ -167,3 +167,13 @@ def test_idle_onnx_threads_sleep_and_uncached_rows_equal_cached(minilm_dir: Path
     assert len(fresh.cache) == 0 and fresh.cache.misses == 0
     assert uncached.tobytes() == fresh.embed(texts).tobytes()
     assert fresh.embed_uncached([]).shape == (0, 384)
+
+
+def test_a_folder_holding_another_model_than_named_is_a_clear_error(minilm_dir: Path) -> None:
+    # bge-large loads model.onnx too, but gives 1024 dimensions: the MiniLM file gives 384
+    with pytest.raises(ConfigError) as err:
+        FastEmbedEmbedder("BAAI/bge-large-en-v1.5", minilm_dir)
+    assert str(err.value) == (
+        f"embedding model folder {minilm_dir} gives 384-dimension vectors, but 'BAAI/bge-large-en-v1.5' "
+        "has 1024: set GRAPHWALK_EMBED_MODEL to the model the folder holds"
+    )
