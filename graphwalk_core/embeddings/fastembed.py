@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +27,9 @@ MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 KEY_PROBE = "graphwalk vector cache probe"
 KEY_PROBE_MATE = "a longer batch-mate, so that the probe's batch is padded: " + "words " * 24
 
+#: A lone surrogate: what Python decodes bytes that are not UTF-8 to (a command-line argument, say).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 log = logging.getLogger(__name__)
 
 
@@ -45,13 +49,19 @@ def _quiet_fastembed() -> Iterator[None]:
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, or an InputError naming the first bad item."""
+    """``texts`` as a list, or an InputError naming the first bad item (a lone surrogate too: the
+    tokenizer and the disk cache take UTF-8, which has no form for one)."""
     if isinstance(texts, str):
         raise InputError("embed() takes a sequence of texts, not a single str")
     items = list(texts)
     for row, text in enumerate(items):
         if not isinstance(text, str):
             raise InputError(f"embed() text #{row} is {type(text).__name__}, not str")
+        if bad := _SURROGATE.search(text):
+            raise InputError(
+                f"embed() text #{row} holds a lone surrogate at character {bad.start()} (undecodable bytes, "
+                f"not Unicode text): {text[:60]!r}{'…' if len(text) > 60 else ''}"
+            )
     return items
 
 

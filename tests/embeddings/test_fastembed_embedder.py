@@ -76,6 +76,13 @@ def test_bad_texts(minilm: FastEmbedEmbedder) -> None:
     with pytest.raises(InputError, match=r"text #0 is NoneType"):
         minilm.embed([None])  # type: ignore[list-item]
     assert minilm.embed([]).shape == (0, 384)
+    for embed in (minilm.embed, minilm.embed_uncached):  # not the tokenizer's TypeError
+        with pytest.raises(InputError) as err:
+            embed(["Who is \udcff?"])
+        assert str(err.value) == (
+            "embed() text #0 holds a lone surrogate at character 7 (undecodable bytes, not Unicode text): "
+            "'Who is \\udcff?'"
+        )
 
 
 def test_uncached_model_fails_fast_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
