@@ -174,3 +174,18 @@ def test_names_in_scripts_without_case_link() -> None:
         ("東京", (), (1,)),
     ]
     assert g.link("was ʻelisiva fusipala born?") == []  # still: a lower-case start is a word
+
+
+def test_typed_path_equal_paths_keep_the_smaller_steps_also_from_one_node() -> None:
+    # X reaches V twice at equal strength (two relations of one weight): the documented tie rule keeps the
+    # lexicographically smaller steps, ("alpha", "in") before ("zeta", "out"), as between two parents
+    entities = [Entity("x", "Xeno", (), ("p0",)), Entity("v", "Vela", (), ("p1",))]
+    relations = [Relation("x", "zeta", "v"), Relation("v", "alpha", "x")]
+    g = PassageGraph(["p0", "p1"], ["P zero", "P one"], entities, relations)
+    ranker = TypedPathRanker(g, profile=_profile(), lexical=Lexical([(0, 1.0)]))
+    (hit,) = [h for h in ranker.rank("q", 5).hits if h.passage_id == "p1"]
+    assert [(s.source, s.relation, s.target, s.direction) for s in hit.path] == [
+        ("p0", "mentions", "x", "out"),
+        ("x", "alpha", "v", "in"),  # V -[alpha]-> X, walked backwards
+        ("v", "mentions", "p1", "in"),
+    ]
