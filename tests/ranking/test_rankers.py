@@ -189,3 +189,10 @@ def test_typed_path_equal_paths_keep_the_smaller_steps_also_from_one_node() -> N
         ("x", "alpha", "v", "in"),  # V -[alpha]-> X, walked backwards
         ("v", "mentions", "p1", "in"),
     ]
+
+
+def test_bm25_over_passages_without_a_term_scores_nothing() -> None:
+    # no passage holds an indexable term (empty, stopwords, one-letter words): no hit, not bm25s's ValueError
+    for texts in ([], [""], ["the of", "a b"]):
+        index = BM25Index(texts)
+        assert (index.scores("the alpha").tolist(), index.top("the alpha", 3)) == ([0.0] * len(texts), [])
