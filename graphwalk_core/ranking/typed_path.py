@@ -219,6 +219,8 @@ class TypedPathRanker:
         for depth in range(1, s.max_depth + 1):
             changed: set[int] = set()
             for u in search.order(frontier, np.asarray(frontier, dtype=np.int64)).tolist():
+                if search.hops[u] == depth:  # strengthened at this depth: it expands at the next one
+                    continue
                 neighbors, factors = self._neighbors[u], self._factors[u]
                 step_rank = self._step_rank[u]
                 if relaxations + len(neighbors) > budget:

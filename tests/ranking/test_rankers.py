@@ -196,3 +196,21 @@ def test_bm25_over_passages_without_a_term_scores_nothing() -> None:
     for texts in ([], [""], ["the of", "a b"]):
         index = BM25Index(texts)
         assert (index.scores("the alpha").tolist(), index.top("the alpha", 3)) == ([0.0] * len(texts), [])
+
+
+def test_typed_path_paths_stay_within_max_depth() -> None:
+    # depth 2 reaches P (via about, about) and Z (weakly, via Y's co-occurrence); at depth 3 P strengthens
+    # Z, which must wait for depth 4 to expand: Q is four steps from the anchors, past max_depth 3
+    ids, titles = ["a1", "a2", "p", "q"], ["Xeno", "A two", "Xeno (film)", "Q"]
+    entities = [
+        Entity("x", "Xeno", (), ("a1", "p")),
+        Entity("y", "Yak", (), ("a2",)),
+        Entity("z", "Zed", (), ("p", "q")),
+    ]
+    g = PassageGraph(ids, titles, entities, [Relation("y", "co_occurs_with", "z")])
+    lexical = Lexical([(0, 2.0), (1, 1.0)])
+    shallow = TypedPathRanker(g, profile=_profile(anchors=2, max_depth=3), lexical=lexical).rank("q", 5)
+    assert (shallow.passage_ids, shallow.stop_reasons) == (["a1", "a2", "p"], ["depth_limit"])
+    deep = TypedPathRanker(g, profile=_profile(anchors=2, max_depth=4), lexical=lexical).rank("q", 5)
+    (q,) = [h for h in deep.hits if h.passage_id == "q"]
+    assert [s.target for s in q.path] == ["x", "p", "z", "q"]
