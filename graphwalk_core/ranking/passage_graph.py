@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -158,11 +159,11 @@ class PassageGraph:
 
     def link(self, question: str) -> list[Mention]:
         """Capitalized whole-word mentions of entity names and passage titles, longest first."""
-        # the words as the name index folds them (folding may split a token: "İ" is "i" + a combining dot),
-        # and whether each starts a capitalized token
+        # the words as the name index folds them (in NFC; folding may split a token: "İ" is "i" + a
+        # combining dot), and whether each starts a capitalized token
         folded: list[str] = []
         capital: list[bool] = []
-        for token in _TOKEN.finditer(question):
+        for token in _TOKEN.finditer(unicodedata.normalize("NFC", question)):
             parts = words(token.group())
             folded += parts
             capital += [j == 0 and _starts_name(token.group()) for j in range(len(parts))]

@@ -214,3 +214,10 @@ def test_typed_path_paths_stay_within_max_depth() -> None:
     deep = TypedPathRanker(g, profile=_profile(anchors=2, max_depth=4), lexical=lexical).rank("q", 5)
     (q,) = [h for h in deep.hits if h.passage_id == "q"]
     assert [s.target for s in q.path] == ["x", "p", "z", "q"]
+
+
+def test_linking_matches_decomposed_accents() -> None:
+    # "é" typed as "e" + a combining accent (NFD, as text copied from a PDF or a macOS file name may be)
+    g = PassageGraph(["p"], ["Beyonce\u0301"], [Entity("e-b", "Beyoncé", (), ("p",))])
+    (mention,) = g.link("Who is Beyonce\u0301?")
+    assert (mention.text, mention.passages, mention.entities) == ("beyoncé", (0,), (1,))
