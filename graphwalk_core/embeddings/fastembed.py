@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -124,6 +126,12 @@ def _idle_threads_sleep() -> Iterator[None]:
         ort.SessionOptions = original
 
 
+def _fastembed_cache(cache_dir: str | Path | None) -> Path:
+    """The folder fastembed looks for models in (as ``fastembed.common.utils.define_cache_dir`` has it)."""
+    default = Path(tempfile.gettempdir()) / "fastembed_cache"
+    return Path(cache_dir) if cache_dir else Path(os.environ.get("FASTEMBED_CACHE_PATH", default))
+
+
 def _normalize(rows: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return (rows / np.where(norms > 0.0, norms, 1.0)).astype(np.float32, copy=False)
@@ -193,7 +201,9 @@ class FastEmbedEmbedder:
             with _quiet_fastembed(), _idle_threads_sleep():
                 return TextEmbedding(name, **kwargs)
         except Exception as err:
-            where = str(self.model_path) if self.model_path else "fastembed's cache (offline, no download)"
+            where = str(
+                self.model_path or f"fastembed's cache {_fastembed_cache(cache_dir)} (offline, no download)"
+            )
             raise ConfigError(f"cannot load embedding model {self.model_name!r} from {where}: {err}") from err
 
     def _check_width(self) -> None:

@@ -108,8 +108,14 @@ def test_bad_texts(minilm: FastEmbedEmbedder) -> None:
 
 def test_uncached_model_fails_fast_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"'BAAI/bge-small-en-v1.5' from fastembed's cache \(offline"):
+    with pytest.raises(ConfigError) as err:  # the folder it looked in, to put the model there
         FastEmbedEmbedder("BAAI/bge-small-en-v1.5")
+    assert str(err.value) == (
+        f"cannot load embedding model 'BAAI/bge-small-en-v1.5' from fastembed's cache {tmp_path} "
+        "(offline, no download): Could not load model BAAI/bge-small-en-v1.5 from any source."
+    )
+    with pytest.raises(ConfigError, match=f"from fastembed's cache {tmp_path / 'other'} \\(offline"):
+        FastEmbedEmbedder("BAAI/bge-small-en-v1.5", cache_dir=tmp_path / "other")
     with pytest.raises(ConfigError, match=r"has no tokenizer\.json"):
         FastEmbedEmbedder(MINILM_MODEL, tmp_path)
 
