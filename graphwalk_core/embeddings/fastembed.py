@@ -32,6 +32,9 @@ KEY_PROBE_MATE = "a longer batch-mate, so that the probe's batch is padded: " + 
 #: Texts tokenized per call to count their tokens: the tokenizer pads a call's texts to its longest, so one
 #: long text among 43,000 names padded them all to 256 tokens (+1 GB at the peak; 256: +7 MB, and faster).
 COUNT_BATCH = 256
+#: Padded tokens per text of ``batch_size`` a batch holds at most: names (up to 64 tokens) go 32 a batch,
+#: 256-token passages 8. 32 such passages grew ONNX Runtime's arena by 620 MB, 8 by 150 MB, as fast.
+TOKENS_PER_TEXT = 64
 #: A lone surrogate: what Python decodes bytes that are not UTF-8 to (a command-line argument, say).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -126,6 +129,19 @@ def _idle_threads_sleep() -> Iterator[None]:
         ort.SessionOptions = original
 
 
+def _batches(order: list[int], counts: list[int], size: int, tokens: int) -> Iterator[list[int]]:
+    """``order`` (by ascending token count) in batches of at most ``size`` texts and ``tokens`` padded
+    tokens (texts times the longest's count); a text longer than ``tokens`` goes alone."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) == size or (len(batch) + 1) * counts[i] > tokens):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
 def _fastembed_cache(cache_dir: str | Path | None) -> Path:
     """The folder fastembed looks for models in (as ``fastembed.common.utils.define_cache_dir`` has it)."""
     default = Path(tempfile.gettempdir()) / "fastembed_cache"
@@ -148,7 +164,8 @@ class FastEmbedEmbedder:
     per batch, so a text's vector varies slightly (cosine ~0.99) with its batch-mates.
     Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing;
     with ``disk_cache``, the rows of :meth:`embed_uncached` also across runs (:meth:`disk_key`).
-    ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names).
+    ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names);
+    longer texts go fewer to a batch (:data:`TOKENS_PER_TEXT`).
     """
 
     def __init__(
@@ -281,14 +298,20 @@ class FastEmbedEmbedder:
 
         A batch pads to its longest text, so batching texts of equal token count wastes no compute: on
         short names this doubles throughput over character-length order (one odd-script name can pad a
-        batch of 256 to 20+ tokens). With fp32 or weight-only quantized models (the shared MiniLM) a row does
-        not depend on its batch-mates, so the order changes no vector.
+        batch of 256 to 20+ tokens). A batch holds ``batch_size`` texts of up to :data:`TOKENS_PER_TEXT`
+        tokens, fewer longer ones (:func:`_batches`). With fp32 or weight-only quantized models (the shared
+        MiniLM) a row does not depend on its batch-mates, so neither order nor batches change a vector.
         """
         counts = self.token_counts(texts)
         order = sorted(range(len(texts)), key=lambda i: (counts[i], i))
-        rows = self._model.embed([texts[i] for i in order], batch_size=self.batch_size)
+        budget = self.batch_size * TOKENS_PER_TEXT
+        rows = [
+            row
+            for batch in _batches(order, counts, self.batch_size, budget)
+            for row in self._model.embed([texts[i] for i in batch], batch_size=len(batch))
+        ]
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        out[order] = np.asarray(list(rows), dtype=np.float32)
+        out[order] = np.asarray(rows, dtype=np.float32)
         return _normalize(out)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
