@@ -35,6 +35,8 @@ COUNT_BATCH = 256
 #: Padded tokens per text of ``batch_size`` a batch holds at most: names (up to 64 tokens) go 32 a batch,
 #: 256-token passages 8. 32 such passages grew ONNX Runtime's arena by 620 MB, 8 by 150 MB, as fast.
 TOKENS_PER_TEXT = 64
+#: Tokens a tokenizer adds to a text at most ([CLS] and [SEP]; <s>, </s> and a leading "▁").
+SPECIAL_TOKENS = 4
 #: A lone surrogate: what Python decodes bytes that are not UTF-8 to (a command-line argument, say).
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -245,9 +247,13 @@ class FastEmbedEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def _tokenizer(self) -> Any:
+        """The model's ``tokenizers.Tokenizer`` (None if fastembed exposes none)."""
+        return getattr(getattr(self._model, "model", None), "tokenizer", None)
+
     def token_counts(self, texts: list[str]) -> list[int]:
         """Tokens per text as the model sees them (truncated); character counts if no tokenizer is exposed."""
-        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+        tokenizer = self._tokenizer()
         if tokenizer is None:  # pragma: no cover - every fastembed text model has one
             return [len(t) for t in texts]
         return [
@@ -276,17 +282,27 @@ class FastEmbedEmbedder:
                     self._disk_key = ""
         return self._disk_key or None
 
+    def _uncut(self, text: str) -> bool:
+        """Whether ``text`` is short enough that no tokenizer of this model cuts it: at most a token per
+        UTF-8 byte and :data:`SPECIAL_TOKENS` fit the truncation length. Only such texts use
+        :attr:`disk_cache`: a tokenizer that cuts at another length gives the same probe row, so the same
+        :meth:`disk_key`, but another row for a long text."""
+        truncation = getattr(self._tokenizer(), "truncation", None)
+        return not truncation or len(text.encode("utf-8")) + SPECIAL_TOKENS <= truncation["max_length"]
+
     def _kept(self, texts: list[str]) -> np.ndarray:
         """Distinct texts' rows, in input order: those :attr:`disk_cache` holds read back, the others
-        embedded (and stored there)."""
+        embedded (and stored there, when :meth:`_uncut`)."""
         key = self.disk_key()
         if key is None or self.disk_cache is None:
             return self._compute(texts)
-        found = self.disk_cache.get(key, texts, self._dim)
+        found = self.disk_cache.get(key, [t for t in texts if self._uncut(t)], self._dim)
         missing = [t for t in texts if t not in found]
         if missing:
             rows = self._compute(missing)
-            self.disk_cache.put(key, missing, rows)
+            kept = [i for i, t in enumerate(missing) if self._uncut(t)]
+            if kept:
+                self.disk_cache.put(key, [missing[i] for i in kept], rows[kept])
             found.update(zip(missing, rows, strict=True))
         out = np.empty((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
