@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
+import re
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +29,17 @@ MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 KEY_PROBE = "graphwalk vector cache probe"
 KEY_PROBE_MATE = "a longer batch-mate, so that the probe's batch is padded: " + "words " * 24
 
+#: Texts tokenized per call to count their tokens: the tokenizer pads a call's texts to its longest, so one
+#: long text among 43,000 names padded them all to 256 tokens (+1 GB at the peak; 256: +7 MB, and faster).
+COUNT_BATCH = 256
+#: Padded tokens per text of ``batch_size`` a batch holds at most: names (up to 64 tokens) go 32 a batch,
+#: 256-token passages 8. 32 such passages grew ONNX Runtime's arena by 620 MB, 8 by 150 MB, as fast.
+TOKENS_PER_TEXT = 64
+#: Tokens a tokenizer adds to a text at most ([CLS] and [SEP]; <s>, </s> and a leading "▁").
+SPECIAL_TOKENS = 4
+#: A lone surrogate: what Python decodes bytes that are not UTF-8 to (a command-line argument, say).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 log = logging.getLogger(__name__)
 
 
@@ -45,13 +59,19 @@ def _quiet_fastembed() -> Iterator[None]:
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, or an InputError naming the first bad item."""
+    """``texts`` as a list, or an InputError naming the first bad item (a lone surrogate too: the
+    tokenizer and the disk cache take UTF-8, which has no form for one)."""
     if isinstance(texts, str):
         raise InputError("embed() takes a sequence of texts, not a single str")
     items = list(texts)
     for row, text in enumerate(items):
         if not isinstance(text, str):
             raise InputError(f"embed() text #{row} is {type(text).__name__}, not str")
+        if bad := _SURROGATE.search(text):
+            raise InputError(
+                f"embed() text #{row} holds a lone surrogate at character {bad.start()} (undecodable bytes, "
+                f"not Unicode text): {text[:60]!r}{'…' if len(text) > 60 else ''}"
+            )
     return items
 
 
@@ -111,6 +131,25 @@ def _idle_threads_sleep() -> Iterator[None]:
         ort.SessionOptions = original
 
 
+def _batches(order: list[int], counts: list[int], size: int, tokens: int) -> Iterator[list[int]]:
+    """``order`` (by ascending token count) in batches of at most ``size`` texts and ``tokens`` padded
+    tokens (texts times the longest's count); a text longer than ``tokens`` goes alone."""
+    batch: list[int] = []
+    for i in order:
+        if batch and (len(batch) == size or (len(batch) + 1) * counts[i] > tokens):
+            yield batch
+            batch = []
+        batch.append(i)
+    if batch:
+        yield batch
+
+
+def _fastembed_cache(cache_dir: str | Path | None) -> Path:
+    """The folder fastembed looks for models in (as ``fastembed.common.utils.define_cache_dir`` has it)."""
+    default = Path(tempfile.gettempdir()) / "fastembed_cache"
+    return Path(cache_dir) if cache_dir else Path(os.environ.get("FASTEMBED_CACHE_PATH", default))
+
+
 def _normalize(rows: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return (rows / np.where(norms > 0.0, norms, 1.0)).astype(np.float32, copy=False)
@@ -127,7 +166,8 @@ class FastEmbedEmbedder:
     per batch, so a text's vector varies slightly (cosine ~0.99) with its batch-mates.
     Texts are embedded in token-count order (no padding) and cached, so repeated texts cost nothing;
     with ``disk_cache``, the rows of :meth:`embed_uncached` also across runs (:meth:`disk_key`).
-    ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names).
+    ``batch_size`` 32: on names as fast as 64 and ONNX Runtime's arena peaks ~35 MB lower (2Wiki names);
+    longer texts go fewer to a batch (:data:`TOKENS_PER_TEXT`).
     """
 
     def __init__(
@@ -151,6 +191,7 @@ class FastEmbedEmbedder:
         self.cache = VectorCache(cache_size)
         self._model = self._load(cache_dir, threads)
         self._dim = int(self._model.embedding_size)
+        self._check_width()
         self.disk_cache = disk_cache
         self._disk_key: str | None = None
         self._disk_lock = threading.Lock()
@@ -179,8 +220,23 @@ class FastEmbedEmbedder:
             with _quiet_fastembed(), _idle_threads_sleep():
                 return TextEmbedding(name, **kwargs)
         except Exception as err:
-            where = str(self.model_path) if self.model_path else "fastembed's cache (offline, no download)"
+            where = str(
+                self.model_path or f"fastembed's cache {_fastembed_cache(cache_dir)} (offline, no download)"
+            )
             raise ConfigError(f"cannot load embedding model {self.model_name!r} from {where}: {err}") from err
+
+    def _check_width(self) -> None:
+        """A ConfigError when the folder's vectors are not the named model's width (it holds another model
+        than ``model_name`` whose ONNX file has the same name), before anything is embedded."""
+        if self.model_path is None:
+            return
+        width = len(next(iter(self._model.embed([KEY_PROBE]))))
+        if width != self._dim:
+            raise ConfigError(
+                f"embedding model folder {self.model_path} gives {width}-dimension vectors, but "
+                f"{self.model_name!r} has {self._dim}: "
+                "set GRAPHWALK_EMBED_MODEL to the model the folder holds"
+            )
 
     @property
     def model_id(self) -> str:
@@ -191,12 +247,20 @@ class FastEmbedEmbedder:
     def dim(self) -> int:
         return self._dim
 
+    def _tokenizer(self) -> Any:
+        """The model's ``tokenizers.Tokenizer`` (None if fastembed exposes none)."""
+        return getattr(getattr(self._model, "model", None), "tokenizer", None)
+
     def token_counts(self, texts: list[str]) -> list[int]:
         """Tokens per text as the model sees them (truncated); character counts if no tokenizer is exposed."""
-        tokenizer = getattr(getattr(self._model, "model", None), "tokenizer", None)
+        tokenizer = self._tokenizer()
         if tokenizer is None:  # pragma: no cover - every fastembed text model has one
             return [len(t) for t in texts]
-        return [sum(enc.attention_mask) for enc in tokenizer.encode_batch(texts)]
+        return [
+            sum(enc.attention_mask)
+            for start in range(0, len(texts), COUNT_BATCH)
+            for enc in tokenizer.encode_batch(texts[start : start + COUNT_BATCH])
+        ]
 
     def disk_key(self) -> str | None:
         """The key of this model's rows in :attr:`disk_cache`, or None when it may not use one.
@@ -218,17 +282,27 @@ class FastEmbedEmbedder:
                     self._disk_key = ""
         return self._disk_key or None
 
+    def _uncut(self, text: str) -> bool:
+        """Whether ``text`` is short enough that no tokenizer of this model cuts it: at most a token per
+        UTF-8 byte and :data:`SPECIAL_TOKENS` fit the truncation length. Only such texts use
+        :attr:`disk_cache`: a tokenizer that cuts at another length gives the same probe row, so the same
+        :meth:`disk_key`, but another row for a long text."""
+        truncation = getattr(self._tokenizer(), "truncation", None)
+        return not truncation or len(text.encode("utf-8")) + SPECIAL_TOKENS <= truncation["max_length"]
+
     def _kept(self, texts: list[str]) -> np.ndarray:
         """Distinct texts' rows, in input order: those :attr:`disk_cache` holds read back, the others
-        embedded (and stored there)."""
+        embedded (and stored there, when :meth:`_uncut`)."""
         key = self.disk_key()
         if key is None or self.disk_cache is None:
             return self._compute(texts)
-        found = self.disk_cache.get(key, texts, self._dim)
+        found = self.disk_cache.get(key, [t for t in texts if self._uncut(t)], self._dim)
         missing = [t for t in texts if t not in found]
         if missing:
             rows = self._compute(missing)
-            self.disk_cache.put(key, missing, rows)
+            kept = [i for i, t in enumerate(missing) if self._uncut(t)]
+            if kept:
+                self.disk_cache.put(key, [missing[i] for i in kept], rows[kept])
             found.update(zip(missing, rows, strict=True))
         out = np.empty((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -240,14 +314,20 @@ class FastEmbedEmbedder:
 
         A batch pads to its longest text, so batching texts of equal token count wastes no compute: on
         short names this doubles throughput over character-length order (one odd-script name can pad a
-        batch of 256 to 20+ tokens). With fp32 or weight-only quantized models (the shared MiniLM) a row does
-        not depend on its batch-mates, so the order changes no vector.
+        batch of 256 to 20+ tokens). A batch holds ``batch_size`` texts of up to :data:`TOKENS_PER_TEXT`
+        tokens, fewer longer ones (:func:`_batches`). With fp32 or weight-only quantized models (the shared
+        MiniLM) a row does not depend on its batch-mates, so neither order nor batches change a vector.
         """
         counts = self.token_counts(texts)
         order = sorted(range(len(texts)), key=lambda i: (counts[i], i))
-        rows = self._model.embed([texts[i] for i in order], batch_size=self.batch_size)
+        budget = self.batch_size * TOKENS_PER_TEXT
+        rows = [
+            row
+            for batch in _batches(order, counts, self.batch_size, budget)
+            for row in self._model.embed([texts[i] for i in batch], batch_size=len(batch))
+        ]
         out = np.empty((len(texts), self._dim), dtype=np.float32)
-        out[order] = np.asarray(list(rows), dtype=np.float32)
+        out[order] = np.asarray(rows, dtype=np.float32)
         return _normalize(out)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
@@ -24,8 +25,9 @@ def _slot(feature: str, dim: int) -> tuple[int, float]:
 
 
 def _features(text: str, ngram: int) -> Iterator[tuple[str, float]]:
-    """Lower-cased words (``w:``) and character n-grams of each padded word (``c:``) with weights."""
-    for word in _WORD.findall(text.lower()):
+    """Lower-cased words (``w:``) and character n-grams of each padded word (``c:``) with weights, of
+    ``text`` in NFC (an accent composed or not is one letter)."""
+    for word in _WORD.findall(unicodedata.normalize("NFC", text).lower()):
         yield "w:" + word, _WORD_WEIGHT
         padded = f"<{word}>"
         if len(padded) <= ngram:

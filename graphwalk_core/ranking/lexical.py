@@ -18,14 +18,16 @@ class BM25Index:
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.size = len(texts)
-        self._bm25 = bm25s.BM25(method="lucene", k1=1.5, b=0.75)
         tokens = bm25s.tokenize(list(texts), stopwords="en", return_ids=False, show_progress=False)
-        self._bm25.index(tokens, show_progress=False)
+        #: None when no passage holds a term (bm25s cannot index that): every score is 0
+        self._bm25 = bm25s.BM25(method="lucene", k1=1.5, b=0.75) if any(tokens) else None
+        if self._bm25 is not None:
+            self._bm25.index(tokens, show_progress=False)
 
     def scores(self, text: str) -> np.ndarray:
         """BM25 score of ``text`` for every passage (zeros when no query term is in the corpus)."""
         terms = bm25s.tokenize([text], stopwords="en", return_ids=False, show_progress=False)[0]
-        if not terms or self.size == 0:
+        if not terms or self._bm25 is None:
             return np.zeros(self.size)
         return np.asarray(self._bm25.get_scores(terms), dtype=np.float64)
 

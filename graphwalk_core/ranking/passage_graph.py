@@ -8,13 +8,15 @@ document frequency over passages, ``log(1 + P / df)``.
 
 Question linking finds whole-word mentions of entity names/aliases and passage titles (longest first,
 non-overlapping). A mention must start with a capital or a digit in the question (names are
-capitalized; "director" in lower case is a word, not the entity "Director") and hold a content word.
+capitalized; "director" in lower case is a word, not the entity "Director"; a name in a script without
+case, such as CJK, may start anywhere) and hold a content word.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from graphwalk_core.stores.base import GraphStore
-from graphwalk_core.traversal.entry import MAX_NAME_WORDS, STOPWORDS, NameIndex
+from graphwalk_core.traversal.entry import MAX_NAME_WORDS, STOPWORDS, NameIndex, words
 
 _TOKEN = re.compile(r"\w+")
 _DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
@@ -40,7 +42,16 @@ def title_forms(title: str) -> tuple[str, ...]:
 
 
 def _key(text: str) -> tuple[str, ...]:
-    return tuple(t.casefold() for t in _TOKEN.findall(text))
+    return tuple(words(text))
+
+
+def _starts_name(token: str) -> bool:
+    """Whether a question token may start a name: it starts with a digit, or its first cased letter is
+    upper case (a token in a script without case, such as CJK, has none and may)."""
+    if token[0].isdigit():
+        return True
+    cased = next((c for c in token if c.isupper() or c.islower()), None)
+    return cased is None or cased.isupper()
 
 
 @dataclass(frozen=True)
@@ -148,13 +159,19 @@ class PassageGraph:
 
     def link(self, question: str) -> list[Mention]:
         """Capitalized whole-word mentions of entity names and passage titles, longest first."""
-        tokens = list(_TOKEN.finditer(question))
-        folded = [t.group().casefold() for t in tokens]
+        # the words as the name index folds them (in NFC; folding may split a token: "İ" is "i" + a
+        # combining dot), and whether each starts a capitalized token
+        folded: list[str] = []
+        capital: list[bool] = []
+        for token in _TOKEN.finditer(unicodedata.normalize("NFC", question)):
+            parts = words(token.group())
+            folded += parts
+            capital += [j == 0 and _starts_name(token.group()) for j in range(len(parts))]
         found: list[tuple[int, int, list[str]]] = []
-        for i, token in enumerate(tokens):
-            if not (token.group()[0].isupper() or token.group()[0].isdigit()):
+        for i in range(len(folded)):
+            if not capital[i]:
                 continue
-            for length in range(min(MAX_NAME_WORDS, len(tokens) - i), 0, -1):
+            for length in range(min(MAX_NAME_WORDS, len(folded) - i), 0, -1):
                 key = tuple(folded[i : i + length])
                 ids = self.names.by_words.get(key)
                 if ids and any(len(w) > 1 and w not in STOPWORDS for w in key):

@@ -2,9 +2,10 @@
 
 Seeds (the restart distribution) are the question's linked mentions, each weighted by specificity
 (``log(1 + P / n)`` for a title naming ``n`` passages, the entity's IDF for an entity), plus the dense
-top passages by reciprocal rank, scaled to ``dense_weight`` of the mass (HippoRAG 2 weights its
-passage seeds the same way, 0.05), plus, for ``graph-ppr-walk``, the passages an entity walk reached
-(witness-path passages first) by reciprocal rank at ``walk_weight`` of the mass. A passage links to
+top passages by reciprocal rank, weighing ``dense_weight`` against the mentions' 1 (0.05, as HippoRAG 2
+weights its passage seeds: 4.8% of the mass), plus, for ``graph-ppr-walk``, the passages an entity walk
+reached (witness-path passages first) by reciprocal rank, weighing ``walk_weight`` against the other
+seeds' 1. A passage links to
 the entities it mentions with the entity's specificity as weight (a walk leaves a passage through its
 rare names), ``title_weight`` times more to the entity the passage is about. PageRank runs as
 scipy.sparse power iteration; passages rank by mass. A question with no mention and no dense scorer

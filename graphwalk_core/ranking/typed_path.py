@@ -73,6 +73,13 @@ PROFILES: dict[str, TypedPathProfile] = {
 DEFAULT_PROFILE = "typed-path/v1-hybrid"
 
 
+def _ranks(keys: Sequence[tuple[str, str]]) -> np.ndarray:
+    """Each key's place in the sorted keys (equal keys: in input order)."""
+    ranks = np.zeros(len(keys), dtype=np.int64)
+    ranks[sorted(range(len(keys)), key=keys.__getitem__)] = np.arange(len(keys))
+    return ranks
+
+
 class _Search:
     """The strongest path found to every node so far, as arrays indexed by node (parent pointers)."""
 
@@ -137,6 +144,9 @@ class TypedPathRanker:
         self._steps = [[(v, kind, d) for v, kind, d, _ in row] for row in self.adjacency]
         self._neighbors = [np.array([t[0] for t in row], dtype=np.int64) for row in self.adjacency]
         self._factors = [np.array([t[3] for t in row], dtype=np.float64) for row in self.adjacency]
+        #: per node, each edge's place by its step (relation kind, direction): of equal candidates for one
+        #: neighbor the smaller step wins, as :meth:`_Search.tie_wins` decides between two parents
+        self._step_rank = [_ranks([(kind, d) for _, kind, d in row]) for row in self._steps]
         ids = graph.passage_ids
         #: each passage's position in id order (graph-rank ties go to the smaller id)
         self._id_rank = np.zeros(graph.n_passages, dtype=np.int64)
@@ -209,9 +219,13 @@ class TypedPathRanker:
         for depth in range(1, s.max_depth + 1):
             changed: set[int] = set()
             for u in search.order(frontier, np.asarray(frontier, dtype=np.int64)).tolist():
+                if search.hops[u] == depth:  # strengthened at this depth: it expands at the next one
+                    continue
                 neighbors, factors = self._neighbors[u], self._factors[u]
+                step_rank = self._step_rank[u]
                 if relaxations + len(neighbors) > budget:
                     neighbors, factors = neighbors[: budget - relaxations], factors[: budget - relaxations]
+                    step_rank = step_rank[: budget - relaxations]
                     stop = ["edge_budget"]
                 relaxations += len(neighbors)
                 if passage_affinity is None:
@@ -221,8 +235,8 @@ class TypedPathRanker:
                     affinity = np.where(is_passage, passage_affinity[np.where(is_passage, neighbors, 0)], 0.5)
                     missing[neighbors[~is_passage]] = True
                 cand = float(search.strength[u]) * factors * affinity
-                # per neighbor, its strongest candidate (the first in adjacency order on equal strength)
-                order = np.lexsort((np.arange(len(cand)), -cand))
+                # per neighbor, its strongest candidate (the smaller step on equal strength)
+                order = np.lexsort((step_rank, -cand))
                 nodes, first = np.unique(neighbors[order], return_index=True)
                 idx = order[first]
                 old = search.strength[nodes]

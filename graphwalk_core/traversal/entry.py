@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Literal, Protocol
@@ -92,8 +93,9 @@ async def exactly_named(store: GraphStore, label: str) -> list[Node]:
 
 
 def words(text: str) -> list[str]:
-    """Case-folded word tokens (the unit of whole-word matching)."""
-    return _WORD.findall(text.casefold())
+    """Case-folded word tokens of ``text`` in NFC (the unit of whole-word matching): ``"e\u0301"``, an
+    ``e`` and a combining accent, is the one letter ``"é"``, not ``e`` and a word break."""
+    return _WORD.findall(unicodedata.normalize("NFC", text).casefold())
 
 
 class EntryResolver(Protocol):

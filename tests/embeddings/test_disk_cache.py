@@ -157,6 +157,33 @@ def test_a_warm_cache_gives_the_models_bytes_without_the_model(tmp_path: Path, m
     assert (first.disk_cache.stored, second.disk_cache.stored, second.disk_cache.hits) == (3, 0, 3)
 
 
+def test_a_tokenizer_that_cuts_texts_shorter_is_not_served_the_others_rows(
+    tmp_path: Path, minilm_dir: Path
+) -> None:
+    # the same weights with model_max_length 128 instead of 256: the probe, and so the key, are the same
+    short = tmp_path / "all-minilm-l6-v2-128"
+    short.mkdir()
+    for file in minilm_dir.iterdir():
+        if file.is_file():
+            (short / file.name).write_bytes(file.read_bytes())
+    config = (
+        (short / "tokenizer_config.json")
+        .read_text()
+        .replace('"model_max_length": 256', '"model_max_length": 128')
+    )
+    (short / "tokenizer_config.json").write_text(config)
+    texts = ["Christopher Nolan", "word " * 200 + "end"]
+    full = CountingEmbedder(minilm_dir, DiskVectorCache(tmp_path / "v.sqlite"))
+    cut = CountingEmbedder(short, DiskVectorCache(tmp_path / "v.sqlite"))
+    assert full.disk_key() == cut.disk_key()
+    assert full.token_counts(texts) == [4, 203] and cut.token_counts(texts) == [4, 128]
+    full.embed_uncached(texts)
+    rows = cut.embed_uncached(texts)
+    assert rows.tobytes() == CountingEmbedder(short, None).embed_uncached(texts).tobytes()
+    # a name short enough that no tokenizer of the model cuts it is read back; the long text is not stored
+    assert (full.disk_cache.stored, cut.disk_cache.hits, cut.computed) == (1, 1, [*KEY_TEXTS, texts[1]])
+
+
 def test_a_batch_dependent_model_uses_no_disk_cache(tmp_path: Path, minilm_dir: Path) -> None:
     cache = DiskVectorCache(tmp_path / "v.sqlite")
     quantized = FastEmbedEmbedder(

@@ -62,6 +62,50 @@ def test_token_order_batches_match_single_texts(minilm: FastEmbedEmbedder, minil
     np.testing.assert_array_equal(batched, singles)
 
 
+def test_tokens_are_counted_in_bounded_batches(
+    minilm: FastEmbedEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the tokenizer pads a call's texts to its longest: one long text among 43,000 MetaQA names made
+    # counting them pad every name to 256 tokens (+1 GB at the peak, 4.6 s instead of 0.9 s)
+    tokenizer, calls = minilm._model.model.tokenizer, []
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(tokenizer, name)
+
+        def encode_batch(self, texts: list[str]) -> list[object]:
+            calls.append(len(texts))
+            return tokenizer.encode_batch(texts)
+
+    monkeypatch.setattr(minilm._model.model, "tokenizer", Spy())
+    texts = ["Leo Fong"] * 600 + ["word " * 300]
+    assert minilm.token_counts(texts) == [5] * 600 + [256]
+    assert calls == [256, 256, 89]
+
+
+def test_long_texts_go_fewer_to_a_batch(minilm_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 32 passages of 256 tokens a batch grew ONNX Runtime's arena by 620 MB; 8 by 150 MB, as fast
+    fresh = FastEmbedEmbedder(MINILM_MODEL, minilm_dir)
+    model, calls = fresh._model, []
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            return getattr(model, name)
+
+        def embed(self, texts: list[str], batch_size: int) -> object:
+            calls.append((len(texts), batch_size))
+            return model.embed(texts, batch_size=batch_size)
+
+    monkeypatch.setattr(fresh, "_model", Spy())
+    texts = [f"Name {i}" for i in range(40)] + [f"word{i} " * 300 for i in range(20)]
+    vectors = fresh.embed(texts)
+    assert calls == [(32, 32), (8, 8), (8, 8), (8, 8), (4, 4)]  # names 32 a batch, 256-token texts 8
+    alone = FastEmbedEmbedder(MINILM_MODEL, minilm_dir)  # the same rows, whatever the batches
+    np.testing.assert_array_equal(
+        vectors[[0, 45]], np.vstack([alone.embed([texts[0]]), alone.embed([texts[45]])])
+    )
+
+
 def test_repeated_texts_cost_nothing(minilm_dir: Path) -> None:
     emb = FastEmbedEmbedder(MINILM_MODEL, minilm_dir)
     first = emb.embed([OBAMA, EIFFEL, OBAMA])
@@ -76,12 +120,25 @@ def test_bad_texts(minilm: FastEmbedEmbedder) -> None:
     with pytest.raises(InputError, match=r"text #0 is NoneType"):
         minilm.embed([None])  # type: ignore[list-item]
     assert minilm.embed([]).shape == (0, 384)
+    for embed in (minilm.embed, minilm.embed_uncached):  # not the tokenizer's TypeError
+        with pytest.raises(InputError) as err:
+            embed(["Who is \udcff?"])
+        assert str(err.value) == (
+            "embed() text #0 holds a lone surrogate at character 7 (undecodable bytes, not Unicode text): "
+            "'Who is \\udcff?'"
+        )
 
 
 def test_uncached_model_fails_fast_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
-    with pytest.raises(ConfigError, match=r"'BAAI/bge-small-en-v1.5' from fastembed's cache \(offline"):
+    with pytest.raises(ConfigError) as err:  # the folder it looked in, to put the model there
         FastEmbedEmbedder("BAAI/bge-small-en-v1.5")
+    assert str(err.value) == (
+        f"cannot load embedding model 'BAAI/bge-small-en-v1.5' from fastembed's cache {tmp_path} "
+        "(offline, no download): Could not load model BAAI/bge-small-en-v1.5 from any source."
+    )
+    with pytest.raises(ConfigError, match=f"from fastembed's cache {tmp_path / 'other'} \\(offline"):
+        FastEmbedEmbedder("BAAI/bge-small-en-v1.5", cache_dir=tmp_path / "other")
     with pytest.raises(ConfigError, match=r"has no tokenizer\.json"):
         FastEmbedEmbedder(MINILM_MODEL, tmp_path)
 
@@ -167,3 +224,13 @@ def test_idle_onnx_threads_sleep_and_uncached_rows_equal_cached(minilm_dir: Path
     assert len(fresh.cache) == 0 and fresh.cache.misses == 0
     assert uncached.tobytes() == fresh.embed(texts).tobytes()
     assert fresh.embed_uncached([]).shape == (0, 384)
+
+
+def test_a_folder_holding_another_model_than_named_is_a_clear_error(minilm_dir: Path) -> None:
+    # bge-large loads model.onnx too, but gives 1024 dimensions: the MiniLM file gives 384
+    with pytest.raises(ConfigError) as err:
+        FastEmbedEmbedder("BAAI/bge-large-en-v1.5", minilm_dir)
+    assert str(err.value) == (
+        f"embedding model folder {minilm_dir} gives 384-dimension vectors, but 'BAAI/bge-large-en-v1.5' "
+        "has 1024: set GRAPHWALK_EMBED_MODEL to the model the folder holds"
+    )

@@ -44,6 +44,12 @@ def test_similarities_exact() -> None:
     assert sims[3, 2] == pytest.approx(-0.063, abs=1e-4)
 
 
+def test_an_accent_embeds_alike_composed_or_decomposed() -> None:
+    # "é" as one character (NFC) or as "e" + a combining accent (NFD): the same name, the same row
+    composed, decomposed = HashingEmbedder().embed(["Beyoncé Knowles", "Beyonce\u0301 Knowles"])
+    assert composed.tobytes() == decomposed.tobytes()
+
+
 def test_deterministic_across_processes() -> None:
     code = (
         "from graphwalk_core.embeddings.hashing import HashingEmbedder;"

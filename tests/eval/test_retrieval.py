@@ -233,3 +233,20 @@ def test_graph_ppr_walk_whose_walk_failed_is_an_error() -> None:
     assert answer.status == "error"
     assert (answer.error or "").startswith("DecisionError: Jev (typesafe, jev-1.13.0) decision failed")
     assert answer.trace is not None and answer.trace["walk_status"] == "error"
+
+
+def test_a_graph_ppr_profile_changed_by_options_is_named_by_them() -> None:
+    # "graph-ppr/v1" pins its parameters: with --set damping=0.7 the trace must not claim it
+    ds = _dataset()
+
+    async def run(overrides: dict[str, object]) -> tuple[str, str]:
+        system = await build_system_async(
+            "graph-ppr", ds, decider=None, embedder=HashingEmbedder(), llm=None, overrides=overrides
+        )
+        return system.identity()["profile"], (await system.answer(ds.questions[0])).trace["profile"]
+
+    assert (
+        asyncio.run(run({"title_weight": 2, "damping": 0.7}))
+        == ("graph-ppr/v1+damping=0.7,title_weight=2.0",) * 2
+    )
+    assert asyncio.run(run({"damping": 0.5, "k": 5})) == ("graph-ppr/v1",) * 2  # the profile's own values

@@ -157,3 +157,67 @@ def test_ppr_walk_seeds_pull_the_walked_passages_up_and_weight_zero_ignores_them
     # no linked mention: the walk alone seeds the ranking (mass spreads from Kung Fu Zombie onwards)
     alone = seeded.rank("what of the", 4, walk=walk).passage_ids
     assert alone == ["Director (magazine)", "Kung Fu Zombie", "Leo Fong", "Blood Street"]
+
+
+def test_linking_folds_names_as_the_name_index_does() -> None:
+    # "İ" case-folds to "i" + a combining dot, which splits the word: the question must be split the same
+    g = PassageGraph(["p"], ["Aziz Efendi"], [Entity("e-ist", "İstanbul", (), ("p",))])
+    (mention,) = g.link("Who was born in İstanbul?")
+    assert (mention.text, mention.passages, mention.entities) == ("i stanbul", (), (1,))
+
+
+def test_names_in_scripts_without_case_link() -> None:
+    # only a lower-case start marks a plain word: CJK has no case, "ʻ" (the ʻokina) starts Hawaiian names
+    g = PassageGraph(["p"], ["ʻElisiva Fusipala"], [Entity("e-tk", "東京", (), ("p",))])
+    assert [(m.text, m.passages, m.entities) for m in g.link("Was ʻElisiva Fusipala born in 東京?")] == [
+        ("ʻelisiva fusipala", (0,), ()),
+        ("東京", (), (1,)),
+    ]
+    assert g.link("was ʻelisiva fusipala born?") == []  # still: a lower-case start is a word
+
+
+def test_typed_path_equal_paths_keep_the_smaller_steps_also_from_one_node() -> None:
+    # X reaches V twice at equal strength (two relations of one weight): the documented tie rule keeps the
+    # lexicographically smaller steps, ("alpha", "in") before ("zeta", "out"), as between two parents
+    entities = [Entity("x", "Xeno", (), ("p0",)), Entity("v", "Vela", (), ("p1",))]
+    relations = [Relation("x", "zeta", "v"), Relation("v", "alpha", "x")]
+    g = PassageGraph(["p0", "p1"], ["P zero", "P one"], entities, relations)
+    ranker = TypedPathRanker(g, profile=_profile(), lexical=Lexical([(0, 1.0)]))
+    (hit,) = [h for h in ranker.rank("q", 5).hits if h.passage_id == "p1"]
+    assert [(s.source, s.relation, s.target, s.direction) for s in hit.path] == [
+        ("p0", "mentions", "x", "out"),
+        ("x", "alpha", "v", "in"),  # V -[alpha]-> X, walked backwards
+        ("v", "mentions", "p1", "in"),
+    ]
+
+
+def test_bm25_over_passages_without_a_term_scores_nothing() -> None:
+    # no passage holds an indexable term (empty, stopwords, one-letter words): no hit, not bm25s's ValueError
+    for texts in ([], [""], ["the of", "a b"]):
+        index = BM25Index(texts)
+        assert (index.scores("the alpha").tolist(), index.top("the alpha", 3)) == ([0.0] * len(texts), [])
+
+
+def test_typed_path_paths_stay_within_max_depth() -> None:
+    # depth 2 reaches P (via about, about) and Z (weakly, via Y's co-occurrence); at depth 3 P strengthens
+    # Z, which must wait for depth 4 to expand: Q is four steps from the anchors, past max_depth 3
+    ids, titles = ["a1", "a2", "p", "q"], ["Xeno", "A two", "Xeno (film)", "Q"]
+    entities = [
+        Entity("x", "Xeno", (), ("a1", "p")),
+        Entity("y", "Yak", (), ("a2",)),
+        Entity("z", "Zed", (), ("p", "q")),
+    ]
+    g = PassageGraph(ids, titles, entities, [Relation("y", "co_occurs_with", "z")])
+    lexical = Lexical([(0, 2.0), (1, 1.0)])
+    shallow = TypedPathRanker(g, profile=_profile(anchors=2, max_depth=3), lexical=lexical).rank("q", 5)
+    assert (shallow.passage_ids, shallow.stop_reasons) == (["a1", "a2", "p"], ["depth_limit"])
+    deep = TypedPathRanker(g, profile=_profile(anchors=2, max_depth=4), lexical=lexical).rank("q", 5)
+    (q,) = [h for h in deep.hits if h.passage_id == "q"]
+    assert [s.target for s in q.path] == ["x", "p", "z", "q"]
+
+
+def test_linking_matches_decomposed_accents() -> None:
+    # "é" typed as "e" + a combining accent (NFD, as text copied from a PDF or a macOS file name may be)
+    g = PassageGraph(["p"], ["Beyonce\u0301"], [Entity("e-b", "Beyoncé", (), ("p",))])
+    (mention,) = g.link("Who is Beyonce\u0301?")
+    assert (mention.text, mention.passages, mention.entities) == ("beyoncé", (0,), (1,))

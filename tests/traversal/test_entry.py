@@ -122,6 +122,12 @@ async def test_whole_word_mentions_longest_first(movies: MemoryGraphStore) -> No
     assert resolver.mentions("who directed the film") == []
 
 
+async def test_mentions_match_whatever_the_accents_normal_form() -> None:
+    store = graph([("Beyonce\u0301", "born_in", "Houston"), ("Anne\u0301e", "r", "Zoe")])  # names in NFD
+    resolver = await NameEntryResolver.from_store(store)
+    assert await resolver.resolve("Where was Beyoncé born in the Année?") == ["Beyonce\u0301", "Anne\u0301e"]
+
+
 async def test_exact_case_names_rank_first() -> None:
     store = graph(
         [("Memento", "directed_by", "Christopher Nolan"), ("Memento", "has_tags", "christopher nolan")]

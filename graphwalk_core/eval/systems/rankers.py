@@ -129,6 +129,14 @@ class WalkSeededSystem:
         )
 
 
+def tuned(profile: PPRProfile, chosen: dict[str, Any]) -> PPRProfile:
+    """``profile`` with the ``chosen`` parameters, named after those that differ from it (a profile's name
+    pins its parameters): ``graph-ppr/v1+damping=0.7``."""
+    changed = PPRProfile(**profile.model_dump() | chosen)
+    diff = [f"{k}={v}" for k, v in sorted(changed.model_dump().items()) if v != getattr(profile, k)]
+    return changed.model_copy(update={"name": f"{profile.name}+{','.join(diff)}"}) if diff else profile
+
+
 async def passage_graph(store: GraphStore, knowledge: Knowledge) -> PassageGraph:
     """The ranking graph of ``store`` over ``knowledge``'s passages, built once per store."""
     key = (id(store), knowledge.key())
@@ -174,7 +182,7 @@ async def build_ranker(
     graph = await passage_graph(store, knowledge)
     if name in ("graph-ppr", WALK_PPR):
         chosen = {key: v for key, v in options.items() if key in PPRProfile.model_fields}
-        profile = PPRProfile(**(WALK_PPR_PROFILE if name == WALK_PPR else {}) | chosen)
+        profile = tuned(PPRProfile(**(WALK_PPR_PROFILE if name == WALK_PPR else {})), chosen)
         ranker: PassageRanker = await asyncio.to_thread(PPRRanker, graph, dense, profile)
         return RankerSystem(name, ranker, k=k, ids={**ids, "ppr": profile.model_dump()})
     profile_name = str(options.pop("profile", DEFAULT_PROFILE))
