@@ -121,7 +121,7 @@ def test_a_truncated_warehouse_database_is_named(tmp_path: Path) -> None:
     db = tmp_path / DB_NAME
     db.write_bytes(db.read_bytes()[:5000])
     code, out = graphwalk("sql", "select count(*) from runs", "--warehouse", str(tmp_path), cwd=tmp_path)
-    assert code == 1 and "Traceback" not in out, out
+    assert code == 2 and "Traceback" not in out, out
     assert out.startswith(f"error: cannot open the warehouse database {db} (")
     assert out.rstrip().endswith("removing it is safe (the next materialization rebuilds it)")
 
@@ -134,7 +134,7 @@ def test_a_scrambled_parquet_file_is_named(tmp_path: Path) -> None:
         data[i] = rng.randrange(256)
     part.write_bytes(bytes(data))
     code, out = graphwalk("sql", "select count(*) from runs", "--warehouse", str(tmp_path), cwd=tmp_path)
-    assert code == 1 and "Traceback" not in out, out
+    assert code == 2 and "Traceback" not in out, out
     assert out.startswith("error: query failed: ")
     assert f"(unreadable Parquet file {part}: " in out
 
