@@ -10,7 +10,9 @@ from graphwalk_core.errors import InputError
 from graphwalk_core.model import text_hash
 
 DEFAULT_CHUNK_CHARS = 2_000
-_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", re.DOTALL)
+#: A paragraph ends at a blank line: a line break, then whitespace holding another (a CRLF file's, or a
+#: line ending in spaces, is one too).
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=[^\S\n]*\n\s*\n|\s*\Z)", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 

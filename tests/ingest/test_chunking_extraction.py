@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from graphwalk_core.errors import InputError
-from graphwalk_core.ingest.chunking import chunk_text
+from graphwalk_core.ingest.chunking import chunk_text, paragraph_spans
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor, extract_nlp, sentences
@@ -101,3 +101,18 @@ def test_cleanup() -> None:
         ("Inception", "scored_by", "Hans Zimmer"),
         ("Memento", "é" * 256, "Nolan"),
     ]
+
+
+def test_crlf_and_trailing_spaces_end_paragraphs_as_a_bare_blank_line_does() -> None:
+    """A blank line after ``\\r\\n`` or after a line ending in spaces/tabs did not end a paragraph: a CRLF
+    file was one paragraph, packed by sentence cuts across its paragraph breaks."""
+    lf = "First para one.\n\nSecond para, a bit longer.\n\n\nThird.\n"
+    for text in (lf, lf.replace("\n", "\r\n"), lf.replace("\n\n", " \t\n \n")):
+        assert [text[s:e] for s, e in paragraph_spans(text)] == [
+            "First para one.",
+            "Second para, a bit longer.",
+            "Third.",
+        ]
+        chunks = chunk_text("d", text, max_chars=50)
+        assert [c.text.split() for c in chunks] == [lf.split()[:8], ["Third."]]
+        assert all(text[c.start : c.end] == c.text for c in chunks)
