@@ -14,6 +14,7 @@ DEFAULT_CHUNK_CHARS = 2_000
 #: line ending in spaces, is one too).
 _PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=[^\S\n]*\n\s*\n|\s*\Z)", re.DOTALL)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPACE = re.compile(r"\s+")
 
 
 class Chunk(BaseModel):
@@ -37,12 +38,14 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
-    """A paragraph longer than ``max_chars`` split at sentence ends (hard cuts as a last resort)."""
+    """A paragraph longer than ``max_chars`` split at sentence ends, else between words (hard cuts as a last
+    resort: a window without whitespace)."""
     spans: list[tuple[int, int]] = []
     cursor = start
     while end - cursor > max_chars:
-        window = text[cursor : cursor + max_chars]
+        window = text[cursor : cursor + max_chars + 1]  # a cut at whitespace just past max_chars fits too
         cuts = [m.start() for m in _SENTENCE_END.finditer(window)]
+        cuts = cuts if cuts and cuts[-1] > 0 else [m.start() for m in _SPACE.finditer(window)]
         cut = cursor + (cuts[-1] if cuts and cuts[-1] > 0 else max_chars)
         spans.append((cursor, cut))
         cursor = cut

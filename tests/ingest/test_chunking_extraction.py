@@ -116,3 +116,19 @@ def test_crlf_and_trailing_spaces_end_paragraphs_as_a_bare_blank_line_does() -> 
         chunks = chunk_text("d", text, max_chars=50)
         assert [c.text.split() for c in chunks] == [lf.split()[:8], ["Third."]]
         assert all(text[c.start : c.end] == c.text for c in chunks)
+
+
+def test_a_long_paragraph_without_sentence_ends_splits_between_words() -> None:
+    """Without a sentence end in reach the cut fell at exactly ``max_chars``, mid-word ("Nolan" as "No" and
+    "lan"); it falls at the last whitespace, and only a window without any is cut hard."""
+    text = "word " * 11 + "Christopher Nolan " + "word " * 10  # "Nolan" spans offsets 67-72
+    chunks = chunk_text("d", text.strip(), max_chars=70)
+    assert [(c.start, c.end) for c in chunks] == [(0, 66), (67, 122)]
+    assert chunks[1].text.startswith("Nolan word")
+    assert [(c.start, c.end) for c in chunk_text("d", "x" * 120, max_chars=50)] == [
+        (0, 50),
+        (50, 100),
+        (100, 120),
+    ]
+    spaced = "Ada" + " " * 200 + "Lovelace"
+    assert [c.text for c in chunk_text("d", spaced, max_chars=50)] == ["Ada", "Lovelace"]
