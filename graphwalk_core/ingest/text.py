@@ -11,7 +11,6 @@ from functools import lru_cache
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORDS = re.compile(r"\w+", re.UNICODE)
 #: Names whose word sets are remembered, the most recently used first: about a routing window's names (a
 #: 6,119-passage ingest meets 42,000 distinct names; the candidate index keeps its names' words itself).
 NAME_WORDS_CACHE = 1 << 14
@@ -26,18 +25,26 @@ def normalize_name(name: str) -> str:
     joiners, soft hyphen, word joiner, a stray BOM, direction marks) are dropped, not read as a word break.
     """
     text = unicodedata.normalize("NFKD", name)
-    if not text.isascii():  # ASCII has no combining or format character: most names skip the scan
-        text = "".join(
-            ch for ch in text if not unicodedata.combining(ch) and unicodedata.category(ch) != "Cf"
-        )
-    return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
+    if text.isascii():  # ASCII has no combining or format character: most names skip the scan
+        return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
+    return " ".join("".join(map(_fold, text)).casefold().split())
+
+
+def _fold(ch: str) -> str:
+    """One character of a decomposed name: dropped when a combining accent or an invisible format character,
+    kept when a word character or a spacing vowel sign (a mark ``\\w`` lacks: ``"रोम"`` is not ``"र म"``),
+    else a word break."""
+    category = unicodedata.category(ch)
+    if category == "Cf" or unicodedata.combining(ch):
+        return ""
+    return ch if ch.isalnum() or ch == "_" or category[0] == "M" else " "
 
 
 @lru_cache(maxsize=NAME_WORDS_CACHE)
 def name_words(name: str) -> frozenset[str]:
     """The set of normalized words of a name (for Jaccard similarity); each word interned, so the names
     sharing a word share one string."""
-    return frozenset(map(sys.intern, _WORDS.findall(normalize_name(name))))
+    return frozenset(map(sys.intern, normalize_name(name).split()))
 
 
 def jaccard(a: AbstractSet[str], b: Collection[str]) -> float:
