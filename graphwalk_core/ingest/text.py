@@ -10,6 +10,9 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+#: In a name, ``+`` and ``#`` may end a word ("C++", "C#", "Disney+"); anywhere else they break words.
+_NAME_BREAK = re.compile(r"[^\w+#]+")
+_LOOSE_SIGN = re.compile(r"(?<!\S)[+#]+|[+#]+(?=[^\s+#])")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: Names whose word sets are remembered, the most recently used first: about a routing window's names (a
 #: 6,119-passage ingest meets 42,000 distinct names; the candidate index keeps its names' words itself).
@@ -18,16 +21,17 @@ NAME_WORDS_CACHE = 1 << 14
 
 @lru_cache(maxsize=200_000)
 def normalize_name(name: str) -> str:
-    """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``.
+    """Case-, accent- and punctuation-insensitive form of a name: ``"Nolan, Chris."`` -> ``"nolan chris"``;
+    a ``+`` or ``#`` ending a word is kept (``"C++"``, ``"C#"`` and ``"C"`` are three names).
 
     Compatibility forms fold (NFKD: ``"Ａｌｉｃｅ"``, ``"ﬁ"``), so do composed and decomposed accents
     (``"é"`` and ``"e\u0301"``); invisible format characters (Unicode category Cf: zero-width space and
     joiners, soft hyphen, word joiner, a stray BOM, direction marks) are dropped, not read as a word break.
     """
     text = unicodedata.normalize("NFKD", name)
-    if text.isascii():  # ASCII has no combining or format character: most names skip the scan
-        return " ".join(_NON_WORD.sub(" ", text.casefold()).split())
-    return " ".join("".join(map(_fold, text)).casefold().split())
+    # ASCII has no combining or format character: most names skip the per-character scan
+    text = _NAME_BREAK.sub(" ", text) if text.isascii() else "".join(map(_fold, text))
+    return " ".join(_LOOSE_SIGN.sub(" ", text.casefold()).split())
 
 
 def _fold(ch: str) -> str:
@@ -37,7 +41,7 @@ def _fold(ch: str) -> str:
     category = unicodedata.category(ch)
     if category == "Cf" or unicodedata.combining(ch):
         return ""
-    return ch if ch.isalnum() or ch == "_" or category[0] == "M" else " "
+    return ch if ch.isalnum() or ch in "_+#" or category[0] == "M" else " "
 
 
 @lru_cache(maxsize=NAME_WORDS_CACHE)

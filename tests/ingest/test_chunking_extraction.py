@@ -9,6 +9,7 @@ from graphwalk_core.ingest.chunking import chunk_text, paragraph_spans
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation, Extraction
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor, extract_nlp, sentences
+from graphwalk_core.ingest.text import normalize_name
 
 
 def test_chunks_pack_whole_paragraphs_with_offsets() -> None:
@@ -132,3 +133,17 @@ def test_a_long_paragraph_without_sentence_ends_splits_between_words() -> None:
     ]
     spaced = "Ada" + " " * 200 + "Lovelace"
     assert [c.text for c in chunk_text("d", spaced, max_chars=50)] == ["Ada", "Lovelace"]
+
+
+def test_a_trailing_plus_or_hash_keeps_names_apart() -> None:
+    """ "C", "C++" and "C#" were one name ("c": ``normalize_name`` dropped the signs, the extractor stripped
+    a trailing ``#``), so cleanup merged them into one entity; a sign ending a word is part of the name."""
+    assert [normalize_name(n) for n in ["C++", "C#", "C", "Ｃ＋＋", "#MeToo", "a+b", "C + +"]] == [
+        *("c++", "c#", "c", "c++", "metoo", "a b", "c"),
+    ]
+    text = (
+        "Anders Hejlsberg designed C# at Microsoft. Bjarne Stroustrup wrote C++ in 1985, after C and #Simula."
+    )
+    assert [e.name for e in extract_nlp(text).entities] == [
+        *("Anders Hejlsberg", "C#", "Microsoft", "Bjarne Stroustrup", "C++", "C", "Simula", "1985"),
+    ]

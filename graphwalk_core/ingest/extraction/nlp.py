@@ -107,7 +107,9 @@ _STOP = frozenset(
         "how",
     ]
 )
-_STRIP = "\"'“”‘’()[]{}<>,;:!?*#_`"
+_STRIP = "\"'“”‘’()[]{}<>,;:!?*_`"
+#: Stripped from a word's start only: a trailing one is part of a name ("C#", "F#").
+_LEADING = "#"
 
 
 def _is_cap(word: str) -> bool:
@@ -130,7 +132,7 @@ def _spans(sentence: str) -> list[str]:
 
     for match in _TOKEN.finditer(sentence):
         raw = match.group()
-        word = raw.strip(_STRIP)
+        word = raw.strip(_STRIP).lstrip(_LEADING).strip(_STRIP)
         abbreviation = word.rstrip(".").lower() in _ABBREVIATIONS or bool(re.fullmatch(r"(?:[A-Z]\.)+", word))
         ends_span = raw[-1:] in ',;:!?)"”' or (raw.endswith(".") and not abbreviation)
         word = word if abbreviation else word.rstrip(".")
