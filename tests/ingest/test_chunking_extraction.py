@@ -147,3 +147,16 @@ def test_a_trailing_plus_or_hash_keeps_names_apart() -> None:
     assert [e.name for e in extract_nlp(text).entities] == [
         *("Anders Hejlsberg", "C#", "Microsoft", "Bjarne Stroustrup", "C++", "C", "Simula", "1985"),
     ]
+
+
+def test_a_sentence_may_start_with_any_capital() -> None:
+    """Only ``A-Z`` began a sentence: "Babbage. Émile Zola" was one sentence, so its names co-occurred."""
+    text = (
+        "Ada Lovelace met Charles Babbage. Émile Zola wrote. Über Alles. Ödön was here. Then the end. etc. ok"
+    )
+    assert sentences(text) == [
+        *("Ada Lovelace met Charles Babbage.", "Émile Zola wrote.", "Über Alles.", "Ödön was here."),
+        "Then the end. etc. ok",
+    ]
+    pairs = {(r.source, r.target) for r in extract_nlp(text).relations}
+    assert pairs == {("Ada Lovelace", "Charles Babbage")}

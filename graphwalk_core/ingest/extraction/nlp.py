@@ -22,7 +22,9 @@ NLP_VERSION = "nlp:1"
 COOCCURRENCE = "co_occurs_with"
 #: At most this many entities per sentence take part in co-occurrence pairs.
 MAX_PAIRED_PER_SENTENCE = 8
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[A-Z0-9])|\n+")
+#: A line break, or whitespace after ``.!?`` before a quote, bracket, digit or letter (a capital one:
+#: :func:`sentences` checks, as a character class would know the ASCII capitals only).
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[0-9]|[^\W\d_])|\n+")
 _LAST_WORD = re.compile(r"(\S+)\s*$")
 _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,80}?)[\"”]")
@@ -152,6 +154,8 @@ def sentences(text: str) -> list[str]:
     start = 0
     for match in _BOUNDARY.finditer(text):
         if "\n" not in match.group():
+            if not text[match.end()].isupper() and text[match.end()].isalpha():
+                continue
             last = _LAST_WORD.search(text, start, match.start())
             word = last.group(1).strip(_STRIP) if last else ""
             if re.fullmatch(r"(?:[A-Z]\.)+", word) or word.rstrip(".").lower() in _ABBREVIATIONS:
