@@ -13,6 +13,10 @@ _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 #: In a name, ``+`` and ``#`` may end a word ("C++", "C#", "Disney+"); anywhere else they break words.
 _NAME_BREAK = re.compile(r"[^\w+#]+")
 _LOOSE_SIGN = re.compile(r"(?<!\S)[+#]+|[+#]+(?=[^\s+#])")
+_ABBREVIATIONS = frozenset(
+    {"bros", "inc", "co", "corp", "ltd", "jr", "sr", "dr", "mr", "mrs", "ms", "st", "mt", "vs"}
+)
+_INITIALS = re.compile(r"(?:[A-Z]\.)+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 #: Names whose word sets are remembered, the most recently used first: about a routing window's names (a
 #: 6,119-passage ingest meets 42,000 distinct names; the candidate index keeps its names' words itself).
@@ -58,6 +62,13 @@ def jaccard(a: AbstractSet[str], b: Collection[str]) -> float:
         return 0.0
     common = sum(w in a for w in b)
     return common / (len(a) + len(b) - common)
+
+
+def is_abbreviation(word: str) -> bool:
+    """Whether the period ending ``word`` ends no sentence: initials (``"J."``, ``"U.S."``) or a common
+    abbreviation (``"Dr."``, ``"Bros."``); opening quotes and brackets are skipped."""
+    word = word.lstrip("\"'“‘([{<")
+    return bool(_INITIALS.fullmatch(word)) or word.rstrip(".").lower() in _ABBREVIATIONS
 
 
 def snake_case(text: str) -> str:

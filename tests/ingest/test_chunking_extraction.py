@@ -160,3 +160,15 @@ def test_a_sentence_may_start_with_any_capital() -> None:
     ]
     pairs = {(r.source, r.target) for r in extract_nlp(text).relations}
     assert pairs == {("Ada Lovelace", "Charles Babbage")}
+
+
+def test_a_long_paragraph_is_not_cut_after_initials_or_an_abbreviation() -> None:
+    """The cut fell at the last ``.`` before whitespace, so "J. R. R. Tolkien" near a chunk's end became
+    "J. R. R." in one chunk and "Tolkien" in the next; initials and abbreviations end no sentence."""
+    text = "Aaaa aaaa aaaa. Bbbb bbbb wrote a book on J. R. R. Tolkien. Then Dr. Who came by."
+    chunks = chunk_text("d", text, max_chars=50)
+    assert [c.text for c in chunks] == [
+        *("Aaaa aaaa aaaa.", "Bbbb bbbb wrote a book on J. R. R. Tolkien.", "Then Dr. Who came by."),
+    ]
+    text = "Bbbb bbbb wrote of J. R. R. Tolkien and Dr. Who at length here."
+    assert [c.text for c in chunk_text("d", text, max_chars=50)] == [text[:50], "length here."]

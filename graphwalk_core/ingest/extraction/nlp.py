@@ -17,6 +17,7 @@ from graphwalk_core.ingest.extraction.base import (
     ExtractorResult,
 )
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
+from graphwalk_core.ingest.text import is_abbreviation
 
 NLP_VERSION = "nlp:1"
 COOCCURRENCE = "co_occurs_with"
@@ -30,9 +31,6 @@ _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,80}?)[\"”]")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _CONNECTORS = frozenset({"of", "the", "de", "da", "del", "der", "van", "von", "la", "le", "du"})
-_ABBREVIATIONS = frozenset(
-    {"bros", "inc", "co", "corp", "ltd", "jr", "sr", "dr", "mr", "mrs", "ms", "st", "mt", "vs"}
-)
 _STOP = frozenset(
     [
         "a",
@@ -135,7 +133,7 @@ def _spans(sentence: str) -> list[str]:
     for match in _TOKEN.finditer(sentence):
         raw = match.group()
         word = raw.strip(_STRIP).lstrip(_LEADING).strip(_STRIP)
-        abbreviation = word.rstrip(".").lower() in _ABBREVIATIONS or bool(re.fullmatch(r"(?:[A-Z]\.)+", word))
+        abbreviation = is_abbreviation(word)
         ends_span = raw[-1:] in ',;:!?)"”' or (raw.endswith(".") and not abbreviation)
         word = word if abbreviation else word.rstrip(".")
         if _is_cap(word) or (current and word.lower() in _CONNECTORS and not ends_span):
@@ -158,7 +156,7 @@ def sentences(text: str) -> list[str]:
                 continue
             last = _LAST_WORD.search(text, start, match.start())
             word = last.group(1).strip(_STRIP) if last else ""
-            if re.fullmatch(r"(?:[A-Z]\.)+", word) or word.rstrip(".").lower() in _ABBREVIATIONS:
+            if is_abbreviation(word):
                 continue
         out.append(text[start : match.start()])
         start = match.end()
