@@ -67,7 +67,7 @@ def test_nlp_extraction() -> None:
 async def test_nlp_extractor_protocol() -> None:
     extractor = NLPExtractor()
     result = await extractor.extract("Ada Lovelace met Charles Babbage.")
-    assert (extractor.version, extractor.cacheable, result.calls) == ("nlp:1", False, 0)
+    assert (extractor.version, extractor.cacheable, result.calls) == ("nlp:2", False, 0)
     assert [e.name for e in result.extraction.entities] == ["Ada Lovelace", "Charles Babbage"]
 
 

@@ -19,7 +19,7 @@ from graphwalk_core.ingest.extraction.base import (
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
 from graphwalk_core.ingest.text import is_abbreviation
 
-NLP_VERSION = "nlp:1"
+NLP_VERSION = "nlp:2"
 COOCCURRENCE = "co_occurs_with"
 #: At most this many entities per sentence take part in co-occurrence pairs.
 MAX_PAIRED_PER_SENTENCE = 8
