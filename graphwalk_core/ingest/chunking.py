@@ -7,11 +7,16 @@ import re
 from pydantic import BaseModel
 
 from graphwalk_core.errors import InputError
+from graphwalk_core.ingest.text import is_abbreviation
 from graphwalk_core.model import text_hash
 
 DEFAULT_CHUNK_CHARS = 2_000
-_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=\n\s*\n|\s*\Z)", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+#: A paragraph ends at a blank line: a line break, then whitespace holding another (a CRLF file's, or a
+#: line ending in spaces, is one too).
+_PARAGRAPH = re.compile(r"\S(?:.*?\S)?(?=[^\S\n]*\n\s*\n|\s*\Z)", re.DOTALL)
+#: A word ending in ``.!?`` (group 1) and the whitespace after it (where a sentence cut falls).
+_SENTENCE_END = re.compile(r"(?<!\S)(\S*[.!?])\s+")
+_SPACE = re.compile(r"\s+")
 
 
 class Chunk(BaseModel):
@@ -35,12 +40,14 @@ def paragraph_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _split_long(text: str, start: int, end: int, max_chars: int) -> list[tuple[int, int]]:
-    """A paragraph longer than ``max_chars`` split at sentence ends (hard cuts as a last resort)."""
+    """A paragraph longer than ``max_chars`` split at sentence ends (not after initials or abbreviations),
+    else between words (hard cuts as a last resort: a window without whitespace)."""
     spans: list[tuple[int, int]] = []
     cursor = start
     while end - cursor > max_chars:
-        window = text[cursor : cursor + max_chars]
-        cuts = [m.start() for m in _SENTENCE_END.finditer(window)]
+        window = text[cursor : cursor + max_chars + 1]  # a cut at whitespace just past max_chars fits too
+        cuts = [m.end(1) for m in _SENTENCE_END.finditer(window) if not is_abbreviation(m.group(1))]
+        cuts = cuts if cuts and cuts[-1] > 0 else [m.start() for m in _SPACE.finditer(window)]
         cut = cursor + (cuts[-1] if cuts and cuts[-1] > 0 else max_chars)
         spans.append((cursor, cut))
         cursor = cut

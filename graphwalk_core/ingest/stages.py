@@ -77,7 +77,7 @@ async def profile_source(source: Source) -> SourceProfile:
 
 def _extractor_version(extractor: Extractor | str | None, max_chars: int = DEFAULT_CHUNK_CHARS) -> str:
     """What a text document's extraction depends on: the extractor's version, and the chunk size when it is
-    not the default (``nlp:1/chunks:500``), so a run with another size re-extracts text documents."""
+    not the default (``nlp:2/chunks:500``), so a run with another size re-extracts text documents."""
     if extractor is None:
         version = NLP_VERSION
     else:

@@ -89,7 +89,7 @@ def test_ingestion_metadata_matches_the_pipeline(run: Run, tmp_path: Path) -> No
     assert metadata_values(films, "source_documents")["new"] == 11
     extraction = metadata_values(films, "extractions")
     assert (extraction["extractor"], extraction["items"], extraction["failures"], extraction["calls"]) == (
-        "nlp:1",
+        "nlp:2",
         11,
         0,
         0,

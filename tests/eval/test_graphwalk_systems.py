@@ -169,14 +169,14 @@ def test_hotpotqa_graph_is_ingested_and_walks_report_passages(tmp_path: Path) ->
         "entity-greedy", dataset, decider=FakeDecisionBackend(seed=0), embedder=None, llm=None
     )
     assert isinstance(system, GraphwalkSystem) and system.linking == "resolve"
-    assert system.identity()["extractor"] == "nlp:1"
+    assert system.identity()["extractor"] == "nlp:2"
     run = run_eval(dataset, system, out_dir=tmp_path)
     ids = {p.id for p in dataset.knowledge.passages}
     assert [r.status for r in run.results] == ["ok", "ok"]
     for r in run.results:
         assert r.linked_start and r.linking_correct is None  # HotpotQA has no gold start
         assert r.passages and set(r.passages) <= ids  # provenance names the ingested passages
-        assert r.extractor == "nlp:1" and r.f1 is not None
+        assert r.extractor == "nlp:2" and r.f1 is not None
 
 
 def _kb_run(kb: Path, out: Path) -> tuple[list[list[str]], object]:

@@ -146,7 +146,7 @@ def test_rankers_ingest_the_passages_of_a_triples_dataset() -> None:
 
     passages, identity = asyncio.run(run())
     assert passages[:2] == ["B Boy (song)", "Meek Mill"]
-    assert (identity["profile"], identity["extractor"]) == ("graph-ppr/v1", "nlp:1")
+    assert (identity["profile"], identity["extractor"]) == ("graph-ppr/v1", "nlp:2")
 
 
 def test_graph_ppr_walk_seeds_graph_ppr_with_the_walk_and_needs_a_decider() -> None:

@@ -36,7 +36,7 @@ def test_ingest_sql_with_fake_decider(tmp_path: Path) -> None:
     graph = str(tmp_path / "graph.sqlite")
     code, out = invoke(str(REPO / "data" / "sample.sqlite"), "--graph", graph, "--decider", "fake")
     assert code == 0, out
-    assert "ingest sample (nlp:1, routing jev with fake:seed=0)" in out  # names the decider that routed
+    assert "ingest sample (nlp:2, routing jev with fake:seed=0)" in out  # names the decider that routed
     assert "nodes             │ added 17" in out and "edges             │ added 19" in out
 
 

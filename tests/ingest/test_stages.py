@@ -78,7 +78,7 @@ def test_windows_after_a_crash_are_the_uninterrupted_run_s_later_windows(spooled
         docs = [SourceDocument(id=i, text=i, content_hash=i) for i in ids]
         diff = DocumentDiff(
             source_id="s",
-            extractor="nlp:1",
+            extractor="nlp:2",
             new=[i for i in ids if i not in changed],
             changed=sorted(changed & set(ids)),
             deleted=["gone"],

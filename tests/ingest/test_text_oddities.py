@@ -15,7 +15,7 @@ from graphwalk_core.ingest.sources import files as files_module
 from graphwalk_core.ingest.sources import sql as sql_module
 from graphwalk_core.ingest.sources.fingerprints import source_fingerprint
 from graphwalk_core.ingest.sources.specs import SourceSpec
-from graphwalk_core.ingest.text import normalize_name
+from graphwalk_core.ingest.text import name_words, normalize_name
 from graphwalk_core.stores.memory import MemoryGraphStore
 from tests.ingest.test_cli import graph_triples, invoke
 
@@ -97,6 +97,13 @@ def test_invisible_characters_and_unicode_forms_do_not_split_a_name() -> None:
     variants += ["\ufeffAlice", "\u200eAlice", "Ａｌｉｃｅ", "ALICE"]
     assert [normalize_name(v) for v in variants] == ["alice"] * len(variants)
     assert [normalize_name(v) for v in ["Café", "Cafe\u0301", "Cafe", "Ali ce"]] == ["cafe"] * 3 + ["ali ce"]
+
+
+def test_a_vowel_sign_is_part_of_its_word_not_a_word_break() -> None:
+    """Indic, Thai and other scripts write vowels as marks that ``\\w`` lacks: they were read as word
+    breaks, so "राम" (Ram) and "रोम" (Rome) were both ``"र म"``, one node, and a name's words were letters."""
+    assert [normalize_name(n) for n in ["राम", "रोम", "ภาษาไทย", "Café"]] == ["राम", "रोम", "ภาษาไทย", "cafe"]
+    assert name_words("राम चरण") == {"राम", "चरण"}
 
 
 def test_invisible_characters_route_to_one_entity_named_as_it_shows(tmp_path: Path) -> None:

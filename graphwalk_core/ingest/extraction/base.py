@@ -66,7 +66,7 @@ class Extractor(Protocol):
 
     @property
     def version(self) -> str:
-        """Identity + version, recorded as ``Provenance.extractor`` and in the ledger (e.g. ``nlp:1``)."""
+        """Identity + version, recorded as ``Provenance.extractor`` and in the ledger (e.g. ``nlp:2``)."""
 
     @property
     def model_id(self) -> str:

@@ -17,20 +17,20 @@ from graphwalk_core.ingest.extraction.base import (
     ExtractorResult,
 )
 from graphwalk_core.ingest.extraction.cleanup import clean_extraction
+from graphwalk_core.ingest.text import is_abbreviation
 
-NLP_VERSION = "nlp:1"
+NLP_VERSION = "nlp:2"
 COOCCURRENCE = "co_occurs_with"
 #: At most this many entities per sentence take part in co-occurrence pairs.
 MAX_PAIRED_PER_SENTENCE = 8
-_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[A-Z0-9])|\n+")
+#: A line break, or whitespace after ``.!?`` before a quote, bracket, digit or letter (a capital one:
+#: :func:`sentences` checks, as a character class would know the ASCII capitals only).
+_BOUNDARY = re.compile(r"(?<=[.!?])\s+(?=[\"“'‘(\[0-9]|[^\W\d_])|\n+")
 _LAST_WORD = re.compile(r"(\S+)\s*$")
 _TOKEN = re.compile(r"\S+")
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,80}?)[\"”]")
 _YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
 _CONNECTORS = frozenset({"of", "the", "de", "da", "del", "der", "van", "von", "la", "le", "du"})
-_ABBREVIATIONS = frozenset(
-    {"bros", "inc", "co", "corp", "ltd", "jr", "sr", "dr", "mr", "mrs", "ms", "st", "mt", "vs"}
-)
 _STOP = frozenset(
     [
         "a",
@@ -107,7 +107,9 @@ _STOP = frozenset(
         "how",
     ]
 )
-_STRIP = "\"'“”‘’()[]{}<>,;:!?*#_`"
+_STRIP = "\"'“”‘’()[]{}<>,;:!?*_`"
+#: Stripped from a word's start only: a trailing one is part of a name ("C#", "F#").
+_LEADING = "#"
 
 
 def _is_cap(word: str) -> bool:
@@ -130,8 +132,8 @@ def _spans(sentence: str) -> list[str]:
 
     for match in _TOKEN.finditer(sentence):
         raw = match.group()
-        word = raw.strip(_STRIP)
-        abbreviation = word.rstrip(".").lower() in _ABBREVIATIONS or bool(re.fullmatch(r"(?:[A-Z]\.)+", word))
+        word = raw.strip(_STRIP).lstrip(_LEADING).strip(_STRIP)
+        abbreviation = is_abbreviation(word)
         ends_span = raw[-1:] in ',;:!?)"”' or (raw.endswith(".") and not abbreviation)
         word = word if abbreviation else word.rstrip(".")
         if _is_cap(word) or (current and word.lower() in _CONNECTORS and not ends_span):
@@ -150,9 +152,11 @@ def sentences(text: str) -> list[str]:
     start = 0
     for match in _BOUNDARY.finditer(text):
         if "\n" not in match.group():
+            if not text[match.end()].isupper() and text[match.end()].isalpha():
+                continue
             last = _LAST_WORD.search(text, start, match.start())
             word = last.group(1).strip(_STRIP) if last else ""
-            if re.fullmatch(r"(?:[A-Z]\.)+", word) or word.rstrip(".").lower() in _ABBREVIATIONS:
+            if is_abbreviation(word):
                 continue
         out.append(text[start : match.start()])
         start = match.end()
