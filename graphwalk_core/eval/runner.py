@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from graphwalk_core.aio import gather_or_cancel
 from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint, rewrite_checkpoint
 from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
@@ -210,7 +211,7 @@ async def run_eval_async(
                 progress(record)
 
         with CheckpointWriter(checkpoint) as writer:
-            await asyncio.gather(*(one(q, writer) for q in pending))
+            await gather_or_cancel(*(one(q, writer) for q in pending))
         meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
         write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
         results = [done[q.id] for q in dataset.questions]

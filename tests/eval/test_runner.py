@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.eval.checkpoint import read_checkpoint
+from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.report import report_from_runs
 from graphwalk_core.eval.runner import CHECKPOINT, run_eval, run_eval_async, run_id_for
-from graphwalk_core.eval.systems.base import SkippedSystem
+from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 
 from .fakes import Crash, DictSystem, toy_dataset
 
@@ -245,3 +246,27 @@ def test_two_processes_running_one_eval_at_once_answer_each_question_once(tmp_pa
     (folder,) = (tmp_path / "runs").iterdir()
     said = sorted((tmp_path / f"child{i}.log").read_text() for i in range(2))
     assert said == ["", f"{folder}: another process is using it; waiting for it to finish\n"]
+
+
+def test_a_question_that_fails_the_run_cancels_the_others_in_flight(tmp_path: Path) -> None:
+    """A question failing the run (the system crashing, a progress callback or a checkpoint write raising)
+    left the others running: they went on asking the system once the run had failed and its folder was
+    released, and wrote into its closed checkpoint. They are cancelled with it now."""
+
+    class CrashesOnce(DictSystem):
+        async def answer(self, question: Question) -> SystemAnswer:
+            if question.id == "q001":
+                self.calls.append(question.id)
+                raise Crash("injected crash at q001")
+            return await super().answer(question)
+
+    system = CrashesOnce(delay_s=0.05)
+
+    async def main() -> None:
+        with pytest.raises(Crash):
+            await run_eval_async(toy_dataset(6), system, out_dir=tmp_path, concurrency=2)
+        await asyncio.sleep(0.3)  # what was left running would answer the rest meanwhile
+
+    asyncio.run(main())
+    assert system.calls == ["q000", "q001", "q002"]  # q002 took the slot q001 freed as it failed
+    assert _checkpoint_ids(tmp_path) == []
