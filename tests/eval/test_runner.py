@@ -19,7 +19,7 @@ import pytest
 from graphwalk_core.eval.checkpoint import read_checkpoint
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.report import report_from_runs
-from graphwalk_core.eval.runner import CHECKPOINT, run_eval, run_eval_async, run_id_for
+from graphwalk_core.eval.runner import CHECKPOINT, EvalRun, run_eval, run_eval_async, run_id_for
 from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 
 from .fakes import Crash, DictSystem, toy_dataset
@@ -270,3 +270,32 @@ def test_a_question_that_fails_the_run_cancels_the_others_in_flight(tmp_path: Pa
     asyncio.run(main())
     assert system.calls == ["q000", "q001", "q002"]  # q002 took the slot q001 freed as it failed
     assert _checkpoint_ids(tmp_path) == []
+
+
+def test_a_question_that_never_gets_an_answer_is_an_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A system stuck on one question (a call that never returns) held the run forever, and every
+    question after it with one question in flight. The attempt is cut at ``question_timeout_s`` now and
+    recorded as an error, which a rerun asks again."""
+
+    class Stuck(DictSystem):
+        async def answer(self, question: Question) -> SystemAnswer:
+            if question.id == "q001":
+                self.calls.append(question.id)
+                await asyncio.Event().wait()
+            return await super().answer(question)
+
+    async def main() -> EvalRun:
+        return await asyncio.wait_for(
+            run_eval_async(toy_dataset(3), Stuck(), out_dir=tmp_path, concurrency=1, question_timeout_s=0.2),
+            timeout=10,
+        )
+
+    run = asyncio.run(main())
+    assert [(r.question_id, r.status, r.error) for r in run.results] == [
+        ("q000", "ok", None),
+        ("q001", "error", "TimeoutError: no answer within 0.2s"),
+        ("q002", "ok", None),
+    ]
+    again = DictSystem()
+    run_eval(toy_dataset(3), again, out_dir=tmp_path)
+    assert again.calls == ["q001"]
