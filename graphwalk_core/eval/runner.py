@@ -21,7 +21,7 @@ from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
 from graphwalk_core.eval.systems.base import QASystem, SystemAnswer, answers_questions
-from graphwalk_core.files import folder_locked, write_text_atomic
+from graphwalk_core.files import folder_locked_async, write_text_atomic
 from graphwalk_core.model import canonical_json, content_hash
 
 log = logging.getLogger(__name__)
@@ -169,7 +169,7 @@ async def run_eval_async(
     question_timeout_s: float | None = QUESTION_TIMEOUT_S,
 ) -> EvalRun:
     """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>`` (see :func:`run_folder`). While
-    another process runs it, this one waits (blocking), then reuses that run's answers. An attempt at a
+    another process runs it, this one waits, then reuses that run's answers. An attempt at a
     question taking over ``question_timeout_s`` (None: no limit) is recorded as an error."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -178,7 +178,8 @@ async def run_eval_async(
     adopt_legacy_folder(out_dir, run_id)
     folder = run_folder(out_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    with folder_locked(folder):  # one process at a time runs it: another waits, then reuses its answers
+    # one process at a time runs it: another waits, then reuses its answers
+    async with folder_locked_async(folder):
         checkpoint = folder / CHECKPOINT
         done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone
         identity = system.identity()

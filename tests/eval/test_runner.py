@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -19,7 +20,14 @@ import pytest
 from graphwalk_core.eval.checkpoint import read_checkpoint
 from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.report import report_from_runs
-from graphwalk_core.eval.runner import CHECKPOINT, EvalRun, run_eval, run_eval_async, run_id_for
+from graphwalk_core.eval.runner import (
+    CHECKPOINT,
+    EvalRun,
+    run_eval,
+    run_eval_async,
+    run_folder,
+    run_id_for,
+)
 from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 
 from .fakes import Crash, DictSystem, toy_dataset
@@ -299,3 +307,31 @@ def test_a_question_that_never_gets_an_answer_is_an_error_and_the_run_goes_on(tm
     again = DictSystem()
     run_eval(toy_dataset(3), again, out_dir=tmp_path)
     assert again.calls == ["q001"]
+
+
+def test_ctrl_c_ends_a_run_waiting_for_its_folder(tmp_path: Path) -> None:
+    """A run waiting for another process to let its folder go blocked the event loop in ``flock``, so
+    Ctrl-C went unheard until that process finished. The wait polls now: Ctrl-C ends it at once, nothing
+    answered."""
+    folder = run_folder(tmp_path, run_id_for(toy_dataset(), DictSystem()))
+    folder.mkdir(parents=True)
+    held = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process runs it
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "run_killable.py"), str(tmp_path)],
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not ignored when in background
+        )
+        try:
+            assert proc.stderr is not None
+            assert proc.stderr.readline().decode().endswith("waiting for it to finish\n")
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=5)
+        finally:
+            proc.kill()
+            proc.communicate()
+    finally:
+        os.close(held)
+    assert proc.returncode == -signal.SIGINT
+    assert not (folder / CHECKPOINT).exists()
