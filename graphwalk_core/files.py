@@ -8,6 +8,7 @@ files), so a replaced Parquet file or plot gets the same permissions as ``wareho
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import logging
@@ -16,8 +17,8 @@ import os
 import secrets
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,42 @@ def folder_locked(folder: Path, *, shared: bool = False) -> Iterator[None]:
     only; others wait, saying so in the log. The lock is ``flock`` on the folder itself, so no lock file is
     left among its files. Where the folder cannot be opened or its file system takes no such lock (NFS
     emulates it only on files opened for writing), the block runs without it."""
+    fd, wait = _lock_if_free(folder, shared)
+    if wait:
+        with suppress(OSError):
+            fcntl.flock(fd, wait)
+    try:
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
+
+
+@asynccontextmanager
+async def folder_locked_async(folder: Path, *, poll_s: float = 0.1) -> AsyncIterator[None]:
+    """:func:`folder_locked` (not shared) for a coroutine: the wait polls the lock, so the event loop goes
+    on and a cancellation (Ctrl-C) ends it; a blocking ``flock`` held the loop, and Ctrl-C went unheard
+    until the other process let the folder go."""
+    fd, wait = _lock_if_free(folder, False)
+    try:
+        while wait:
+            await asyncio.sleep(poll_s)
+            try:
+                fcntl.flock(fd, wait | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass  # no lock to be had: the block runs without it, as with folder_locked
+            wait = 0
+        yield
+    finally:
+        if fd >= 0:
+            os.close(fd)  # releases the lock
+
+
+def _lock_if_free(folder: Path, shared: bool) -> tuple[int, int]:
+    """``folder`` opened and its lock taken if free: (fd, 0); else (fd, the lock to wait for), the wait
+    logged. The fd is -1 where the folder cannot be opened; the lock is 0 where it takes no lock."""
     fd = -1
     with suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
@@ -80,12 +117,8 @@ def folder_locked(folder: Path, *, shared: bool = False) -> Iterator[None]:
             fcntl.flock(fd, kind | fcntl.LOCK_NB)
         except BlockingIOError:
             log.warning("%s: another process is using it; waiting for it to finish", folder)
-            fcntl.flock(fd, kind)
-    try:
-        yield
-    finally:
-        if fd >= 0:
-            os.close(fd)  # releases the lock
+            return fd, kind
+    return fd, 0
 
 
 @contextmanager

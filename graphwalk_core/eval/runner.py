@@ -15,18 +15,22 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from graphwalk_core.aio import gather_or_cancel
 from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint, rewrite_checkpoint
 from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
 from graphwalk_core.eval.runinfo import git_sha, package_versions, python_version
 from graphwalk_core.eval.systems.base import QASystem, SystemAnswer, answers_questions
-from graphwalk_core.files import folder_locked, write_text_atomic
+from graphwalk_core.files import folder_locked_async, write_text_atomic
 from graphwalk_core.model import canonical_json, content_hash
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "results.jsonl"
 METADATA = "run.json"
+#: Seconds one attempt at a question may take before it is recorded as an error (and asked again by a
+#: rerun): a system stuck on a call that never ends holds one slot of the run, not the run.
+QUESTION_TIMEOUT_S = 600.0
 
 
 class EvalRun(BaseModel):
@@ -124,22 +128,26 @@ def _reusable(dataset: Dataset, checkpoint: Path) -> tuple[dict[str, QuestionRes
 
 
 async def _answer_with_backoff(
-    system: QASystem, question: Question, *, max_retries: int, base_delay_s: float
+    system: QASystem, question: Question, *, max_retries: int, base_delay_s: float, timeout_s: float | None
 ) -> SystemAnswer:
-    """Ask the system; back off and retry on rate limits; any other exception becomes status=error."""
+    """Ask the system (each attempt cut at ``timeout_s``); back off and retry on rate limits; any other
+    exception becomes status=error."""
     for attempt in range(max_retries + 1):
-        start = time.perf_counter()
+        start, deadline = time.perf_counter(), asyncio.timeout(timeout_s)
         try:
-            answer = await system.answer(question)
+            async with deadline:
+                answer = await system.answer(question)
         except Exception as exc:
-            if is_rate_limited(exc) and attempt < max_retries:
+            # asyncio's TimeoutError says nothing
+            failure = TimeoutError(f"no answer within {timeout_s:g}s") if deadline.expired() else exc
+            if is_rate_limited(failure) and attempt < max_retries:
                 delay = base_delay_s * 2**attempt
                 log.warning("rate limited on %s; retrying in %.1fs", question.id, delay)
                 await asyncio.sleep(delay)
                 continue
             return SystemAnswer(
                 status="error",
-                error=f"{type(exc).__name__}: {exc}",
+                error=f"{type(failure).__name__}: {failure}",
                 latency_s=time.perf_counter() - start,
                 answers_question=answers_questions(system),
             )
@@ -158,9 +166,11 @@ async def run_eval_async(
     progress: Callable[[QuestionResult], Any] | None = None,
     max_rate_limit_retries: int = 5,
     rate_limit_base_delay_s: float = 2.0,
+    question_timeout_s: float | None = QUESTION_TIMEOUT_S,
 ) -> EvalRun:
     """Async ``run_eval``: the run folder is ``out_dir/runs/<run_id>`` (see :func:`run_folder`). While
-    another process runs it, this one waits (blocking), then reuses that run's answers."""
+    another process runs it, this one waits, then reuses that run's answers. An attempt at a
+    question taking over ``question_timeout_s`` (None: no limit) is recorded as an error."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     graph = dataset.knowledge.fingerprint()
@@ -168,7 +178,8 @@ async def run_eval_async(
     adopt_legacy_folder(out_dir, run_id)
     folder = run_folder(out_dir, run_id)
     folder.mkdir(parents=True, exist_ok=True)
-    with folder_locked(folder):  # one process at a time runs it: another waits, then reuses its answers
+    # one process at a time runs it: another waits, then reuses its answers
+    async with folder_locked_async(folder):
         checkpoint = folder / CHECKPOINT
         done, edited = _reusable(dataset, checkpoint)  # answered by an earlier run with this id: not redone
         identity = system.identity()
@@ -201,7 +212,11 @@ async def run_eval_async(
         async def one(question: Question, writer: CheckpointWriter) -> None:
             async with semaphore:
                 answer = await _answer_with_backoff(
-                    system, question, max_retries=max_rate_limit_retries, base_delay_s=rate_limit_base_delay_s
+                    system,
+                    question,
+                    max_retries=max_rate_limit_retries,
+                    base_delay_s=rate_limit_base_delay_s,
+                    timeout_s=question_timeout_s,
                 )
             record = score_answer(dataset, question, answer, run_id=run_id, system=system.name, ids=identity)
             writer.append(record)
@@ -210,7 +225,7 @@ async def run_eval_async(
                 progress(record)
 
         with CheckpointWriter(checkpoint) as writer:
-            await asyncio.gather(*(one(q, writer) for q in pending))
+            await gather_or_cancel(*(one(q, writer) for q in pending))
         meta = meta.model_copy(update={"finished_at": datetime.now(UTC).isoformat(timespec="seconds")})
         write_text_atomic(meta.model_dump_json(indent=2), folder / METADATA)
         results = [done[q.id] for q in dataset.questions]

@@ -17,7 +17,6 @@ routing behaviour ``jev:2`` and later (``ROUTING_VERSIONS``), recorded in the le
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import logging
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from graphwalk_core.aio import gather_or_cancel
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionBackend, DecisionError, DecisionRequest
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import VectorPool
@@ -416,7 +416,7 @@ class Router:
                 for q in questions
                 if chosen[q.key][2] == "decider" and chosen[q.key][1] < self.route_threshold
             ]
-            picks = await asyncio.gather(*(self._escalate(passage, q) for q in low))
+            picks = await gather_or_cancel(*(self._escalate(passage, q) for q in low))
             for q, pick in zip(low, picks, strict=True):
                 self.escalations += 1
                 if pick is not None:

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from graphwalk_core.aio import gather_or_cancel
 from graphwalk_core.errors import BackendError, GraphwalkError, InputError
 from graphwalk_core.ingest.chunking import DEFAULT_CHUNK_CHARS, Chunk, chunk_text
 from graphwalk_core.ingest.extraction.base import Extractor
@@ -286,7 +287,7 @@ async def extract_chunks(
             cache.put(chunk.content_hash, extractor.version, extractor.model_id, result.extraction)
         return ChunkExtraction(chunk=chunk, extractor=version, extraction=result.extraction)
 
-    out.items = list(await asyncio.gather(*(one(c) for c in chunks.chunks)))
+    out.items = await gather_or_cancel(*(one(c) for c in chunks.chunks))
     out.cache_hits = sum(1 for i in out.items if i.cached)
     return out
 

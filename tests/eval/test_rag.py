@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from pydantic import SecretStr
 from servers.openai_server import Fail, OpenAIServer, Reply
@@ -209,3 +212,36 @@ async def test_node_documents_are_the_same_from_every_store(tmp_path: Path) -> N
     await sql.close()
     assert docs[0]["Hub"] == "Hub (film). Hub directed_by Amy. Hub directed_by Bo."
     assert docs[0] == docs[1]
+
+
+async def test_a_cancelled_document_index_build_stops_after_the_batch_in_flight() -> None:
+    """The passage index was embedded on one worker thread from start to end: Ctrl-C (a cancellation)
+    left it running every remaining batch (minutes of a corpus, paid calls of a remote embedder) and the
+    process waited for it at exit. Each batch is its own thread call now: the build stops after the one
+    in flight."""
+    from graphwalk_core.eval.systems.documents import document_index
+
+    class Slow:
+        model_id, dim = "slow", 2
+
+        def __init__(self) -> None:
+            self.calls = 0
+            self.started = threading.Event()
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            self.calls += 1
+            self.started.set()
+            time.sleep(0.1)
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    embedder = Slow()
+    passages = tuple(Passage(id=f"p{i}", title=f"t{i}", text=f"passage {i}") for i in range(5 * 256))
+    knowledge = Knowledge(graph="passages", passages=passages, source="cancelled-build")
+    task = asyncio.create_task(document_index(knowledge, embedder, kind="passages"))  # type: ignore[arg-type]
+    while not embedder.started.is_set():
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.6)  # what was left running would embed the other four batches meanwhile
+    assert embedder.calls == 1

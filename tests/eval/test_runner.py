@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
 import logging
 import os
@@ -17,9 +18,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from graphwalk_core.eval.checkpoint import read_checkpoint
+from graphwalk_core.eval.datasets.base import Question
 from graphwalk_core.eval.report import report_from_runs
-from graphwalk_core.eval.runner import CHECKPOINT, run_eval, run_eval_async, run_id_for
-from graphwalk_core.eval.systems.base import SkippedSystem
+from graphwalk_core.eval.runner import (
+    CHECKPOINT,
+    EvalRun,
+    run_eval,
+    run_eval_async,
+    run_folder,
+    run_id_for,
+)
+from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 
 from .fakes import Crash, DictSystem, toy_dataset
 
@@ -245,3 +254,84 @@ def test_two_processes_running_one_eval_at_once_answer_each_question_once(tmp_pa
     (folder,) = (tmp_path / "runs").iterdir()
     said = sorted((tmp_path / f"child{i}.log").read_text() for i in range(2))
     assert said == ["", f"{folder}: another process is using it; waiting for it to finish\n"]
+
+
+def test_a_question_that_fails_the_run_cancels_the_others_in_flight(tmp_path: Path) -> None:
+    """A question failing the run (the system crashing, a progress callback or a checkpoint write raising)
+    left the others running: they went on asking the system once the run had failed and its folder was
+    released, and wrote into its closed checkpoint. They are cancelled with it now."""
+
+    class CrashesOnce(DictSystem):
+        async def answer(self, question: Question) -> SystemAnswer:
+            if question.id == "q001":
+                self.calls.append(question.id)
+                raise Crash("injected crash at q001")
+            return await super().answer(question)
+
+    system = CrashesOnce(delay_s=0.05)
+
+    async def main() -> None:
+        with pytest.raises(Crash):
+            await run_eval_async(toy_dataset(6), system, out_dir=tmp_path, concurrency=2)
+        await asyncio.sleep(0.3)  # what was left running would answer the rest meanwhile
+
+    asyncio.run(main())
+    assert system.calls == ["q000", "q001", "q002"]  # q002 took the slot q001 freed as it failed
+    assert _checkpoint_ids(tmp_path) == []
+
+
+def test_a_question_that_never_gets_an_answer_is_an_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    """A system stuck on one question (a call that never returns) held the run forever, and every
+    question after it with one question in flight. The attempt is cut at ``question_timeout_s`` now and
+    recorded as an error, which a rerun asks again."""
+
+    class Stuck(DictSystem):
+        async def answer(self, question: Question) -> SystemAnswer:
+            if question.id == "q001":
+                self.calls.append(question.id)
+                await asyncio.Event().wait()
+            return await super().answer(question)
+
+    async def main() -> EvalRun:
+        return await asyncio.wait_for(
+            run_eval_async(toy_dataset(3), Stuck(), out_dir=tmp_path, concurrency=1, question_timeout_s=0.2),
+            timeout=10,
+        )
+
+    run = asyncio.run(main())
+    assert [(r.question_id, r.status, r.error) for r in run.results] == [
+        ("q000", "ok", None),
+        ("q001", "error", "TimeoutError: no answer within 0.2s"),
+        ("q002", "ok", None),
+    ]
+    again = DictSystem()
+    run_eval(toy_dataset(3), again, out_dir=tmp_path)
+    assert again.calls == ["q001"]
+
+
+def test_ctrl_c_ends_a_run_waiting_for_its_folder(tmp_path: Path) -> None:
+    """A run waiting for another process to let its folder go blocked the event loop in ``flock``, so
+    Ctrl-C went unheard until that process finished. The wait polls now: Ctrl-C ends it at once, nothing
+    answered."""
+    folder = run_folder(tmp_path, run_id_for(toy_dataset(), DictSystem()))
+    folder.mkdir(parents=True)
+    held = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # another process runs it
+        proc = subprocess.Popen(
+            [sys.executable, str(HERE / "run_killable.py"), str(tmp_path)],
+            stderr=subprocess.PIPE,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not ignored when in background
+        )
+        try:
+            assert proc.stderr is not None
+            assert proc.stderr.readline().decode().endswith("waiting for it to finish\n")
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=5)
+        finally:
+            proc.kill()
+            proc.communicate()
+    finally:
+        os.close(held)
+    assert proc.returncode == -signal.SIGINT
+    assert not (folder / CHECKPOINT).exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import tempfile
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import pytest
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.errors import ConfigError
+from graphwalk_core.errors import BackendError, ConfigError
 from graphwalk_core.ingest import pipeline
 from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
@@ -675,3 +676,35 @@ async def test_routing_cards_and_graph_do_not_depend_on_the_store(tmp_path: Path
     assert ["founded -> Alpha Pictures", "works_with -> Zoe Films"] in [c.get("relations") for c in cards]
     assert seen[0] == seen[1]
     assert graphs[0] == graphs[1]
+
+
+async def test_an_escalation_failing_the_run_cancels_the_others_in_flight(tmp_path: Path) -> None:
+    """An escalation failing with an error that is not a backend's (an LLM not configured) failed the
+    run but left the chunk's other escalations running: paid LLM calls nothing would read. They are
+    cancelled with it now."""
+
+    class Failing:
+        model_id = "failing"
+
+        def __init__(self) -> None:
+            self.started = 0
+            self.finished = 0
+
+        async def complete(self, messages: Any, **_kw: Any) -> Any:
+            self.started += 1
+            if self.started == 2:
+                raise ConfigError("no LLM key")
+            await asyncio.sleep(0.05)
+            self.finished += 1
+            raise BackendError("unused")
+
+    write(
+        tmp_path,
+        {"a.txt": "E Chris Nolan|person\nE Emma Thomas|person", "b.txt": "E Nolan|person\nE Thomas|person"},
+    )
+    llm = Failing()
+    decider = FakeDecisionBackend(script=lambda q, s: {"c1": 0.45, "NEW": 0.55})
+    with pytest.raises(ConfigError, match="no LLM key"):
+        await run(tmp_path, MemoryGraphStore(), ScriptedExtractor(), decider, llm=llm)
+    await asyncio.sleep(0.3)  # what was left running would finish meanwhile
+    assert (llm.started, llm.finished) == (2, 0)

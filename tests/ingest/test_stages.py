@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,8 @@ from pydantic import BaseModel
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
 from graphwalk_core.ingest import stages
+from graphwalk_core.ingest.chunking import Chunk
+from graphwalk_core.ingest.extraction.base import ExtractorResult
 from graphwalk_core.ingest.extraction.nlp import NLPExtractor
 from graphwalk_core.ingest.outputs import ChunkSet, DocumentDiff, ExtractionSet, RoutingPlan
 from graphwalk_core.ingest.pipeline import ingest
@@ -301,3 +304,35 @@ async def test_a_plan_made_before_another_ingest_of_the_source_applied_is_refuse
     assert await graph_tables(store, "notes") == applied
     names = sorted(n.name for n in await store.find_nodes(type="person"))
     assert names == ["Richard Donner"]
+
+
+async def test_a_chunk_that_fails_the_extraction_cancels_the_others_in_flight() -> None:
+    """A chunk failing with an error that is not a backend's (a cache write, a bug) failed the stage but
+    left the other chunks' extractions running, paying for calls whose results nothing would read. They
+    are cancelled with it now."""
+
+    class Crashing(ScriptedExtractor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.started: list[str] = []
+            self.finished: list[str] = []
+
+        async def extract(self, text: str) -> ExtractorResult:
+            self.started.append(text)
+            if text == "CRASH":
+                raise RuntimeError("not a backend error")
+            await asyncio.sleep(0.05)
+            self.finished.append(text)
+            return await super().extract(text)
+
+    extractor = Crashing()
+    texts = ["a", "CRASH", "b", "c", "d"]
+    chunks = ChunkSet(
+        source_id="s",
+        chunks=[Chunk(document_id=t, index=0, text=t, start=0, end=len(t), content_hash=t) for t in texts],
+    )
+    with pytest.raises(RuntimeError, match="not a backend error"):
+        await extract_chunks(chunks, extractor, concurrency=2)
+    await asyncio.sleep(0.3)  # what was left running would extract the rest meanwhile
+    # b took the slot CRASH freed as it failed
+    assert (extractor.started, extractor.finished) == (["a", "CRASH", "b"], [])

@@ -70,14 +70,19 @@ class DocumentIndex:
             self._by_title.setdefault(normalize_answer(doc.title), []).append(i)
 
     @classmethod
-    def build(cls, docs: Sequence[Document], embedder: Embedder, *, batch_size: int = 256) -> DocumentIndex:
-        """Embed every document (in length order, which batches faster) once."""
+    async def build(
+        cls, docs: Sequence[Document], embedder: Embedder, *, batch_size: int = 256
+    ) -> DocumentIndex:
+        """Embed every document (in length order, which batches faster) once, a batch at a time on a
+        worker thread: a cancellation (Ctrl-C) stops it after the batch in flight. One thread for the
+        whole build ran on to its end (minutes of a corpus, paid calls of a remote embedder) before the
+        process could exit."""
         start = time.perf_counter()
         order = sorted(range(len(docs)), key=lambda i: len(docs[i].text))
         vectors = np.zeros((len(docs), embedder.dim), dtype=np.float32)
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
-            vectors[idx] = embedder.embed([docs[i].text for i in idx])
+            vectors[idx] = await asyncio.to_thread(embedder.embed, [docs[i].text for i in idx])
         log.info("embedded %d documents in %.1fs", len(docs), time.perf_counter() - start)
         return cls(docs, vectors, embedder)
 
@@ -113,5 +118,5 @@ async def document_index(
             if store is None:
                 raise ValueError("node documents need the graph store")
             docs = await node_documents(store)
-        _INDEXES[key] = await asyncio.to_thread(DocumentIndex.build, docs, embedder)
+        _INDEXES[key] = await DocumentIndex.build(docs, embedder)
     return _INDEXES[key]
