@@ -41,8 +41,8 @@ def demo(
     from graphwalk_core.errors import GraphwalkError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
     from graphwalk_core.settings import get_settings
-    from graphwalk_dagster.demo import demo_instance, offline_resources, run_demo  # Dagster: only here
-    from graphwalk_dagster.demo_report import command, demo_plan, print_report
+    from graphwalk_dagster import demo as runs  # Dagster: only here
+    from graphwalk_dagster.demo_report import demo_plan, print_report
 
     warehouse = warehouse or get_settings().warehouse
     console = Console()
@@ -54,11 +54,11 @@ def demo(
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     try:
         # before --fresh deletes anything: its storage may be out of reach
-        instance = demo_instance(home, lambda note: typer.echo(note, err=True))
+        instance = runs.demo_instance(home, lambda note: typer.echo(note, err=True))
         if fresh:
             check_fresh(warehouse)
             shutil.rmtree(warehouse, ignore_errors=True)
-        run_demo(
+        runs.run_demo(
             warehouse,
             plan,
             n=n,
@@ -68,13 +68,20 @@ def demo(
         )
     except GraphwalkError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        if isinstance(exc, runs.RunFailed):  # it ran and found a problem: where its events are
+            typer.echo(f"See run {exc.run_id} in the UI: {ui_command(home)}", err=True)
+            raise typer.Exit(1) from None
         raise typer.Exit(2) from None
-    graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
+    graph = runs.offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
-    console.print(
-        f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
-        soft_wrap=True,
-    )
+    console.print(f"See the runs in the UI: {ui_command(home)}", soft_wrap=True)
+
+
+def ui_command(home: Path) -> str:
+    """The command that starts the Dagster UI on the demo's instance ``home``."""
+    from graphwalk_dagster.demo_report import command
+
+    return f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
 
 
 def check_fresh(warehouse: Path) -> None:

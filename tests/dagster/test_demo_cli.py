@@ -6,7 +6,9 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import dagster as dg
 import pytest
 from dagster_fixtures import REPO
 from rich.console import Console
@@ -210,3 +212,59 @@ def test_the_report_names_the_graph_the_demo_wrote_without_its_password(
         "Graph: postgresql+psycopg://gw:***@db:5432/graph"
     ]
     assert "s3cret" not in console.export_text()
+
+
+@dg.asset
+def broken_graph() -> int:
+    return 1
+
+
+@dg.asset_check(asset=broken_graph)
+def edges_fail() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, metadata={"dangling": 3})
+
+
+@dg.asset_check(asset=broken_graph, blocking=True)
+def floor_fails() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, metadata={"accuracy": 0.25})
+
+
+@dg.asset
+def disk_full() -> int:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize(
+    ("assets", "message"),
+    [
+        (
+            [broken_graph, edges_fail],
+            "ingesting films: asset check failed: broken_graph:edges_fail (dangling: 3)",
+        ),
+        (
+            [broken_graph, floor_fails],
+            "ingesting films: asset check failed: broken_graph:floor_fails (accuracy: 0.25)",
+        ),
+        ([disk_full], "ingesting films failed: OSError: [Errno 28] No space left on device"),
+    ],
+)
+def test_a_failed_run_or_check_is_one_message_naming_it_and_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, assets: list[Any], message: str
+) -> None:
+    """A run whose step raised or whose error-level check failed ended ``graphwalk demo`` in a
+    RuntimeError's (or Dagster's) traceback; now one message names the step or the check and the run to
+    look up, and the exit code is 1 (it ran and found a problem). (Dagster's own log of a failed step, with
+    its stack trace, still comes before: its console logger has no setting to leave that out.)"""
+
+    def ingest(source_ids: Any, resources: Any, instance: dg.DagsterInstance, log: Any) -> None:
+        demo._materialize(assets, "ingesting films", instance, log, run_config=demo.QUIET_LOGS)
+
+    monkeypatch.setattr(demo, "ingest_sources", ingest)
+    home = tmp_path / "home"
+    args = ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(home)]
+    result = CliRunner().invoke(app, args)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run_id = instance.get_runs(limit=1)[0].run_id
+    ui = f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
+    assert result.exit_code == 1 and not isinstance(result.exception, RuntimeError), result.output
+    assert result.output.splitlines()[-2:] == [f"error: {message}", f"See run {run_id} in the UI: {ui}"]
