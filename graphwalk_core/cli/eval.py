@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import choice, guarded
+from graphwalk_core.cli.options import check_decider_model, choice, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -161,15 +161,7 @@ class Shared:
         # a typo is an error; a decider named right but not configured (no Jev key) records skipped rows
         if self.decider is not None:
             choice(self.decider, DECIDER_NAMES, "--decider")
-        if self.decider_model is not None:
-            if not self.decider_model.is_dir():
-                raise InputError(f"--decider-model {self.decider_model}: no such folder")
-            chosen = self.decider or settings.resolved_decider()
-            if chosen != "trained":
-                raise InputError(
-                    f"--decider-model is read by the trained decider only: add --decider trained (the "
-                    f"decider would be {chosen})"
-                )
+        check_decider_model(self.decider_model, self.decider, settings.resolved_decider())
         return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(
             systems, self.decider
         )

@@ -6,6 +6,7 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -19,6 +20,21 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     if value not in allowed:
         raise InputError(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
     return value
+
+
+def check_decider_model(model: Path | None, decider: str | None, resolved: str) -> None:
+    """An InputError when ``--decider-model`` names no folder, or the decider (``decider``, else the
+    settings' ``resolved`` one) is not the trained one that reads it."""
+    if model is None:
+        return
+    if not model.is_dir():
+        raise InputError(f"--decider-model {model}: no such folder")
+    chosen = decider or resolved
+    if chosen != "trained":
+        raise InputError(
+            f"--decider-model is read by the trained decider only: add --decider trained (the decider "
+            f"would be {chosen})"
+        )
 
 
 def flags(command: Callable[..., Any], hints: dict[str, Any] | None = None) -> dict[str, str]:

@@ -11,11 +11,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from graphwalk_core.cli.options import choice
+from graphwalk_core.cli.options import check_decider_model, choice
 from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.model import NodeId
-from graphwalk_core.settings import DeciderName
+from graphwalk_core.settings import DeciderName, get_settings
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import HopMode, Strategy, TraversalConfig
 from graphwalk_core.traversal.trace import render_trace
@@ -184,6 +184,7 @@ def query(
             _check_trace(trace, graph)
         if decider is not None:
             choice(decider, get_args(DeciderName), "--decider")
+        check_decider_model(decider_model, decider, get_settings().resolved_decider())
         result, names = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)
