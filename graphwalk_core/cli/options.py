@@ -22,6 +22,18 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     return value
 
 
+def check_hops(hops: Sequence[int] | None) -> None:
+    """An InputError naming ``--hops`` when a MetaQA hop count is not 1, 2 or 3."""
+    if any(h not in (1, 2, 3) for h in hops or []):
+        raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
+
+
+def check_out_folder(out: Path) -> None:
+    """An InputError naming ``--out`` when it, or a folder above it, is a file."""
+    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
+        raise InputError(f"--out {out}: {taken} is a file, not a folder")
+
+
 def check_decider_model(model: Path | None, decider: str | None, resolved: str) -> None:
     """An InputError when ``--decider-model`` names no folder, or the decider (``decider``, else the
     settings' ``resolved`` one) is not the trained one that reads it."""

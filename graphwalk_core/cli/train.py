@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import guarded
+from graphwalk_core.cli.options import check_hops, check_out_folder, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -119,8 +119,15 @@ async def _train(
     if dataset is None and questions is None and traces is None:
         raise InputError("nothing to learn from: give --dataset, --questions (with --graph) or --traces")
     config = FitConfig(max_iter=max_iter, name=out.name)
-    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
-        raise InputError(f"--out {out}: {taken} is a file, not a folder")
+    check_out_folder(out)
+    check_hops(hops)
+    if dataset is None and (
+        given := [f for f, v in (("--hops", hops), ("--n", n), ("--data-dir", data_dir)) if v is not None]
+    ):
+        verb = "picks" if len(given) == 1 else "pick"
+        raise InputError(
+            f"{', '.join(given)} {verb} questions of --dataset: a --questions file is read whole"
+        )
     started = time.perf_counter()
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())

@@ -415,3 +415,23 @@ def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, mini
         "error: no decision examples to train on: none of the 1 questions has a path from its start to a "
         "gold answer within 3 hops of the graph"
     )
+
+
+def test_hops_are_checked_and_dataset_options_need_a_dataset(tmp_path: Path) -> None:
+    """``--hops 7`` was "unknown dataset 'metaqa-7hop'", not naming the option; ``--hops``, ``--n`` and
+    ``--data-dir`` beside ``--questions`` (read whole) were silently unused."""
+    out = str(tmp_path / "m")
+    outputs = []
+    for args in (
+        ["--dataset", "metaqa", "--hops", "1", "--hops", "7"],
+        ["--questions", "q.jsonl", "--graph", "kb.txt", "--hops", "1"],
+        ["--questions", "q.jsonl", "--graph", "kb.txt", "--n", "5", "--data-dir", "d"],
+    ):
+        result = runner.invoke(app, ["train", "decider", "--out", out, *args])
+        outputs.append((result.exit_code, result.output.strip()))
+    assert outputs == [
+        (2, "error: --hops must be 1, 2 or 3, got 1, 7"),
+        (2, "error: --hops picks questions of --dataset: a --questions file is read whole"),
+        (2, "error: --n, --data-dir pick questions of --dataset: a --questions file is read whole"),
+    ]
+    assert not (tmp_path / "m").exists()
