@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,21 @@ Log = Callable[[str], None]
 
 #: Dagster's console logger at WARNING: the demo prints its own progress lines.
 QUIET_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: The demo's runs' job (``dg.materialize``'s name for its own).
+DEMO_JOB = "__ephemeral_asset_job__"
+
+
+def _console_without_errors(context: dg.InitLoggerContext) -> logging.Logger:
+    """Dagster's console logger, less its error records: a failed step's stack trace. The demo names
+    what failed in one line and the run whose events hold the trace (:class:`RunFailed`)."""
+    logger = dg.colored_console_logger.logger_fn(context)
+    logger.addFilter(lambda record: record.levelno < logging.ERROR)
+    return logger
+
+
+DEMO_CONSOLE = dg.LoggerDefinition(
+    _console_without_errors, config_schema=dg.colored_console_logger.config_schema
+)
 INSTANCE_CONFIG = REPO / "dagster.yaml"
 
 
@@ -122,7 +138,7 @@ def _materialize(
     passing, else :class:`RunFailed` naming ``what``, the failed checks or the step's error, and the run.
     A :class:`GraphwalkError` a step raised (bad input, a setting) passes through as it is."""
     try:
-        result = dg.materialize(assets, instance=instance, **kwargs)
+        result = _execute(assets, instance, **kwargs)
     except GraphwalkError:
         raise
     except DagsterAssetCheckFailedError as exc:  # a blocking check: the run stopped at it
@@ -136,6 +152,26 @@ def _materialize(
     if failed := _failed_checks(result.get_asset_check_evaluations(), log):
         raise _checks_failed(what, failed, result.run_id)
     return result
+
+
+def _execute(
+    assets: Sequence[Any],
+    instance: dg.DagsterInstance,
+    *,
+    resources: Mapping[str, Any] | None = None,
+    run_config: Mapping[str, Any] | None = None,
+    partition_key: str | None = None,
+) -> dg.ExecuteInProcessResult:
+    """``dg.materialize``, its console logger :data:`DEMO_CONSOLE`."""
+    defs = dg.Definitions(
+        assets=assets,
+        resources=resources,
+        jobs=[dg.define_asset_job(DEMO_JOB)],
+        loggers={"console": DEMO_CONSOLE},
+    )
+    return defs.resolve_job_def(DEMO_JOB).execute_in_process(
+        run_config=run_config, instance=instance, partition_key=partition_key
+    )
 
 
 def _checks_failed(what: str, failed: Sequence[str], run_id: str) -> RunFailed:
