@@ -121,6 +121,10 @@ async def _train(
     config = FitConfig(max_iter=max_iter, name=out.name)
     check_out_folder(out)
     check_hops(hops)
+    if not 0 <= hold_out < 1:
+        raise InputError(f"--hold-out-templates must be at least 0 and below 1, got {hold_out}")
+    if max_depth < 1:
+        raise InputError(f"--max-depth must be at least 1, got {max_depth}")
     if dataset is None and (
         given := [f for f, v in (("--hops", hops), ("--n", n), ("--data-dir", data_dir)) if v is not None]
     ):

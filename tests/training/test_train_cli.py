@@ -435,3 +435,19 @@ def test_hops_are_checked_and_dataset_options_need_a_dataset(tmp_path: Path) -> 
         (2, "error: --n, --data-dir pick questions of --dataset: a --questions file is read whole"),
     ]
     assert not (tmp_path / "m").exists()
+
+
+def test_a_hold_out_share_or_depth_out_of_range_is_an_error_naming_the_option(tmp_path: Path) -> None:
+    """``--hold-out-templates -0.5`` trained as if 0, ``1`` and ``--max-depth 0`` failed later with "no
+    decision examples to train on"; now each is an error naming the option, before any work."""
+    base = ["train", "decider", "--out", str(tmp_path / "m"), "--questions", "q.jsonl", "--graph", "kb.txt"]
+    outputs = []
+    for args in (["--hold-out-templates", "-0.5"], ["--hold-out-templates", "1"], ["--max-depth", "0"]):
+        result = runner.invoke(app, [*base, *args])
+        outputs.append((result.exit_code, result.output.strip()))
+    assert outputs == [
+        (2, "error: --hold-out-templates must be at least 0 and below 1, got -0.5"),
+        (2, "error: --hold-out-templates must be at least 0 and below 1, got 1.0"),
+        (2, "error: --max-depth must be at least 1, got 0"),
+    ]
+    assert not (tmp_path / "m").exists()
