@@ -38,7 +38,7 @@ def demo(
     from rich.console import Console
     from rich.markup import escape
 
-    from graphwalk_core.errors import GraphwalkError
+    from graphwalk_core.errors import GraphwalkError, InputError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
     from graphwalk_core.settings import get_settings
     from graphwalk_dagster import demo as runs  # Dagster: only here
@@ -49,10 +49,11 @@ def demo(
     if not console.is_terminal:
         console = Console(width=140)  # piped output: no 80-column wrapping of the tables
     start = time.perf_counter()
-    questions = questions or CUSTOM_QUESTIONS
-    plan = demo_plan(questions=questions)
+    plan = demo_plan(questions=questions or CUSTOM_QUESTIONS)
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     try:
+        if questions is not None and not questions.is_file():  # the default one missing: left out
+            raise InputError(f"--questions {questions}: no such file")
         # before --fresh deletes anything: its storage may be out of reach
         instance = runs.demo_instance(home, lambda note: typer.echo(note, err=True))
         if fresh:
@@ -62,7 +63,7 @@ def demo(
             warehouse,
             plan,
             n=n,
-            questions=questions,
+            questions=questions or CUSTOM_QUESTIONS,
             instance=instance,
             log=lambda msg: console.print(f"[dim]materialize[/dim] {escape(msg)}"),
         )

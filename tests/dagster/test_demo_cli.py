@@ -267,3 +267,17 @@ def test_a_failed_run_or_check_is_one_message_naming_it_and_its_run(
         run_id = instance.get_runs(limit=1)[0].run_id
     ui = f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
     assert (result.exit_code, result.output) == (1, f"error: {message}\nSee run {run_id} in the UI: {ui}\n")
+
+
+def test_a_questions_file_that_is_not_there_is_an_error_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--questions`` naming no file ran the whole demo (ingest, training, MetaQA evals) and only then
+    listed its custom partitions as left out; now it is an error naming the option, and nothing runs."""
+    ran: list[object] = []
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: ran.append(args))
+    for given in (tmp_path / "typo.jsonl", tmp_path):
+        args = ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(tmp_path / "home")]
+        result = CliRunner().invoke(app, [*args, "--questions", str(given)])
+        assert (result.exit_code, result.output) == (2, f"error: --questions {given}: no such file\n")
+    assert ran == [] and not (tmp_path / "home").exists()
