@@ -44,8 +44,9 @@ def decider(
     graph: Annotated[
         str | None, typer.Option(help="graph: triples .txt, Parquet folder, .db file or URL")
     ] = None,
-    questions: Annotated[
-        Path | None, typer.Option(help="labeled questions, CSV or JSONL: question, answers, start[, id]")
+    path: Annotated[  # the core names the question file by the key "path", as eval custom's --questions
+        Path | None,
+        typer.Option("--questions", help="labeled questions, CSV or JSONL: question, answers, start[, id]"),
     ] = None,
     dataset: Annotated[str | None, typer.Option(help="a built-in labeled dataset: metaqa")] = None,
     split: Annotated[str, typer.Option(help="dataset split to learn from (dev; never test)")] = "dev",
@@ -81,7 +82,7 @@ def decider(
 ) -> None:
     """Train a decider from labeled questions (weak supervision over relation paths) and/or traces."""
     asyncio.run(
-        _train(out, graph, questions, dataset, split, hops, n, data_dir, traces, hold_out_templates,
+        _train(out, graph, path, dataset, split, hops, n, data_dir, traces, hold_out_templates,
                examples_out, max_depth, max_iter, embed_model_path, quiet)
     )  # fmt: skip
 
