@@ -90,30 +90,40 @@ def print_result(result: WalkResult, console: Console, names: Mapping[NodeId, st
 
 
 def _config(
-    preset: str | None, strategy: str | None, hop_mode: str | None, beam_width: int, glosses: str | None
+    preset: str | None,
+    strategy: str | None,
+    hop_mode: str | None,
+    beam_width: int | None,
+    glosses: str | None,
 ) -> TraversalConfig:
     """The walk's config: an eval preset's (see ``eval.systems.graphwalk.preset_config``), or the engine's
     defaults with ``strategy`` and ``hop_mode``. The eval package (~0.7 s of imports) loads only for
-    a preset or glosses."""
+    a preset or glosses. A ``beam_width`` a walk other than beam would not use is an InputError."""
     relation_glosses: dict[str, str] = {}
     if glosses:
         from graphwalk_core.eval.systems.graphwalk import metaqa_glosses
 
         relation_glosses = metaqa_glosses(choice(glosses, ("metaqa",), "--glosses"))
+    width = {} if beam_width is None else {"beam_width": beam_width}
     if preset is None:
-        return TraversalConfig(
+        config = TraversalConfig(
             strategy=choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
             hop_mode=choice(hop_mode or "entity", get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
-            beam_width=beam_width,
             relation_glosses=relation_glosses,
+            **width,
         )
-    if strategy is not None or hop_mode is not None:
-        raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
-    from graphwalk_core.eval.systems.graphwalk import PRESETS, preset_config
+    else:
+        if strategy is not None or hop_mode is not None:
+            raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
+        from graphwalk_core.eval.systems.graphwalk import PRESETS, preset_config
 
-    return preset_config(
-        choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
-    )
+        config = preset_config(choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, **width)
+    if beam_width is not None and config.strategy != "beam":
+        raise InputError(
+            f"--beam-width sets a beam walk's width: this walk is {config.strategy} (--strategy beam, or a "
+            "-beam --preset)"
+        )
+    return config
 
 
 def _check_trace(path: Path, graph: str) -> None:
@@ -153,7 +163,9 @@ def query(
         ),
     ] = None,
     strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
-    beam_width: Annotated[int, typer.Option("--beam-width", min=1, help="beams kept per depth")] = 3,
+    beam_width: Annotated[
+        int | None, typer.Option("--beam-width", min=1, help="beams a beam walk keeps per depth (default: 3)")
+    ] = None,
     hop_mode: Annotated[
         str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,

@@ -306,3 +306,24 @@ def test_query_refuses_a_decider_model_its_decider_does_not_read(tmp_path: Path)
         2,
         f"error: --decider-model {tmp_path / 'no'}: no such folder\n",
     )
+
+
+def test_query_refuses_a_beam_width_its_walk_does_not_use() -> None:
+    """``--beam-width`` on a greedy walk (the default strategy, or a -greedy preset) was silently unused."""
+    outputs = []
+    for extra in ([], ["--strategy", "sample"], ["--preset", "relation-greedy"]):
+        result = runner.invoke(
+            app, ["query", str(MOVIES), "who directed Memento", "--beam-width", "5", *extra]
+        )
+        outputs.append((result.exit_code, result.output))
+    assert outputs == [
+        (
+            2,
+            f"error: --beam-width sets a beam walk's width: this walk is {strategy} (--strategy beam, or a "
+            "-beam --preset)\n",
+        )
+        for strategy in ("greedy", "sample", "greedy")
+    ]
+    args = ["--beam-width", "2", "--strategy", "beam", "--decider", "fake", "--json"]
+    result = runner.invoke(app, ["query", str(MOVIES), "who directed Memento", *args])
+    assert result.exit_code == 0, result.output
