@@ -40,6 +40,7 @@ def demo(
 
     from graphwalk_core.errors import GraphwalkError, InputError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
+    from graphwalk_core.files import file_in_the_way
     from graphwalk_core.settings import get_settings
     from graphwalk_dagster import demo as runs  # Dagster: only here
     from graphwalk_dagster.demo_report import demo_plan, print_report
@@ -54,6 +55,9 @@ def demo(
     try:
         if questions is not None and not questions.is_file():  # the default one missing: left out
             raise InputError(f"--questions {questions}: no such file")
+        for folder, option in ((warehouse, "--warehouse"), (home, "--dagster-home")):
+            if taken := file_in_the_way(folder):
+                raise InputError(f"{option} {folder}: {taken} is a file, not a folder")
         # before --fresh deletes anything: its storage may be out of reach
         instance = runs.demo_instance(home, lambda note: typer.echo(note, err=True))
         if fresh:

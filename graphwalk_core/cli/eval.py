@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import check_decider_model, check_hops, check_out_folder, choice, guarded
+from graphwalk_core.cli.options import check_decider_model, check_folder, check_hops, choice, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -193,7 +193,7 @@ class Shared:
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
 
-        check_out_folder(out)
+        check_folder(out, "--out")
         return EvalRun(out, self.concurrency, parse_sets(self.overrides), self.quiet)
 
 

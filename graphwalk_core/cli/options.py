@@ -13,6 +13,7 @@ import typer
 from typer.models import ArgumentInfo, OptionInfo
 
 from graphwalk_core.errors import GraphwalkError, InputError, NamesOptions
+from graphwalk_core.files import file_in_the_way
 
 
 def choice(value: str, allowed: Sequence[str], option: str) -> str:
@@ -28,10 +29,10 @@ def check_hops(hops: Sequence[int] | None) -> None:
         raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
 
 
-def check_out_folder(out: Path) -> None:
-    """An InputError naming ``--out`` when it, or a folder above it, is a file."""
-    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
-        raise InputError(f"--out {out}: {taken} is a file, not a folder")
+def check_folder(path: Path, option: str) -> None:
+    """An InputError naming ``option`` when the folder ``path``, or a folder above it, is a file."""
+    if taken := file_in_the_way(path):
+        raise InputError(f"{option} {path}: {taken} is a file, not a folder")
 
 
 def check_decider_model(model: Path | None, decider: str | None, resolved: str) -> None:

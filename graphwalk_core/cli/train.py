@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import check_hops, check_out_folder, guarded
+from graphwalk_core.cli.options import check_folder, check_hops, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -120,7 +120,7 @@ async def _train(
     if dataset is None and questions is None and traces is None:
         raise InputError("nothing to learn from: give --dataset, --questions (with --graph) or --traces")
     config = FitConfig(max_iter=max_iter, name=out.name)
-    check_out_folder(out)
+    check_folder(out, "--out")
     check_hops(hops)
     if not 0 <= hold_out < 1:
         raise InputError(f"--hold-out-templates must be at least 0 and below 1, got {hold_out}")

@@ -281,3 +281,25 @@ def test_a_questions_file_that_is_not_there_is_an_error_before_any_run(
         result = CliRunner().invoke(app, [*args, "--questions", str(given)])
         assert (result.exit_code, result.output) == (2, f"error: --questions {given}: no such file\n")
     assert ran == [] and not (tmp_path / "home").exists()
+
+
+def test_a_warehouse_or_dagster_home_that_is_a_file_is_an_error_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file as ``--dagster-home`` was a FileExistsError traceback, as ``--warehouse`` a failed first
+    run (NotADirectoryError under objects/); now each is an error naming the option, and nothing runs."""
+    ran: list[object] = []
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: ran.append(args))
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n", encoding="utf-8")
+    outputs = []
+    for warehouse, home in ((taken, tmp_path / "home"), (tmp_path / "wh", taken / "home")):
+        args = ["demo", "--warehouse", str(warehouse), "--dagster-home", str(home)]
+        result = CliRunner().invoke(app, args)
+        outputs.append((result.exit_code, result.output))
+    assert outputs == [
+        (2, f"error: --warehouse {taken}: {taken} is a file, not a folder\n"),
+        (2, f"error: --dagster-home {taken / 'home'}: {taken} is a file, not a folder\n"),
+    ]
+    assert ran == [] and taken.read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "home").exists() and not (tmp_path / "wh").exists()
