@@ -250,3 +250,14 @@ def test_options_the_run_would_not_use_are_refused(tmp_path: Path) -> None:
         "error: --cache holds the llm extractor's answers: the nlp extractor this run uses caches nothing\n",
     )
     assert not graph.exists() and not Path(cache).exists()
+
+
+def test_an_empty_source_id_is_an_error_not_the_one_from_the_path(tmp_path: Path) -> None:
+    """``--source-id ""`` took the id from the path but as one given by hand, so without the check that
+    refuses an id another folder recorded (its documents would be retracted for this folder's)."""
+    graph = tmp_path / "g.sqlite"
+    code, out = invoke(
+        str(REPO / "data" / "films"), "--graph", str(graph), "--source-id", "", "--routing", "exact"
+    )
+    assert (code, out) == (2, "error: invalid source id '': non-blank, no '/' and no outer spaces\n")
+    assert not graph.exists()
