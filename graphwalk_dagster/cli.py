@@ -77,6 +77,11 @@ def demo(
             typer.echo(f"See run {exc.run_id} in the UI: {ui_command(home)}", err=True)
             raise typer.Exit(1) from None
         raise typer.Exit(2) from None
+    except runs.INTERRUPTS:
+        typer.echo(
+            f"interrupted: what finished is kept; the runs so far in the UI: {ui_command(home)}", err=True
+        )
+        raise typer.Exit(130) from None
     graph = runs.offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
     console.print(f"See the runs in the UI: {ui_command(home)}", soft_wrap=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import dagster as dg
-from dagster._core.errors import DagsterAssetCheckFailedError
+from dagster._core.errors import DagsterAssetCheckFailedError, DagsterExecutionInterruptedError
 
 from graphwalk_core.errors import GraphwalkError
 from graphwalk_dagster.defs.eval import assets as eval_assets
@@ -64,6 +64,8 @@ Log = Callable[[str], None]
 
 #: Dagster's console logger at WARNING: the demo prints its own progress lines.
 QUIET_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: What Ctrl-C raises during the demo: Dagster's own in a step, else Python's.
+INTERRUPTS = (KeyboardInterrupt, DagsterExecutionInterruptedError)
 #: The demo's runs' job (``dg.materialize``'s name for its own).
 DEMO_JOB = "__ephemeral_asset_job__"
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import dagster as dg
 import pytest
+from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster_fixtures import REPO
 from rich.console import Console
 from typer.testing import CliRunner
@@ -303,3 +304,25 @@ def test_a_warehouse_or_dagster_home_that_is_a_file_is_an_error_before_any_run(
     ]
     assert ran == [] and taken.read_text(encoding="utf-8") == "mine\n"
     assert not (tmp_path / "home").exists() and not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, DagsterExecutionInterruptedError])
+def test_ctrl_c_is_one_line_saying_so_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupt: type[BaseException]
+) -> None:
+    """Ctrl-C during a step (Dagster raises its own interrupt there) or between runs ended the demo in a
+    traceback through Dagster's and pyarrow's frames; now one line, and the exit code of a Ctrl-C."""
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise interrupt()
+
+    monkeypatch.setattr(demo, "run_demo", interrupted)
+    home = tmp_path / "home"
+    result = CliRunner().invoke(
+        app, ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(home)]
+    )
+    ui = f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
+    assert (result.exit_code, result.output) == (
+        130,
+        f"interrupted: what finished is kept; the runs so far in the UI: {ui}\n",
+    )
