@@ -81,13 +81,11 @@ def decider(
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train a decider from labeled questions (weak supervision over relation paths) and/or traces."""
-    asyncio.run(
-        _train(out, graph, path, dataset, split, hops, n, data_dir, traces, hold_out_templates,
-               examples_out, max_depth, max_iter, embed_model_path, quiet)
-    )  # fmt: skip
+    _train(out, graph, path, dataset, split, hops, n, data_dir, traces, hold_out_templates,
+           examples_out, max_depth, max_iter, embed_model_path, quiet)  # fmt: skip
 
 
-async def _train(
+def _train(
     out: Path,
     graph: str | None,
     questions: Path | None,
@@ -141,19 +139,29 @@ async def _train(
     graph_id = None
     with Progress(*columns, console=console, disable=quiet) as progress:
         if dataset is not None or questions is not None:
-            store, labeled_questions, graph_id = await labeled_sources(
-                dataset=dataset,
-                questions=questions,
-                graph=graph,
-                split=split,
-                hops=hops,
-                n=n,
-                data_dir=data_dir,
-            )
-            task = progress.add_task("labeling questions", total=len(labeled_questions))
-            found, unlabeled = await weak_examples(
-                store, labeled_questions, max_depth=max_depth, progress=lambda k: progress.advance(task, k)
-            )
+
+            async def label() -> tuple[list[Any], int, str | None]:
+                store, labeled_questions, graph_id = await labeled_sources(
+                    dataset=dataset,
+                    questions=questions,
+                    graph=graph,
+                    split=split,
+                    hops=hops,
+                    n=n,
+                    data_dir=data_dir,
+                )
+                task = progress.add_task("labeling questions", total=len(labeled_questions))
+                found, unlabeled = await weak_examples(
+                    store,
+                    labeled_questions,
+                    max_depth=max_depth,
+                    progress=lambda k: progress.advance(task, k),
+                )
+                return found, unlabeled, graph_id
+
+            # only the graph reads in the event loop: under asyncio.run a Ctrl-C waits for the next await,
+            # so the fit below ran to its end (model written) before the command stopped
+            found, unlabeled, graph_id = asyncio.run(label())
             examples += found
         if traces is not None:
             examples += folder_trace_examples(traces)

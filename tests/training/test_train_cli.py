@@ -451,3 +451,37 @@ def test_a_hold_out_share_or_depth_out_of_range_is_an_error_naming_the_option(tm
         (2, "error: --max-depth must be at least 1, got 0"),
     ]
     assert not (tmp_path / "m").exists()
+
+
+def test_ctrl_c_during_the_fit_stops_it(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole command ran under asyncio.run, whose Ctrl-C handler only cancels at the next await: the
+    fit (no await) ran to its end, wrote the model and printed its summary, then the command exited 130."""
+    import signal
+
+    from graphwalk_core.training import fit
+
+    reached: list[str] = []
+
+    def fit_interrupted(*args: object, **kwargs: object) -> object:
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C while fitting
+        reached.append("after the interrupt")
+        raise AssertionError("the fit went on after Ctrl-C")
+
+    monkeypatch.setattr(fit, "fit_decider", fit_interrupted)
+    kb, qs = files
+    args = [
+        "train",
+        "decider",
+        "--graph",
+        str(kb),
+        "--questions",
+        str(qs),
+        "--out",
+        str(tmp_path / "m"),
+        "--quiet",
+    ]
+    result = runner.invoke(app, args)
+    assert (reached, result.exit_code, result.output) == ([], 130, "")
+    assert not (tmp_path / "m").exists()
