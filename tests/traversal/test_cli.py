@@ -327,3 +327,15 @@ def test_query_refuses_a_beam_width_its_walk_does_not_use() -> None:
     args = ["--beam-width", "2", "--strategy", "beam", "--decider", "fake", "--json"]
     result = runner.invoke(app, ["query", str(MOVIES), "who directed Memento", *args])
     assert result.exit_code == 0, result.output
+
+
+def test_query_on_an_empty_graph_says_so(tmp_path: Path) -> None:
+    """An empty graph answered "no graph node is named in the question: pass --start NODE_ID", sending the
+    user after a start node the graph cannot hold."""
+    empty = tmp_path / "kb.txt"
+    empty.write_text("", encoding="utf-8")
+    result = runner.invoke(app, ["query", str(empty), "who directed Memento", "--decider", "fake"])
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        2,
+        f"error: the graph {empty} holds no nodes: import or ingest into it first",
+    )
