@@ -196,3 +196,8 @@ def json_error(exc: json.JSONDecodeError) -> str:
     """``invalid JSON: <json's reason> at column N`` (some reasons end in "starting at" themselves)."""
     at = "" if exc.msg.endswith(" at") else " at"
     return f"invalid JSON: {exc.msg}{at} column {exc.colno}"
+
+
+def file_in_the_way(folder: Path) -> Path | None:
+    """``folder`` or the first folder above it that is a file (so no folder can be made there), else None."""
+    return next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)

@@ -38,43 +38,60 @@ def demo(
     from rich.console import Console
     from rich.markup import escape
 
-    from graphwalk_core.errors import GraphwalkError
+    from graphwalk_core.errors import GraphwalkError, InputError
     from graphwalk_core.eval.partition_dataset import CUSTOM_QUESTIONS
+    from graphwalk_core.files import file_in_the_way
     from graphwalk_core.settings import get_settings
-    from graphwalk_dagster.demo import demo_instance, offline_resources, run_demo  # Dagster: only here
-    from graphwalk_dagster.demo_report import command, demo_plan, print_report
+    from graphwalk_dagster import demo as runs  # Dagster: only here
+    from graphwalk_dagster.demo_report import demo_plan, print_report
 
     warehouse = warehouse or get_settings().warehouse
     console = Console()
     if not console.is_terminal:
         console = Console(width=140)  # piped output: no 80-column wrapping of the tables
     start = time.perf_counter()
-    questions = questions or CUSTOM_QUESTIONS
-    plan = demo_plan(questions=questions)
+    plan = demo_plan(questions=questions or CUSTOM_QUESTIONS)
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     try:
+        if questions is not None and not questions.is_file():  # the default one missing: left out
+            raise InputError(f"--questions {questions}: no such file")
+        for folder, option in ((warehouse, "--warehouse"), (home, "--dagster-home")):
+            if taken := file_in_the_way(folder):
+                raise InputError(f"{option} {folder}: {taken} is a file, not a folder")
         # before --fresh deletes anything: its storage may be out of reach
-        instance = demo_instance(home, lambda note: typer.echo(note, err=True))
+        instance = runs.demo_instance(home, lambda note: typer.echo(note, err=True))
         if fresh:
             check_fresh(warehouse)
             shutil.rmtree(warehouse, ignore_errors=True)
-        run_demo(
+        runs.run_demo(
             warehouse,
             plan,
             n=n,
-            questions=questions,
+            questions=questions or CUSTOM_QUESTIONS,
             instance=instance,
             log=lambda msg: console.print(f"[dim]materialize[/dim] {escape(msg)}"),
         )
     except GraphwalkError as exc:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        if isinstance(exc, runs.RunFailed):  # it ran and found a problem: where its events are
+            typer.echo(f"See run {exc.run_id} in the UI: {ui_command(home)}", err=True)
+            raise typer.Exit(1) from None
         raise typer.Exit(2) from None
-    graph = offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
+    except runs.INTERRUPTS:
+        typer.echo(
+            f"interrupted: what finished is kept; the runs so far in the UI: {ui_command(home)}", err=True
+        )
+        raise typer.Exit(130) from None
+    graph = runs.offline_resources(warehouse)["graph_store"].resolved_url()  # GRAPHWALK_GRAPH_URL when set
     print_report(warehouse.resolve(), console, plan=plan, seconds=time.perf_counter() - start, graph=graph)
-    console.print(
-        f"See the runs in the UI: DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml",
-        soft_wrap=True,
-    )
+    console.print(f"See the runs in the UI: {ui_command(home)}", soft_wrap=True)
+
+
+def ui_command(home: Path) -> str:
+    """The command that starts the Dagster UI on the demo's instance ``home``."""
+    from graphwalk_dagster.demo_report import command
+
+    return f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
 
 
 def check_fresh(warehouse: Path) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
+from dagster._core.errors import DagsterAssetCheckFailedError, DagsterExecutionInterruptedError
 
+from graphwalk_core.errors import GraphwalkError
 from graphwalk_dagster.defs.eval import assets as eval_assets
 from graphwalk_dagster.defs.eval import checks as eval_checks
 from graphwalk_dagster.defs.eval.partitions import eval_key
@@ -61,6 +64,23 @@ Log = Callable[[str], None]
 
 #: Dagster's console logger at WARNING: the demo prints its own progress lines.
 QUIET_LOGS: dict[str, Any] = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+#: What Ctrl-C raises during the demo: Dagster's own in a step, else Python's.
+INTERRUPTS = (KeyboardInterrupt, DagsterExecutionInterruptedError)
+#: The demo's runs' job (``dg.materialize``'s name for its own).
+DEMO_JOB = "__ephemeral_asset_job__"
+
+
+def _console_without_errors(context: dg.InitLoggerContext) -> logging.Logger:
+    """Dagster's console logger, less its error records: a failed step's stack trace. The demo names
+    what failed in one line and the run whose events hold the trace (:class:`RunFailed`)."""
+    logger = dg.colored_console_logger.logger_fn(context)
+    logger.addFilter(lambda record: record.levelno < logging.ERROR)
+    return logger
+
+
+DEMO_CONSOLE = dg.LoggerDefinition(
+    _console_without_errors, config_schema=dg.colored_console_logger.config_schema
+)
 INSTANCE_CONFIG = REPO / "dagster.yaml"
 
 
@@ -88,22 +108,77 @@ def offline_resources(warehouse: Path, *, sources_file: Path | None = None) -> d
     }
 
 
-def _check(result: dg.ExecuteInProcessResult, what: str, log: Log = print) -> dg.ExecuteInProcessResult:
-    """The result of a successful run whose error-level checks passed; failed warnings are logged."""
-    if not result.success:
-        raise RuntimeError(f"{what} failed; see the run's events")
+class RunFailed(GraphwalkError):
+    """A demo run that failed, or whose error-level asset checks did (``run_id``: its events)."""
+
+    def __init__(self, message: str, run_id: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+
+
+def _failed_checks(evaluations: Iterable[dg.AssetCheckEvaluation], log: Log) -> list[str]:
+    """Each failed error-level check as ``asset:check (metadata)``; failed warnings are logged."""
     failed: list[str] = []
-    for data in result.get_asset_check_evaluations():
+    for data in evaluations:
         if data.passed:
             continue
         if data.severity == dg.AssetCheckSeverity.WARN:
             reason = data.metadata.get("skip_reason")
             log(f"  warning: {data.check_name}" + (f" ({reason.value})" if reason is not None else ""))
         else:
-            failed.append(data.check_name)
-    if failed:
-        raise RuntimeError(f"{what}: asset checks failed: {failed}")
+            facts = ", ".join(f"{key}: {value.value}" for key, value in data.metadata.items())
+            failed.append(
+                f"{data.asset_key.to_user_string()}:{data.check_name}" + (f" ({facts})" if facts else "")
+            )
+    return failed
+
+
+def _materialize(
+    assets: Sequence[Any], what: str, instance: dg.DagsterInstance, log: Log = print, **kwargs: Any
+) -> dg.ExecuteInProcessResult:
+    """``dg.materialize`` of ``assets`` in ``instance``, which must succeed with its error-level checks
+    passing, else :class:`RunFailed` naming ``what``, the failed checks or the step's error, and the run.
+    A :class:`GraphwalkError` a step raised (bad input, a setting) passes through as it is."""
+    try:
+        result = _execute(assets, instance, **kwargs)
+    except GraphwalkError:
+        raise
+    except DagsterAssetCheckFailedError as exc:  # a blocking check: the run stopped at it
+        run_id = instance.get_runs(limit=1)[0].run_id
+        records = instance.all_logs(run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION)
+        evaluations = [r.dagster_event.asset_check_evaluation_data for r in records if r.dagster_event]
+        raise _checks_failed(what, _failed_checks(evaluations, log) or [str(exc)], run_id) from None
+    except Exception as exc:  # a step's error: its stack trace is in the run's events
+        run_id = instance.get_runs(limit=1)[0].run_id
+        raise RunFailed(f"{what} failed: {type(exc).__name__}: {exc}", run_id) from exc
+    if failed := _failed_checks(result.get_asset_check_evaluations(), log):
+        raise _checks_failed(what, failed, result.run_id)
     return result
+
+
+def _execute(
+    assets: Sequence[Any],
+    instance: dg.DagsterInstance,
+    *,
+    resources: Mapping[str, Any] | None = None,
+    run_config: Mapping[str, Any] | None = None,
+    partition_key: str | None = None,
+) -> dg.ExecuteInProcessResult:
+    """``dg.materialize``, its console logger :data:`DEMO_CONSOLE`."""
+    defs = dg.Definitions(
+        assets=assets,
+        resources=resources,
+        jobs=[dg.define_asset_job(DEMO_JOB)],
+        loggers={"console": DEMO_CONSOLE},
+    )
+    return defs.resolve_job_def(DEMO_JOB).execute_in_process(
+        run_config=run_config, instance=instance, partition_key=partition_key
+    )
+
+
+def _checks_failed(what: str, failed: Sequence[str], run_id: str) -> RunFailed:
+    """The error of a run whose error-level checks ``failed``."""
+    return RunFailed(f"{what}: asset check failed: {'; '.join(failed)}", run_id)
 
 
 def ingest_sources(
@@ -115,23 +190,19 @@ def ingest_sources(
     for source_id in source_ids:
         log(f"ingest {source_id}")
         results.append(
-            _check(
-                dg.materialize(
-                    INGEST_CHAIN,
-                    partition_key=source_id,
-                    resources=resources,
-                    instance=instance,
-                    run_config=QUIET_LOGS,
-                ),
+            _materialize(
+                INGEST_CHAIN,
                 f"ingesting {source_id}",
+                instance,
+                log,
+                partition_key=source_id,
+                resources=resources,
+                run_config=QUIET_LOGS,
             )
         )
     log("knowledge_graph")
     results.append(
-        _check(
-            dg.materialize(GRAPH, resources=resources, instance=instance, run_config=QUIET_LOGS),
-            "knowledge_graph",
-        )
+        _materialize(GRAPH, "knowledge_graph", instance, log, resources=resources, run_config=QUIET_LOGS)
     )
     return results
 
@@ -148,12 +219,13 @@ def train(
     check: the model the ``-trained`` eval partitions walk with."""
     log(f"train decider on {', '.join(datasets)} (dev)")
     config = {"decision_examples": {"config": {"datasets": list(datasets), "n": n}}}
-    return _check(
-        dg.materialize(
-            TRAINING, resources=resources, instance=instance, run_config={"ops": config, **QUIET_LOGS}
-        ),
+    return _materialize(
+        TRAINING,
         "training the decider",
+        instance,
         log,
+        resources=resources,
+        run_config={"ops": config, **QUIET_LOGS},
     )
 
 
@@ -176,25 +248,25 @@ def evaluate(
         config = {"ops": {"eval_questions": {"config": questions}}, **QUIET_LOGS}
         log(f"eval {dataset} × {system}" + (f" ({split})" if split else ""))
         results.append(
-            _check(
-                dg.materialize(
-                    EVAL,
-                    partition_key=eval_key(dataset, system),
-                    resources=resources,
-                    instance=instance,
-                    run_config=config,
-                ),
+            _materialize(
+                EVAL,
                 f"eval {dataset} × {system}",
+                instance,
                 log,
+                partition_key=eval_key(dataset, system),
+                resources=resources,
+                run_config=config,
             )
         )
     log("eval_summary")
     results.append(
-        _check(
-            dg.materialize(
-                [eval_assets.eval_summary], resources=resources, instance=instance, run_config=QUIET_LOGS
-            ),
+        _materialize(
+            [eval_assets.eval_summary],
             "eval_summary",
+            instance,
+            log,
+            resources=resources,
+            run_config=QUIET_LOGS,
         )
     )
     return results

@@ -18,8 +18,9 @@ COMMANDS_GROUP = "graphwalk.commands"
 #: What every command's exit code means (``graphwalk --help`` ends with it).
 EXIT_CODES = (
     "Exit codes: 0 done; 1 it ran but found a problem: a `query` whose walk ended in an error, an "
-    "`ingest` that left documents incomplete (retried next run); 2 an error stopped it, named on stderr: "
-    "bad input or usage, a setting, a graph or backend that failed."
+    "`ingest` that left documents incomplete (retried next run), a `demo` run or asset check that failed "
+    "(its run named); 2 an error stopped it, named on stderr: bad input or usage, a setting, a graph or "
+    "backend that failed; 130 interrupted (Ctrl-C)."
 )
 
 app = typer.Typer(

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import choice, guarded
+from graphwalk_core.cli.options import check_decider_model, check_folder, check_hops, choice, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -79,7 +79,7 @@ OPTIONS: dict[str, tuple[Any, Any]] = {
         ],
         None,
     ),
-    "concurrency": (Annotated[int, typer.Option(help="questions in flight")], 4),
+    "concurrency": (Annotated[int, typer.Option(min=1, help="questions in flight")], 4),
     "overrides": (
         Annotated[
             list[str] | None,
@@ -161,15 +161,7 @@ class Shared:
         # a typo is an error; a decider named right but not configured (no Jev key) records skipped rows
         if self.decider is not None:
             choice(self.decider, DECIDER_NAMES, "--decider")
-        if self.decider_model is not None:
-            if not self.decider_model.is_dir():
-                raise InputError(f"--decider-model {self.decider_model}: no such folder")
-            chosen = self.decider or settings.resolved_decider()
-            if chosen != "trained":
-                raise InputError(
-                    f"--decider-model is read by the trained decider only: add --decider trained (the "
-                    f"decider would be {chosen})"
-                )
+        check_decider_model(self.decider_model, self.decider, settings.resolved_decider())
         return Backends(settings, llm_setting="GRAPHWALK_LLM_MODEL or --llm-model").for_systems(
             systems, self.decider
         )
@@ -201,6 +193,7 @@ class Shared:
     def run(self, out: Path) -> Any:
         from graphwalk_core.eval.evaluate import EvalRun
 
+        check_folder(out, "--out")
         return EvalRun(out, self.concurrency, parse_sets(self.overrides), self.quiet)
 
 
@@ -282,8 +275,7 @@ def metaqa(
     """MetaQA vanilla questions by hop count over kb.txt (the topic entity is the start)."""
     names = [f"metaqa-{h}hop" for h in dict.fromkeys(hops or [1])]  # --hops 1 --hops 1: once
 
-    if any(h not in (1, 2, 3) for h in hops or []):
-        raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
+    check_hops(hops)
     root = shared.data_root(names)
     datasets = [_load(name, split=shared.split, n=n, seed=seed, data_dir=root, kb=kb) for name in names]
     if templates_from is not None:

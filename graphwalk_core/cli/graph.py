@@ -124,6 +124,14 @@ def import_graph(
 
     try:
         _check_source(source, format)
+        triples_only = (
+            ("--source-id", source_id is not None),
+            ("--node-types metaqa", node_types is NodeTypes.metaqa),
+        )
+        if format is InputFormat.parquet and (given := [flag for flag, on in triples_only if on]):
+            raise InputError(
+                f"{', '.join(given)} set what imported triples become: a Parquet graph keeps its own"
+            )
         if format is InputFormat.triples:
             type_for = None
             if node_types is NodeTypes.metaqa:

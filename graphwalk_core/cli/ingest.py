@@ -112,6 +112,12 @@ async def _run(
     if extractor_name == "llm" and llm is None:
         raise typer.BadParameter("--extractor llm needs GRAPHWALK_LLM_MODEL", param_hint="--extractor")
     extractor = choose_extractor(extractor_name, llm)
+    if routing == "exact" and decider_name is not None:
+        raise InputError("--decider picks who routes with --routing jev: --routing exact uses none")
+    if cache_path is not None and not extractor.cacheable:
+        raise InputError(
+            "--cache holds the llm extractor's answers: the nlp extractor this run uses caches nothing"
+        )
     decider = embedder = None
     if routing == "jev":
         embedder = backends.embedder
@@ -174,11 +180,21 @@ def ingest(
     source: Annotated[
         str, typer.Argument(help="a folder or file (.txt .md .json .jsonl .csv), or a SQLAlchemy URL")
     ],
-    graph: Annotated[str, typer.Option("--graph", "-g", help="graph store: a SQL URL or a SQLite file path")],
+    graph: Annotated[
+        str,
+        typer.Option(
+            "--graph",
+            "-g",
+            help="graph store: a SQL URL, a SQLite file or a Parquet folder (created when missing)",
+        ),
+    ],
     source_id: Annotated[str | None, typer.Option(help="source id (default: from the path)")] = None,
     mapping: Annotated[str | None, typer.Option(help="YAML mapping for records / tables")] = None,
     extractor: Annotated[
-        ExtractorName | None, typer.Option(help="llm | nlp (default: llm when GRAPHWALK_LLM_MODEL is set)")
+        ExtractorName | None,
+        typer.Option(
+            help="llm | nlp (default: llm when GRAPHWALK_LLM_MODEL is set and --routing is jev, else nlp)"
+        ),
     ] = None,
     decider: Annotated[
         DeciderChoice | None, typer.Option(help="jev | local | fake (default: jev with a key, else local)")
@@ -189,7 +205,13 @@ def ingest(
         int | None,
         typer.Option(min=1, help="documents routed and committed together (default 256; docs/guarantees.md)"),
     ] = None,
-    cache: Annotated[Path | None, typer.Option(help="extraction cache file")] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="the llm extractor's cache file (default: .graphwalk/extractions.sqlite beside GRAPH, "
+            "under ~/.cache/graphwalk for a database server)"
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="no output")] = False,
     allow_empty: Annotated[
         bool,

@@ -6,12 +6,14 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import typer
 from typer.models import ArgumentInfo, OptionInfo
 
 from graphwalk_core.errors import GraphwalkError, InputError, NamesOptions
+from graphwalk_core.files import file_in_the_way
 
 
 def choice(value: str, allowed: Sequence[str], option: str) -> str:
@@ -19,6 +21,33 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     if value not in allowed:
         raise InputError(f"{option} must be one of {', '.join(allowed)} (got {value!r})")
     return value
+
+
+def check_hops(hops: Sequence[int] | None) -> None:
+    """An InputError naming ``--hops`` when a MetaQA hop count is not 1, 2 or 3."""
+    if any(h not in (1, 2, 3) for h in hops or []):
+        raise InputError(f"--hops must be 1, 2 or 3, got {', '.join(map(str, hops or []))}")
+
+
+def check_folder(path: Path, option: str) -> None:
+    """An InputError naming ``option`` when the folder ``path``, or a folder above it, is a file."""
+    if taken := file_in_the_way(path):
+        raise InputError(f"{option} {path}: {taken} is a file, not a folder")
+
+
+def check_decider_model(model: Path | None, decider: str | None, resolved: str) -> None:
+    """An InputError when ``--decider-model`` names no folder, or the decider (``decider``, else the
+    settings' ``resolved`` one) is not the trained one that reads it."""
+    if model is None:
+        return
+    if not model.is_dir():
+        raise InputError(f"--decider-model {model}: no such folder")
+    chosen = decider or resolved
+    if chosen != "trained":
+        raise InputError(
+            f"--decider-model is read by the trained decider only: add --decider trained (the decider "
+            f"would be {chosen})"
+        )
 
 
 def flags(command: Callable[..., Any], hints: dict[str, Any] | None = None) -> dict[str, str]:

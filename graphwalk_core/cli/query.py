@@ -11,11 +11,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from graphwalk_core.cli.options import choice
+from graphwalk_core.cli.options import check_decider_model, choice
 from graphwalk_core.errors import GraphwalkError, InputError
 from graphwalk_core.files import write_text_atomic
 from graphwalk_core.model import NodeId
-from graphwalk_core.settings import DeciderName
+from graphwalk_core.settings import DeciderName, get_settings
 from graphwalk_core.traversal.answers import WalkResult
 from graphwalk_core.traversal.config import HopMode, Strategy, TraversalConfig
 from graphwalk_core.traversal.trace import render_trace
@@ -47,6 +47,11 @@ async def _run(
         walker = Traverser(store, decider, embedder, config)
         asked = await answer(walker, question, start)
         if asked.result is None:
+            if (await store.counts())[0] == 0:
+                from graphwalk_core.stores.sql_engine import redact_url
+
+                shown = redact_url(graph) if "://" in graph else graph
+                raise InputError(f"the graph {shown} holds no nodes: import or ingest into it first")
             raise InputError("no graph node is named in the question: pass --start NODE_ID")
         result = asked.result
         hops = [hop for found in result.answers for hop in found.witness]
@@ -90,30 +95,40 @@ def print_result(result: WalkResult, console: Console, names: Mapping[NodeId, st
 
 
 def _config(
-    preset: str | None, strategy: str | None, hop_mode: str | None, beam_width: int, glosses: str | None
+    preset: str | None,
+    strategy: str | None,
+    hop_mode: str | None,
+    beam_width: int | None,
+    glosses: str | None,
 ) -> TraversalConfig:
     """The walk's config: an eval preset's (see ``eval.systems.graphwalk.preset_config``), or the engine's
     defaults with ``strategy`` and ``hop_mode``. The eval package (~0.7 s of imports) loads only for
-    a preset or glosses."""
+    a preset or glosses. A ``beam_width`` a walk other than beam would not use is an InputError."""
     relation_glosses: dict[str, str] = {}
     if glosses:
         from graphwalk_core.eval.systems.graphwalk import metaqa_glosses
 
         relation_glosses = metaqa_glosses(choice(glosses, ("metaqa",), "--glosses"))
+    width = {} if beam_width is None else {"beam_width": beam_width}
     if preset is None:
-        return TraversalConfig(
+        config = TraversalConfig(
             strategy=choice(strategy or "greedy", get_args(Strategy), "--strategy"),  # type: ignore[arg-type]
             hop_mode=choice(hop_mode or "entity", get_args(HopMode), "--hop-mode"),  # type: ignore[arg-type]
-            beam_width=beam_width,
             relation_glosses=relation_glosses,
+            **width,
         )
-    if strategy is not None or hop_mode is not None:
-        raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
-    from graphwalk_core.eval.systems.graphwalk import PRESETS, preset_config
+    else:
+        if strategy is not None or hop_mode is not None:
+            raise InputError("--preset sets the strategy and the hop mode: drop --strategy and --hop-mode")
+        from graphwalk_core.eval.systems.graphwalk import PRESETS, preset_config
 
-    return preset_config(
-        choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, beam_width=beam_width
-    )
+        config = preset_config(choice(preset, tuple(PRESETS), "--preset"), glosses=relation_glosses, **width)
+    if beam_width is not None and config.strategy != "beam":
+        raise InputError(
+            f"--beam-width sets a beam walk's width: this walk is {config.strategy} (--strategy beam, or a "
+            "-beam --preset)"
+        )
+    return config
 
 
 def _check_trace(path: Path, graph: str) -> None:
@@ -153,7 +168,9 @@ def query(
         ),
     ] = None,
     strategy: Annotated[str | None, typer.Option(help="greedy | beam | sample (default: greedy)")] = None,
-    beam_width: Annotated[int, typer.Option("--beam-width", min=1, help="beams kept per depth")] = 3,
+    beam_width: Annotated[
+        int | None, typer.Option("--beam-width", min=1, help="beams a beam walk keeps per depth (default: 3)")
+    ] = None,
     hop_mode: Annotated[
         str | None, typer.Option("--hop-mode", help="entity | relation (default: entity)")
     ] = None,
@@ -184,6 +201,7 @@ def query(
             _check_trace(trace, graph)
         if decider is not None:
             choice(decider, get_args(DeciderName), "--decider")
+        check_decider_model(decider_model, decider, get_settings().resolved_decider())
         result, names = asyncio.run(_run(graph, question, list(start or []), config, decider, decider_model))
     except (GraphwalkError, ValueError) as err:
         Console(stderr=True).print(f"[red]error:[/red] {escape(str(err))}", soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from graphwalk_core.cli.options import guarded
+from graphwalk_core.cli.options import check_folder, check_hops, guarded
 from graphwalk_core.errors import InputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, help=__doc__)
@@ -44,8 +44,9 @@ def decider(
     graph: Annotated[
         str | None, typer.Option(help="graph: triples .txt, Parquet folder, .db file or URL")
     ] = None,
-    questions: Annotated[
-        Path | None, typer.Option(help="labeled questions, CSV or JSONL: question, answers, start[, id]")
+    path: Annotated[  # the core names the question file by the key "path", as eval custom's --questions
+        Path | None,
+        typer.Option("--questions", help="labeled questions, CSV or JSONL: question, answers, start[, id]"),
     ] = None,
     dataset: Annotated[str | None, typer.Option(help="a built-in labeled dataset: metaqa")] = None,
     split: Annotated[str, typer.Option(help="dataset split to learn from (dev; never test)")] = "dev",
@@ -80,13 +81,11 @@ def decider(
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
 ) -> None:
     """Train a decider from labeled questions (weak supervision over relation paths) and/or traces."""
-    asyncio.run(
-        _train(out, graph, questions, dataset, split, hops, n, data_dir, traces, hold_out_templates,
-               examples_out, max_depth, max_iter, embed_model_path, quiet)
-    )  # fmt: skip
+    _train(out, graph, path, dataset, split, hops, n, data_dir, traces, hold_out_templates,
+           examples_out, max_depth, max_iter, embed_model_path, quiet)  # fmt: skip
 
 
-async def _train(
+def _train(
     out: Path,
     graph: str | None,
     questions: Path | None,
@@ -119,8 +118,19 @@ async def _train(
     if dataset is None and questions is None and traces is None:
         raise InputError("nothing to learn from: give --dataset, --questions (with --graph) or --traces")
     config = FitConfig(max_iter=max_iter, name=out.name)
-    if taken := next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None):
-        raise InputError(f"--out {out}: {taken} is a file, not a folder")
+    check_folder(out, "--out")
+    check_hops(hops)
+    if not 0 <= hold_out < 1:
+        raise InputError(f"--hold-out-templates must be at least 0 and below 1, got {hold_out}")
+    if max_depth < 1:
+        raise InputError(f"--max-depth must be at least 1, got {max_depth}")
+    if dataset is None and (
+        given := [f for f, v in (("--hops", hops), ("--n", n), ("--data-dir", data_dir)) if v is not None]
+    ):
+        verb = "picks" if len(given) == 1 else "pick"
+        raise InputError(
+            f"{', '.join(given)} {verb} questions of --dataset: a --questions file is read whole"
+        )
     started = time.perf_counter()
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -129,19 +139,29 @@ async def _train(
     graph_id = None
     with Progress(*columns, console=console, disable=quiet) as progress:
         if dataset is not None or questions is not None:
-            store, labeled_questions, graph_id = await labeled_sources(
-                dataset=dataset,
-                questions=questions,
-                graph=graph,
-                split=split,
-                hops=hops,
-                n=n,
-                data_dir=data_dir,
-            )
-            task = progress.add_task("labeling questions", total=len(labeled_questions))
-            found, unlabeled = await weak_examples(
-                store, labeled_questions, max_depth=max_depth, progress=lambda k: progress.advance(task, k)
-            )
+
+            async def label() -> tuple[list[Any], int, str | None]:
+                store, labeled_questions, graph_id = await labeled_sources(
+                    dataset=dataset,
+                    questions=questions,
+                    graph=graph,
+                    split=split,
+                    hops=hops,
+                    n=n,
+                    data_dir=data_dir,
+                )
+                task = progress.add_task("labeling questions", total=len(labeled_questions))
+                found, unlabeled = await weak_examples(
+                    store,
+                    labeled_questions,
+                    max_depth=max_depth,
+                    progress=lambda k: progress.advance(task, k),
+                )
+                return found, unlabeled, graph_id
+
+            # only the graph reads in the event loop: under asyncio.run a Ctrl-C waits for the next await,
+            # so the fit below ran to its end (model written) before the command stopped
+            found, unlabeled, graph_id = asyncio.run(label())
             examples += found
         if traces is not None:
             examples += folder_trace_examples(traces)

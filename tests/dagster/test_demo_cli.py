@@ -6,8 +6,11 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import dagster as dg
 import pytest
+from dagster._core.errors import DagsterExecutionInterruptedError
 from dagster_fixtures import REPO
 from rich.console import Console
 from typer.testing import CliRunner
@@ -210,3 +213,116 @@ def test_the_report_names_the_graph_the_demo_wrote_without_its_password(
         "Graph: postgresql+psycopg://gw:***@db:5432/graph"
     ]
     assert "s3cret" not in console.export_text()
+
+
+@dg.asset
+def broken_graph() -> int:
+    return 1
+
+
+@dg.asset_check(asset=broken_graph)
+def edges_fail() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, metadata={"dangling": 3})
+
+
+@dg.asset_check(asset=broken_graph, blocking=True)
+def floor_fails() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=False, metadata={"accuracy": 0.25})
+
+
+@dg.asset
+def disk_full() -> int:
+    raise OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize(
+    ("assets", "message"),
+    [
+        (
+            [broken_graph, edges_fail],
+            "ingesting films: asset check failed: broken_graph:edges_fail (dangling: 3)",
+        ),
+        (
+            [broken_graph, floor_fails],
+            "ingesting films: asset check failed: broken_graph:floor_fails (accuracy: 0.25)",
+        ),
+        ([disk_full], "ingesting films failed: OSError: [Errno 28] No space left on device"),
+    ],
+)
+def test_a_failed_run_or_check_is_one_message_naming_it_and_its_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, assets: list[Any], message: str
+) -> None:
+    """A run whose step raised or whose error-level check failed ended ``graphwalk demo`` in a
+    RuntimeError's (or Dagster's) traceback; now one message names the step or the check and the run to
+    look up (Dagster's console logs the step's stack trace no more), and the exit code is 1 (it ran and
+    found a problem)."""
+
+    def ingest(source_ids: Any, resources: Any, instance: dg.DagsterInstance, log: Any) -> None:
+        demo._materialize(assets, "ingesting films", instance, log, run_config=demo.QUIET_LOGS)
+
+    monkeypatch.setattr(demo, "ingest_sources", ingest)
+    home = tmp_path / "home"
+    args = ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(home)]
+    result = CliRunner().invoke(app, args)
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        run_id = instance.get_runs(limit=1)[0].run_id
+    ui = f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
+    assert (result.exit_code, result.output) == (1, f"error: {message}\nSee run {run_id} in the UI: {ui}\n")
+
+
+def test_a_questions_file_that_is_not_there_is_an_error_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--questions`` naming no file ran the whole demo (ingest, training, MetaQA evals) and only then
+    listed its custom partitions as left out; now it is an error naming the option, and nothing runs."""
+    ran: list[object] = []
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: ran.append(args))
+    for given in (tmp_path / "typo.jsonl", tmp_path):
+        args = ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(tmp_path / "home")]
+        result = CliRunner().invoke(app, [*args, "--questions", str(given)])
+        assert (result.exit_code, result.output) == (2, f"error: --questions {given}: no such file\n")
+    assert ran == [] and not (tmp_path / "home").exists()
+
+
+def test_a_warehouse_or_dagster_home_that_is_a_file_is_an_error_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file as ``--dagster-home`` was a FileExistsError traceback, as ``--warehouse`` a failed first
+    run (NotADirectoryError under objects/); now each is an error naming the option, and nothing runs."""
+    ran: list[object] = []
+    monkeypatch.setattr(demo, "run_demo", lambda *args, **kwargs: ran.append(args))
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n", encoding="utf-8")
+    outputs = []
+    for warehouse, home in ((taken, tmp_path / "home"), (tmp_path / "wh", taken / "home")):
+        args = ["demo", "--warehouse", str(warehouse), "--dagster-home", str(home)]
+        result = CliRunner().invoke(app, args)
+        outputs.append((result.exit_code, result.output))
+    assert outputs == [
+        (2, f"error: --warehouse {taken}: {taken} is a file, not a folder\n"),
+        (2, f"error: --dagster-home {taken / 'home'}: {taken} is a file, not a folder\n"),
+    ]
+    assert ran == [] and taken.read_text(encoding="utf-8") == "mine\n"
+    assert not (tmp_path / "home").exists() and not (tmp_path / "wh").exists()
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, DagsterExecutionInterruptedError])
+def test_ctrl_c_is_one_line_saying_so_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupt: type[BaseException]
+) -> None:
+    """Ctrl-C during a step (Dagster raises its own interrupt there) or between runs ended the demo in a
+    traceback through Dagster's and pyarrow's frames; now one line, and the exit code of a Ctrl-C."""
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise interrupt()
+
+    monkeypatch.setattr(demo, "run_demo", interrupted)
+    home = tmp_path / "home"
+    result = CliRunner().invoke(
+        app, ["demo", "--warehouse", str(tmp_path / "wh"), "--dagster-home", str(home)]
+    )
+    ui = f"DAGSTER_HOME={home.resolve()} {command('dagster')} dev -w workspace.yaml"
+    assert (result.exit_code, result.output) == (
+        130,
+        f"interrupted: what finished is kept; the runs so far in the UI: {ui}\n",
+    )

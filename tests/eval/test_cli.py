@@ -396,3 +396,48 @@ def test_a_system_named_twice_runs_and_counts_once(tmp_path: Path) -> None:
     table = pq.read_table(out / "results.parquet").to_pylist()
     assert [(r["question_id"], r["reused"]) for r in table] == [("q1", False), ("q2", False)]
     assert [r["n"] for r in pq.read_table(out / "summary.parquet").to_pylist()] == [2]
+
+
+def test_a_bad_concurrency_or_an_out_that_is_a_file_is_an_error(tmp_path: Path) -> None:
+    """``--concurrency 0`` and an ``--out`` that is a file ended in a traceback (a ValueError, a
+    NotADirectoryError under OUT/runs); now each is an error naming the option."""
+    kb, questions = _files(tmp_path)
+    (tmp_path / "taken").write_text("mine\n", encoding="utf-8")
+    base = ["eval", "custom", "--kb", str(kb), "--questions", str(questions), "--system", "relation-greedy"]
+    base += ["--decider", "fake", "--embed-model-path", "hashing", "--quiet"]
+    result = runner.invoke(
+        app, [*base, "--out", str(tmp_path / "o"), "--concurrency", "0"], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 2
+    assert "Invalid value for '--concurrency': Input should be greater than or equal to 1" in result.output
+    result = runner.invoke(app, [*base, "--out", str(tmp_path / "taken" / "o")])
+    taken = tmp_path / "taken"
+    assert (result.exit_code, result.output) == (
+        2,
+        f"error: --out {taken / 'o'}: {taken} is a file, not a folder\n",
+    )
+    assert taken.read_text(encoding="utf-8") == "mine\n" and not (tmp_path / "o").exists()
+
+
+def test_a_custom_file_not_there_or_a_folder_names_its_option(tmp_path: Path) -> None:
+    """A missing ``--questions`` or ``--kb`` said "set --data-dir or GRAPHWALK_DATA_DIR", an option that
+    has no part in it, and a folder given for a file was "not found"; now each names its own option."""
+    kb, questions = _files(tmp_path)
+    base = ["eval", "custom", "--system", "relation-greedy", "--out", str(tmp_path / "o"), "--quiet"]
+    outputs = []
+    for args in (
+        ["--questions", str(tmp_path / "nope.csv"), "--kb", str(kb)],
+        ["--questions", str(tmp_path), "--kb", str(kb)],
+        ["--questions", str(questions), "--kb", str(tmp_path / "nope.txt")],
+    ):
+        result = runner.invoke(app, [*base, *args])
+        outputs.append((result.exit_code, result.output.replace(str(tmp_path), "T").strip()))
+    result = runner.invoke(app, ["train", "decider", "--out", str(tmp_path / "m"), "--graph", str(kb),
+                                 "--questions", str(tmp_path / "nope.csv")])  # fmt: skip
+    outputs.append((result.exit_code, result.output.replace(str(tmp_path), "T").strip()))
+    assert outputs == [
+        (2, "error: custom question file not found: T/nope.csv (check --questions)"),
+        (2, "error: custom question file T is a folder, not a file (check --questions)"),
+        (2, "error: custom KB not found: T/nope.txt (check --kb)"),
+        (2, "error: custom question file not found: T/nope.csv (check --questions)"),
+    ]

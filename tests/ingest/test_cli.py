@@ -231,3 +231,33 @@ def test_a_database_whose_tables_were_emptied_retracts_nothing_unless_allowed(tm
         str(source), graph, f"source 'sample' lists no documents at sqlite:///{source}", 26
     )
     assert graph_triples(Path(graph)) == before
+
+
+def test_options_the_run_would_not_use_are_refused(tmp_path: Path) -> None:
+    """``--decider`` under ``--routing exact`` (no decisions) and ``--cache`` with the nlp extractor (it
+    caches nothing) were accepted and silently unused; now each is an error naming the option, before
+    any graph is written."""
+    films, graph = str(REPO / "data" / "films"), tmp_path / "g.sqlite"
+    code, out = invoke(films, "--graph", str(graph), "--routing", "exact", "--decider", "local")
+    assert (code, out) == (
+        2,
+        "error: --decider picks who routes with --routing jev: --routing exact uses none\n",
+    )
+    cache = str(tmp_path / "cache.sqlite")
+    code, out = invoke(films, "--graph", str(graph), "--extractor", "nlp", "--cache", cache)
+    assert (code, out) == (
+        2,
+        "error: --cache holds the llm extractor's answers: the nlp extractor this run uses caches nothing\n",
+    )
+    assert not graph.exists() and not Path(cache).exists()
+
+
+def test_an_empty_source_id_is_an_error_not_the_one_from_the_path(tmp_path: Path) -> None:
+    """``--source-id ""`` took the id from the path but as one given by hand, so without the check that
+    refuses an id another folder recorded (its documents would be retracted for this folder's)."""
+    graph = tmp_path / "g.sqlite"
+    code, out = invoke(
+        str(REPO / "data" / "films"), "--graph", str(graph), "--source-id", "", "--routing", "exact"
+    )
+    assert (code, out) == (2, "error: invalid source id '': non-blank, no '/' and no outer spaces\n")
+    assert not graph.exists()

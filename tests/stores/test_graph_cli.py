@@ -401,3 +401,24 @@ def test_a_database_failure_mid_command_names_the_graph_and_the_cause(
             )
             assert failed.exception is None or isinstance(failed.exception, SystemExit)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_parquet_import_refuses_the_options_of_a_triples_import(tmp_path: Path) -> None:
+    """``--source-id`` and ``--node-types metaqa`` with ``--format parquet`` were accepted and silently
+    unused (the tables keep their own provenance and types); now an error naming them, nothing written."""
+    folder = tmp_path / "folder"
+    assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(folder)]).exit_code == 0
+    base = ["graph", "import", str(folder), "-f", "parquet", "-o", str(tmp_path / "new.db")]
+    outputs = []
+    for extra in (
+        ["--source-id", "films"],
+        ["--node-types", "metaqa"],
+        ["--source-id", "f", "--node-types", "metaqa"],
+    ):
+        result = runner.invoke(app, [*base, *extra])
+        outputs.append((result.exit_code, result.output))
+    assert outputs == [
+        (2, f"error: {given} set what imported triples become: a Parquet graph keeps its own\n")
+        for given in ("--source-id", "--node-types metaqa", "--source-id, --node-types metaqa")
+    ]
+    assert not (tmp_path / "new.db").exists()

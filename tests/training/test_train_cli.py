@@ -415,3 +415,73 @@ def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, mini
         "error: no decision examples to train on: none of the 1 questions has a path from its start to a "
         "gold answer within 3 hops of the graph"
     )
+
+
+def test_hops_are_checked_and_dataset_options_need_a_dataset(tmp_path: Path) -> None:
+    """``--hops 7`` was "unknown dataset 'metaqa-7hop'", not naming the option; ``--hops``, ``--n`` and
+    ``--data-dir`` beside ``--questions`` (read whole) were silently unused."""
+    out = str(tmp_path / "m")
+    outputs = []
+    for args in (
+        ["--dataset", "metaqa", "--hops", "1", "--hops", "7"],
+        ["--questions", "q.jsonl", "--graph", "kb.txt", "--hops", "1"],
+        ["--questions", "q.jsonl", "--graph", "kb.txt", "--n", "5", "--data-dir", "d"],
+    ):
+        result = runner.invoke(app, ["train", "decider", "--out", out, *args])
+        outputs.append((result.exit_code, result.output.strip()))
+    assert outputs == [
+        (2, "error: --hops must be 1, 2 or 3, got 1, 7"),
+        (2, "error: --hops picks questions of --dataset: a --questions file is read whole"),
+        (2, "error: --n, --data-dir pick questions of --dataset: a --questions file is read whole"),
+    ]
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_hold_out_share_or_depth_out_of_range_is_an_error_naming_the_option(tmp_path: Path) -> None:
+    """``--hold-out-templates -0.5`` trained as if 0, ``1`` and ``--max-depth 0`` failed later with "no
+    decision examples to train on"; now each is an error naming the option, before any work."""
+    base = ["train", "decider", "--out", str(tmp_path / "m"), "--questions", "q.jsonl", "--graph", "kb.txt"]
+    outputs = []
+    for args in (["--hold-out-templates", "-0.5"], ["--hold-out-templates", "1"], ["--max-depth", "0"]):
+        result = runner.invoke(app, [*base, *args])
+        outputs.append((result.exit_code, result.output.strip()))
+    assert outputs == [
+        (2, "error: --hold-out-templates must be at least 0 and below 1, got -0.5"),
+        (2, "error: --hold-out-templates must be at least 0 and below 1, got 1.0"),
+        (2, "error: --max-depth must be at least 1, got 0"),
+    ]
+    assert not (tmp_path / "m").exists()
+
+
+def test_ctrl_c_during_the_fit_stops_it(
+    files: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole command ran under asyncio.run, whose Ctrl-C handler only cancels at the next await: the
+    fit (no await) ran to its end, wrote the model and printed its summary, then the command exited 130."""
+    import signal
+
+    from graphwalk_core.training import fit
+
+    reached: list[str] = []
+
+    def fit_interrupted(*args: object, **kwargs: object) -> object:
+        signal.raise_signal(signal.SIGINT)  # Ctrl-C while fitting
+        reached.append("after the interrupt")
+        raise AssertionError("the fit went on after Ctrl-C")
+
+    monkeypatch.setattr(fit, "fit_decider", fit_interrupted)
+    kb, qs = files
+    args = [
+        "train",
+        "decider",
+        "--graph",
+        str(kb),
+        "--questions",
+        str(qs),
+        "--out",
+        str(tmp_path / "m"),
+        "--quiet",
+    ]
+    result = runner.invoke(app, args)
+    assert (reached, result.exit_code, result.output) == ([], 130, "")
+    assert not (tmp_path / "m").exists()

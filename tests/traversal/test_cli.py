@@ -282,3 +282,60 @@ def test_a_trace_write_cut_short_leaves_the_earlier_trace(
     assert result.exit_code == 130  # as after Ctrl-C
     assert [p.name for p in trace.parent.iterdir()] == ["q1.json"]
     assert trace.read_text(encoding="utf-8") == '{"earlier": true}'
+
+
+def test_query_refuses_a_decider_model_its_decider_does_not_read(tmp_path: Path) -> None:
+    """``--decider-model`` without ``--decider trained`` walked with the local decider, the model
+    silently unused; now it is the error ``graphwalk eval`` gives."""
+    model = tmp_path / "model"
+    model.mkdir()
+    for extra in ([], ["--decider", "fake"]):
+        result = runner.invoke(
+            app, ["query", str(MOVIES), "who directed Memento", "--decider-model", str(model), *extra]
+        )
+        chosen = extra[-1] if extra else get_settings().resolved_decider()
+        assert (result.exit_code, " ".join(result.output.split())) == (
+            2,
+            "error: --decider-model is read by the trained decider only: add --decider trained (the decider "
+            f"would be {chosen})",
+        )
+    result = runner.invoke(
+        app, ["query", str(MOVIES), "q", "--decider", "trained", "--decider-model", str(tmp_path / "no")]
+    )
+    assert (result.exit_code, result.output) == (
+        2,
+        f"error: --decider-model {tmp_path / 'no'}: no such folder\n",
+    )
+
+
+def test_query_refuses_a_beam_width_its_walk_does_not_use() -> None:
+    """``--beam-width`` on a greedy walk (the default strategy, or a -greedy preset) was silently unused."""
+    outputs = []
+    for extra in ([], ["--strategy", "sample"], ["--preset", "relation-greedy"]):
+        result = runner.invoke(
+            app, ["query", str(MOVIES), "who directed Memento", "--beam-width", "5", *extra]
+        )
+        outputs.append((result.exit_code, result.output))
+    assert outputs == [
+        (
+            2,
+            f"error: --beam-width sets a beam walk's width: this walk is {strategy} (--strategy beam, or a "
+            "-beam --preset)\n",
+        )
+        for strategy in ("greedy", "sample", "greedy")
+    ]
+    args = ["--beam-width", "2", "--strategy", "beam", "--decider", "fake", "--json"]
+    result = runner.invoke(app, ["query", str(MOVIES), "who directed Memento", *args])
+    assert result.exit_code == 0, result.output
+
+
+def test_query_on_an_empty_graph_says_so(tmp_path: Path) -> None:
+    """An empty graph answered "no graph node is named in the question: pass --start NODE_ID", sending the
+    user after a start node the graph cannot hold."""
+    empty = tmp_path / "kb.txt"
+    empty.write_text("", encoding="utf-8")
+    result = runner.invoke(app, ["query", str(empty), "who directed Memento", "--decider", "fake"])
+    assert (result.exit_code, " ".join(result.output.split())) == (
+        2,
+        f"error: the graph {empty} holds no nodes: import or ingest into it first",
+    )

@@ -142,6 +142,8 @@ def require_file(path: Path, what: str, *, option: str | None = None) -> Path:
     (key) that gave it (by default it came from the data folder, option ``data_dir``)."""
     if not path.is_file():
         hint = f"check {{{option}}}" if option else "set {data_dir} or GRAPHWALK_DATA_DIR"
+        if path.is_dir():
+            raise OptionError(f"{{what}} {{file}} is a folder, not a file ({hint})", what=what, file=path)
         raise MissingFileError(f"{{what}} not found: {{file}} ({hint})", what=what, file=path)
     return path
 

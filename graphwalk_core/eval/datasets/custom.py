@@ -99,7 +99,7 @@ def _csv_records(path: Path, text: str) -> Iterator[tuple[int, dict[str, str]]]:
 def read_custom_questions(path: Path) -> list[Question]:
     """Rows of a ``.csv`` (header row) or ``.jsonl`` file (UTF-8, any suffix case) as questions;
     ids must be unique, and the file must hold at least one."""
-    require_file(path, "custom question file")
+    require_file(path, "custom question file", option="path")
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".ndjson"):
         raise InputError(f"{path}: custom questions must be .csv or .jsonl, got {path.suffix!r}")
@@ -146,7 +146,7 @@ def load_custom(
         )
     if kb is not None:
         knowledge = Knowledge(
-            graph="triples", kb_path=require_file(kb, "knowledge graph file"), source="custom"
+            graph="triples", kb_path=require_file(kb, "knowledge graph file", option="kb"), source="custom"
         )
     else:
         assert corpus is not None

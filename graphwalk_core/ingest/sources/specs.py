@@ -87,7 +87,10 @@ def open_source(spec: SourceSpec) -> Source:
 
 
 def source_from_arg(arg: str, *, source_id: str | None = None, mapping: str | None = None) -> Source:
-    """A source from a CLI argument: a SQLAlchemy URL, a ``.sqlite``/``.db`` file, or a path."""
+    """A source from a CLI argument: a SQLAlchemy URL, a ``.sqlite``/``.db`` file, or a path; ``source_id``
+    None takes the id from it (an empty one is an InputError, not that)."""
+    if source_id is not None:
+        check_source_id(source_id)
     mappings = load_mappings(mapping)
     if "://" in arg:
         return SQLSource(arg, source_id=source_id, mappings=mappings)
