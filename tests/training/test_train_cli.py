@@ -16,6 +16,12 @@ from .kb import TRIPLES, questions
 runner = CliRunner()
 
 
+def train_args(graph: Path, questions: Path, out: Path, *more: str) -> list[str]:
+    """``graphwalk train decider --graph GRAPH --questions QUESTIONS --out OUT [MORE] --quiet``."""
+    return ["train", "decider", "--graph", str(graph), "--questions", str(questions), "--out", str(out),
+            *more, "--quiet"]  # fmt: skip
+
+
 @pytest.fixture
 def files(tmp_path: Path, minilm_dir: Path) -> tuple[Path, Path]:
     kb = tmp_path / "kb.txt"
@@ -72,7 +78,7 @@ def test_a_model_walking_another_graph_than_it_learned_over_says_so(
 
     kb, qs = files
     out = tmp_path / "model"
-    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(kb, qs, out)
     assert runner.invoke(app, args).exit_code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["graph"] == triples_identity(TRIPLES)
@@ -126,7 +132,7 @@ def test_a_model_over_a_sqlite_or_parquet_graph_is_checked_like_one_over_triples
     other_kb.write_text(kb.read_text() + "Film 0|written_by|Writer 0\n", encoding="utf-8")
     other = imported(other_kb, tmp_path / f"other-{kind}")
     out = tmp_path / "model"
-    args = ["train", "decider", "--graph", str(graph), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(graph, qs, out)
     assert runner.invoke(app, args).exit_code == 0
     assert json.loads((out / "manifest.json").read_text())["graph"] == triples_identity(TRIPLES)
     query = ["which films share the director of Film 10", "--start", "Film 10", "--hop-mode", "relation",
@@ -154,7 +160,7 @@ def test_a_query_hashes_the_graph_only_when_its_size_differs_from_the_models(
 
     kb, qs = files
     out = tmp_path / "model"
-    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(kb, qs, out)
     assert runner.invoke(app, args).exit_code == 0
     hashed: list[object] = []
     store_identity = graphs.store_identity
@@ -186,7 +192,7 @@ def test_a_model_saved_before_compares_triples_files_only(files: tuple[Path, Pat
 
     kb, qs = files
     out = tmp_path / "model"
-    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(kb, qs, out)
     assert runner.invoke(app, args).exit_code == 0
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["graph"] = graph_identity(Knowledge(graph="triples", kb_path=kb))
@@ -224,7 +230,7 @@ def test_an_out_that_is_a_file_is_refused_before_training(
     taken = tmp_path / "notes.txt"
     taken.write_text("mine\n")
     out = taken / under if under else taken
-    args = ["train", "decider", "--graph", str(kb), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(kb, qs, out)
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert result.output.splitlines()[-1] == f"error: --out {out}: {taken} is a file, not a folder"
@@ -238,17 +244,7 @@ def test_a_question_without_a_start_is_an_error_naming_the_file(
     kb, _ = files
     qs = tmp_path / "nostart.jsonl"
     qs.write_text('{"question": "who directed Film 1", "answers": ["Director 1"]}\n', encoding="utf-8")
-    args = [
-        "train",
-        "decider",
-        "--graph",
-        str(kb),
-        "--questions",
-        str(qs),
-        "--out",
-        str(tmp_path / "m"),
-        "--quiet",
-    ]
+    args = train_args(kb, qs, tmp_path / "m")
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     expected = f"error: {qs}: question q00001 has no start node: weak supervision needs one"
@@ -390,7 +386,7 @@ def test_questions_over_an_ingested_graph_name_their_starts(tmp_path: Path, mini
     ]
     qs.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
     out = tmp_path / "model"
-    args = ["train", "decider", "--graph", str(graph), "--questions", str(qs), "--out", str(out), "--quiet"]
+    args = train_args(graph, qs, out)
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "source_weak=48, source_trace=0" in result.stdout
@@ -471,17 +467,7 @@ def test_ctrl_c_during_the_fit_stops_it(
 
     monkeypatch.setattr(fit, "fit_decider", fit_interrupted)
     kb, qs = files
-    args = [
-        "train",
-        "decider",
-        "--graph",
-        str(kb),
-        "--questions",
-        str(qs),
-        "--out",
-        str(tmp_path / "m"),
-        "--quiet",
-    ]
+    args = train_args(kb, qs, tmp_path / "m")
     result = runner.invoke(app, args)
     assert (reached, result.exit_code, result.output) == ([], 130, "")
     assert not (tmp_path / "m").exists()
