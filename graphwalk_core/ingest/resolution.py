@@ -24,10 +24,10 @@ from typing import Any
 
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
-from graphwalk_core.ingest.outputs import WriteCounts
+from graphwalk_core.ingest.outputs import DocumentPlan, WriteCounts
 from graphwalk_core.ingest.sources.sql import SQL_EXTRACTOR_PREFIX, SQL_NODE_PREFIX
 from graphwalk_core.ingest.text import normalize_name
-from graphwalk_core.model import Edge, Node, Provenance, content_hash
+from graphwalk_core.model import Edge, EdgeId, Node, NodeId, Provenance, bulk_edge_id, content_hash
 from graphwalk_core.model.merge import (
     ProvenanceSet,
     merge_edge_data,
@@ -300,6 +300,22 @@ async def absorb_nodes(store: GraphStore, absorbed: dict[str, str], renames: dic
         involved |= {old, pinned}
         _record_rename(renames, old, pinned)
     return involved
+
+
+def planned_ids(
+    documents: Sequence[DocumentPlan], renames: dict[str, str]
+) -> tuple[list[NodeId], list[EdgeId]]:
+    """The ids of the nodes and edges ``documents`` fold into the store (those :func:`write_elements`
+    reads), with the ids re-keyed so far replaced as :func:`renamed` replaces them, each once."""
+    nodes: dict[NodeId, None] = {}
+    edges: dict[EdgeId, None] = {}
+    for doc in documents:
+        nodes.update((renames.get(n.id, n.id), None) for n in doc.nodes)
+        edges.update(
+            (bulk_edge_id(renames.get(e.source, e.source), e.type, renames.get(e.target, e.target)), None)
+            for e in doc.edges
+        )
+    return list(nodes), list(edges)
 
 
 def renamed(nodes: list[Node], edges: list[Edge], renames: dict[str, str]) -> tuple[list[Node], list[Edge]]:

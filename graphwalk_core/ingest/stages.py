@@ -43,6 +43,7 @@ from graphwalk_core.ingest.outputs import (
 from graphwalk_core.ingest.resolution import (
     absorb_nodes,
     canonicalize,
+    planned_ids,
     renamed,
     retract_document,
     write_elements,
@@ -50,7 +51,7 @@ from graphwalk_core.ingest.resolution import (
 from graphwalk_core.ingest.routing import ROUTING_VERSIONS, route_extractions
 from graphwalk_core.ingest.sources.base import OriginAware, SkippedItem, Source, SourceDocument, SourceProfile
 from graphwalk_core.ingest.spool import DocumentSpool
-from graphwalk_core.stores.base import GraphStore
+from graphwalk_core.stores.base import GraphStore, prefetch
 from graphwalk_core.stores.keys import MAX_METADATA_KEY_BYTES, over_bytes, utf8_size
 
 __all__ = [
@@ -382,6 +383,8 @@ async def apply_plan(
             # in the plan's transaction: a crash must not keep the retraction without the plan, or the
             # retried step would not learn the ids it re-keys (the plan, routed before it, names the old ones)
             renames = await retract_deleted(store, diff, report)
+            # what the documents merge into, read in a few statements rather than a few per document
+            await prefetch(store, *planned_ids(plan.documents, renames))
             for doc in plan.documents:
                 if doc.failed_chunks and doc.document_id in retracting:
                     # an extraction that failed deletes nothing: what the document gave stays, and so does

@@ -234,6 +234,23 @@ class BulkWrites(Protocol):
         ...
 
 
+@runtime_checkable
+class Prefetch(Protocol):
+    """Capability: the elements a write transaction is about to merge into, read ahead in a few set-based
+    statements instead of one read per document (a store that reads by id cheaply has no need of it)."""
+
+    async def prefetch(self, node_ids: Iterable[NodeId], edge_ids: Iterable[EdgeId]) -> None:
+        """Inside a transaction: read what the store holds for these ids now, so that the transaction's
+        later by-id reads of them are answered from memory; outside one, nothing. Changes no read's result."""
+        ...
+
+
+async def prefetch(store: GraphStore, node_ids: Iterable[NodeId], edge_ids: Iterable[EdgeId]) -> None:
+    """:class:`Prefetch` when ``store`` offers it, else nothing (its by-id reads are cheap)."""
+    if offers(store, Prefetch):
+        await store.prefetch(node_ids, edge_ids)
+
+
 async def _one_by_one(keys: Sequence[K], get: Callable[[K], Awaitable[V | None]]) -> dict[K, V]:
     """``get`` of each distinct key, in first-appearance order, those it finds (a capability's fallback)."""
     out: dict[K, V] = {}

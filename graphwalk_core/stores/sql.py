@@ -783,6 +783,19 @@ class SQLGraphStore:
                 found.update(self._by_id(conn, "edge", rest))
         return {i: found[i] for i in unique if i in found}
 
+    async def prefetch(self, node_ids: Iterable[NodeId], edge_ids: Iterable[EdgeId]) -> None:
+        """Inside a transaction: the rows of these ids (those held upserts do not answer) read in batches and
+        remembered as what the tables hold, like any by-id read in it (see ``_remember``); outside one,
+        nothing (a read outside a transaction remembers nothing)."""
+        if self._conn is None:
+            return
+        with self._connection(pending=True) as conn:
+            for kind, ids, pending in (
+                ("node", node_ids, self._pending_nodes),
+                ("edge", edge_ids, self._pending_edges),
+            ):
+                self._by_id(conn, kind, [i for i in dict.fromkeys(ids) if i not in pending])
+
     async def get_edge(self, edge_id: EdgeId) -> Edge | None:
         return (await self.get_edges([edge_id])).get(edge_id)
 

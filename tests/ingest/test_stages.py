@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from sqlalchemy import event
 
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
@@ -339,3 +340,30 @@ async def test_a_chunk_that_fails_the_extraction_cancels_the_others_in_flight() 
     await asyncio.sleep(0.3)  # what was left running would extract the rest meanwhile
     # b took the slot CRASH freed as it failed
     assert (extractor.started, extractor.finished) == (["a", "CRASH", "b"], [])
+
+
+async def test_a_window_reads_what_it_merges_into_in_a_few_statements(tmp_path: Path) -> None:
+    """The SQL store reads the nodes and edges a window's documents fold into up front, in one statement
+    per table and batch (``Prefetch``), not in a few statements per document; the graph is the same."""
+    films = open_source(load_sources(REPO / "data" / "sources.yaml")[0])
+    store = SQLGraphStore(f"sqlite:///{tmp_path / 'g.sqlite'}")
+    extractor = NLPExtractor()
+    diff = await diff_documents(films, store, extractor=extractor)
+    plan = await route_extractions(
+        await extract_chunks(chunk_documents(diff), extractor), store, None, None, None, "exact"
+    )
+    reads: list[str] = []
+
+    def record(_c: object, _cur: object, statement: str, *_: object) -> None:
+        words = statement.split()
+        if words[0] == "SELECT" and " WHERE id IN (" in statement:  # a batch read by id
+            reads.append(words[words.index("FROM") + 1])
+
+    event.listen(store._engine, "before_cursor_execute", record)
+    try:
+        update = await apply_plan(store, diff, plan)
+    finally:
+        event.remove(store._engine, "before_cursor_execute", record)
+        await store.close()
+    assert (update.ledger_written, update.nodes_added, update.edges_added) == (11, 29, 42)
+    assert reads == ["nodes", "edges"]

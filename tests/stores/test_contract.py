@@ -35,6 +35,7 @@ from graphwalk_core.stores.base import (
     node_labels,
     node_names,
     offers,
+    prefetch,
     upsert_many,
 )
 from graphwalk_core.stores.parquet import export_parquet
@@ -635,6 +636,33 @@ async def test_reads_inside_a_transaction_see_its_writes(store: GraphStore) -> N
         assert await store.get_edge(new_edge.id) is None
     assert await store.counts() == (5, 3)
     assert await store.get_node("Memento") == changed
+
+
+async def test_a_prefetch_changes_no_read(store: GraphStore) -> None:
+    """Ids read ahead (present, absent, held) answer as before, and as the transaction's later writes,
+    deletes and merges make them; outside a transaction a prefetch reads nothing that could go stale."""
+    await movies(store)
+    nolan, pearce = (
+        edge("Memento", "directed_by", "Christopher Nolan"),
+        edge("Memento", "starred_actors", "Guy Pearce"),
+    )
+    new_edge = edge("New", "r", "Memento")
+    await prefetch(store, ["Memento"], [nolan.id])
+    await store.upsert_node(node("Memento", type="film", summary="after"))
+    assert (await store.get_node("Memento")) == node("Memento", type="film", summary="after")
+    async with store.transaction():
+        await store.upsert_node(node("Held"))
+        await prefetch(store, ["Memento", "New", "Held", "nobody"], [nolan.id, new_edge.id, pearce.id])
+        assert list(await store.get_nodes(["Memento", "New", "Held", "nobody"])) == ["Memento", "Held"]
+        assert list(await get_edges(store, [new_edge.id, nolan.id])) == [nolan.id]
+        await upsert_many(store, [node("New")], [new_edge])
+        await store.delete_node("Guy Pearce")
+        merged = await store.merge_nodes("Memento", "New")
+        assert list(await store.get_nodes(["Memento", "New", "Held", "Guy Pearce"])) == ["Memento", "Held"]
+        assert await store.get_node("Memento") == merged
+        assert await get_edges(store, [new_edge.id, pearce.id, nolan.id]) == {nolan.id: nolan}
+    assert await store.get_node("Memento") == merged
+    assert await store.counts() == (4, 3)  # New -r-> Memento became a loop on Memento
 
 
 async def test_bulk_reads_and_writes(store: GraphStore) -> None:
