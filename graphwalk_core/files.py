@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import hashlib
 import json
 import logging
 import math
 import os
 import secrets
 import sqlite3
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
@@ -26,6 +28,35 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 of the file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+#: path -> (its inode, size, mtime and ctime, :func:`file_sha256` of it then): one entry per path.
+_SHA256: dict[str, tuple[tuple[int, int, int, int], str]] = {}
+_SHA256_LOCK = threading.Lock()
+
+
+def remembered_sha256(path: Path) -> str:
+    """:func:`file_sha256`, remembered per path on the file's inode, size, mtime and ctime: a process hashes
+    a large file it opens again (a model's weights) once, and a rewrite changes the ctime at least."""
+    stat = path.stat()
+    key = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    with _SHA256_LOCK:
+        known = _SHA256.get(str(path))
+    if known is not None and known[0] == key:
+        return known[1]
+    digest = file_sha256(path)
+    with _SHA256_LOCK:
+        _SHA256[str(path)] = (key, digest)
+    return digest
 
 
 def _create_temp(path: Path) -> Path:

@@ -30,8 +30,10 @@ DEMO_BENCHMARK_SPLIT = "test"
 #: Dev questions per benchmark the demo's decider learns from (about 10 s of training for all three).
 DEMO_TRAIN_QUESTIONS = 200
 
+#: F1, EM and hits@1 average the questions answered without error; ``errors`` counts the others, so a
+#: system that failed every question shows errors = n and no F1, not a 0 read as answers all wrong.
 SUMMARY_SQL = """
-SELECT dataset, system, count(*) AS n,
+SELECT dataset, system, count(*) AS n, count(*) FILTER (WHERE status = 'error') AS errors,
        round(avg(f1), 3) AS f1, round(avg(em), 3) AS em, round(avg(hits_at_1), 3) AS hits_at_1,
        round(median(latency_s), 3) AS p50_s, round(avg(decision_calls), 2) AS calls_per_q
 FROM eval_results WHERE status <> 'skipped' GROUP BY ALL ORDER BY dataset, system
@@ -40,7 +42,8 @@ FROM eval_results WHERE status <> 'skipped' GROUP BY ALL ORDER BY dataset, syste
 #: dataset × split × hops × system, so ``hops`` tells apart a system's rows of a dataset mixing hop counts
 #: (the sample questions do).
 SUMMARY_QUERY = (
-    "select dataset, hops, system, n, n_ok, n_skipped, f1, em, hits_at_1 from eval_summary order by all"
+    "select dataset, hops, system, n, n_ok, n_error, n_skipped, f1, em, hits_at_1 "
+    "from eval_summary order by all"
 )
 SKIPPED_SQL = """
 SELECT any_value(error) AS reason, string_agg(DISTINCT system, ', ' ORDER BY system) AS systems

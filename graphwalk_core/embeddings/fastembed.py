@@ -19,6 +19,7 @@ import numpy as np
 from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.embeddings.disk_cache import DiskVectorCache
 from graphwalk_core.errors import ConfigError, InputError
+from graphwalk_core.files import remembered_sha256
 
 if TYPE_CHECKING:
     from fastembed import TextEmbedding
@@ -28,6 +29,12 @@ MINILM_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 #: Texts a model's disk-cache key is derived from: its row for the first, alone and beside the second.
 KEY_PROBE = "graphwalk vector cache probe"
 KEY_PROBE_MATE = "a longer batch-mate, so that the probe's batch is padded: " + "words " * 24
+#: The sha256 of ONNX files that a bare model id stands for, by model name: those of the shared MiniLM folder
+#: (its SHA256SUMS). A folder's other weights (a fine-tuned copy, say) add their digest to the model id.
+REFERENCE_WEIGHTS = {
+    "1604f7b34b1ae90bdebeb04c2a4d543b7918251ee8e3c50673a96d10721c1a66": MINILM_MODEL,  # model.onnx
+    "1587bfb9cdaec3fec66624e6897ac40511cbadc9ff6201cd4d24a7b719288c26": MINILM_MODEL,  # model_qint8_dynamic
+}
 
 #: Texts tokenized per call to count their tokens: the tokenizer pads a call's texts to its longest, so one
 #: long text among 43,000 names padded them all to 256 tokens (+1 GB at the peak; 256: +7 MB, and faster).
@@ -192,6 +199,7 @@ class FastEmbedEmbedder:
         self._model = self._load(cache_dir, threads)
         self._dim = int(self._model.embedding_size)
         self._check_width()
+        self._weights = self._weights_digest()
         self.disk_cache = disk_cache
         self._disk_key: str | None = None
         self._disk_lock = threading.Lock()
@@ -238,10 +246,27 @@ class FastEmbedEmbedder:
                 "set GRAPHWALK_EMBED_MODEL to the model the folder holds"
             )
 
+    def _weights_digest(self) -> str | None:
+        """The sha256 of a folder's ONNX file (and of the files it keeps its weights in beside it), or None
+        for reference weights: a model from fastembed's cache (downloaded by name), or a file of
+        :data:`REFERENCE_WEIGHTS`. Hashed once per file and process (the shared MiniLM: ~30 ms)."""
+        if self.model_path is None:
+            return None
+        description = self._model.model.model_description
+        names = [self.model_file or description.model_file, *description.additional_files]
+        digests = [remembered_sha256(self.model_path / name) for name in names]
+        if len(digests) == 1 and REFERENCE_WEIGHTS.get(digests[0]) == self.model_name:
+            return None
+        return digests[0] if len(digests) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
+
     @property
     def model_id(self) -> str:
+        """``fastembed:<name>[:<file>]``, and ``@sha256:<digest>`` of a folder's weights that are not the
+        name's reference ones: two models of one name never share an id, so neither shares the vectors,
+        indexes, eval runs or trained deciders that are kept by it."""
         suffix = f":{self.model_file}" if self.model_file else ""
-        return f"fastembed:{self.model_name}{suffix}"
+        weights = f"@sha256:{self._weights[:16]}" if self._weights else ""
+        return f"fastembed:{self.model_name}{suffix}{weights}"
 
     @property
     def dim(self) -> int:

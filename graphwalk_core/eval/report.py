@@ -64,6 +64,7 @@ SUMMARY_SCHEMA = pa.schema(
         ("n_error", pa.int64()),
         ("n_skipped", pa.int64()),
         ("skip_reason", pa.string()),
+        ("first_error", pa.string()),
         ("f1", pa.float64()),
         ("f1_ci_low", pa.float64()),
         ("f1_ci_high", pa.float64()),
@@ -108,6 +109,7 @@ def _summary_row(key: tuple[str, str, int | None, str], rows: list[dict], *, see
         n_error=sum(r["status"] == "error" for r in rows),
         n_skipped=sum(r["status"] == "skipped" for r in rows),
         skip_reason=next((r["error"] for r in rows if r["status"] == "skipped"), None),
+        first_error=next((r["error"] for r in rows if r["status"] == "error"), None),
     )
     for name in ("f1", "em", "hits_at_1"):
         # errors count as 0 (a failed answer is a wrong answer) where the answer would have been scored
@@ -162,11 +164,44 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
+#: Characters of the first error shown under a summary.md row.
+ERROR_CHARS = 100
+
+
+def _cell(text: str | None, limit: int | None = None) -> str:
+    """``text`` as one Markdown table cell: on one line, cut to ``limit`` characters, ``|`` escaped."""
+    flat = " ".join(str(text).split())
+    if limit is not None and len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return flat.replace("|", "\\|")
+
+
+def _none_answered(row: dict) -> bool:
+    """Whether every question of the row that was not skipped failed."""
+    return row["n_error"] > 0 and row["n_error"] == row["n"] - row["n_skipped"]
+
+
+def _errors_note(row: dict) -> str:
+    """The line under a row with failed questions: how many of those not skipped, whether their 0 counts
+    in its scores, and the first error."""
+    none = ", none answered" if _none_answered(row) else ""
+    scored = " (scored 0)" if row["f1"] is not None else ""
+    error = _cell(row["first_error"], ERROR_CHARS)
+    return f"↳ {row['n_error']} of {row['n'] - row['n_skipped']} errors{none}{scored}, first: {error}"
+
+
 def _ci(row: dict, name: str) -> str:
     if row[name] is None:
         return "—"
     low, high = row[f"{name}_ci_low"], row[f"{name}_ci_high"]
     return f"{row[name]:.3f} [{low:.2f}, {high:.2f}]"
+
+
+def _f1(row: dict) -> str:
+    """The F1 cell: a row whose every question failed says so beside its 0 (no answer was wrong)."""
+    if row["f1"] is not None and _none_answered(row):
+        return f"{row['f1']:.3f}: none answered"
+    return _ci(row, "f1")
 
 
 def summary_markdown(summary: pa.Table) -> str:
@@ -184,13 +219,13 @@ def summary_markdown(summary: pa.Table) -> str:
             lines += ["", f"### {row['dataset']} ({row['split']})", "", header, "|" + "---|" * 16]
         if row["n_skipped"] == row["n"]:
             lines.append(
-                f"| {row['hops'] or '—'} | {row['system']} | {row['n']} | skipped: {row['skip_reason']} "
-                "| | | | | | | | | | | | |"
+                f"| {row['hops'] or '—'} | {row['system']} | {row['n']} "
+                f"| skipped: {_cell(row['skip_reason'])} | | | | | | | | | | | | |"
             )
             continue
         lines.append(
             f"| {row['hops'] if row['hops'] is not None else '—'} | {row['system']} | {row['n']} "
-            f"| {_ci(row, 'f1')} | {_fmt(row['em'])} | {_fmt(row['hits_at_1'])} "
+            f"| {_f1(row)} | {_fmt(row['em'])} | {_fmt(row['hits_at_1'])} "
             f"| {_fmt(row['latency_p50_s'], 2)} | {_fmt(row['latency_p95_s'], 2)} "
             f"| {_fmt(row['cost_per_1k_usd'], 4)} | {_fmt(row['decision_calls_per_q'], 2)} "
             f"| {_fmt(row['llm_calls_per_q'], 2)} | {_fmt(row['linking_acc'])} "
@@ -198,8 +233,7 @@ def summary_markdown(summary: pa.Table) -> str:
             + "|"
         )
         if row["n_error"]:
-            scored = " (scored 0)" if row["f1"] is not None else ""
-            lines.append(f"|  | ↳ {row['n_error']} errors{scored} |" + " |" * 14)
+            lines.append(f"|  | {_errors_note(row)} |" + " |" * 14)
     return "\n".join(lines).lstrip("\n") + "\n"
 
 

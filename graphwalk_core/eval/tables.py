@@ -61,11 +61,14 @@ def summarize(warehouse: Warehouse, *, plots: bool = True) -> EvalSummary:
 SCORES = ("f1", "em", "hits_at_1", "latency_p50_s")
 
 
-def partition_status(n: int, n_skipped: int) -> str:
-    """``skipped`` (no question answered: the system's backend is missing), ``partial``, ``ok``, ``empty``."""
+def partition_status(n: int, n_skipped: int, n_error: int = 0) -> str:
+    """``skipped`` (no question answered: the system's backend is missing), ``failed`` (every question not
+    skipped failed: its scores are errors counted as 0, not wrong answers), ``partial``, ``ok``, ``empty``."""
     if n == 0:
         return "empty"
-    return "skipped" if n_skipped == n else "partial" if n_skipped else "ok"
+    if n_skipped == n:
+        return "skipped"
+    return "failed" if n_error == n - n_skipped else "partial" if n_skipped else "ok"
 
 
 def partition_stats(results: pa.Table) -> dict[str, object]:
@@ -80,8 +83,8 @@ def partition_stats(results: pa.Table) -> dict[str, object]:
         results.schema.get_field_index("hops"), "hops", pa.nulls(results.num_rows, pa.int32())
     )
     (row,) = summary_table([flat]).to_pylist()
-    keep = ("n", "n_ok", "n_error", "n_skipped", "skip_reason", "f1", "em", "hits_at_1", "latency_p50_s")
-    stats: dict[str, object] = {"status": partition_status(row["n"], row["n_skipped"])}
+    keep = ("n", "n_ok", "n_error", "n_skipped", "skip_reason", "first_error", *SCORES)
+    stats: dict[str, object] = {"status": partition_status(row["n"], row["n_skipped"], row["n_error"])}
     stats |= {k: row[k] for k in keep if not (stats["status"] == "skipped" and k in SCORES)}
     stats["reused"] = sum(bool(v) for v in results.column("reused").to_pylist())
     for name in ("decision_calls", "llm_calls", "input_tokens", "output_tokens"):

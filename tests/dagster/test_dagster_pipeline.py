@@ -222,8 +222,8 @@ def test_the_demo_report_suggests_a_summary_query_that_fits_and_runs(run: Run) -
     assert line.endswith(f'sql "{SUMMARY_QUERY}" --warehouse {run.root}')
     rows = warehouse_rows(run.root, SUMMARY_QUERY)
     assert rows == [
-        ("custom", None, "relation-greedy", 2, 2, 0, 0.0, 0.0, 0.0),
-        ("custom", None, "vector-rag", 2, 0, 2, None, None, None),
+        ("custom", None, "relation-greedy", 2, 2, 0, 0, 0.0, 0.0, 0.0),
+        ("custom", None, "vector-rag", 2, 0, 0, 2, None, None, None),
     ]
 
 

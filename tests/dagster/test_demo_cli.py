@@ -326,3 +326,34 @@ def test_ctrl_c_is_one_line_saying_so_not_a_traceback(
         130,
         f"interrupted: what finished is kept; the runs so far in the UI: {ui}\n",
     )
+
+
+def test_the_demo_report_counts_errors_beside_the_scores(tmp_path: Path) -> None:
+    """A system whose every question failed showed n 2 and an empty F1, like one with nothing to score:
+    the report's table now counts the errors, and the query it suggests shows n_error."""
+    import pyarrow as pa
+
+    from graphwalk_core.eval.report import RESULTS_SCHEMA
+    from graphwalk_core.eval.tables import write_results
+
+    warehouse = Warehouse(tmp_path / "wh")
+    base = {"dataset": "custom", "latency_s": 0.5, "decision_calls": 1}
+    rows = {
+        "down": [{**base, "question_id": q, "status": "error", "error": "boom"} for q in ("c1", "c2")],
+        "walk": [{**base, "question_id": q, "status": "ok", "f1": 1.0, "em": 1.0} for q in ("c1", "c2")],
+    }
+    for system, results in rows.items():
+        table = pa.Table.from_pylist([{**r, "system": system} for r in results], schema=RESULTS_SCHEMA)
+        write_results(warehouse, "custom", system, table)
+    console = Console(record=True, width=200)
+    demo_report.print_report(tmp_path / "wh", console)
+    lines = console.export_text().splitlines()
+    start = lines.index(next(line for line in lines if "dataset" in line and "errors" in line))
+    assert [line.strip() for line in lines[start : start + 5]] == [
+        "┃ dataset ┃ system ┃ n ┃ errors ┃ f1  ┃ em  ┃ hits_at_1 ┃ p50_s ┃ calls_per_q ┃",
+        "┡━━━━━━━━━╇━━━━━━━━╇━━━╇━━━━━━━━╇━━━━━╇━━━━━╇━━━━━━━━━━━╇━━━━━━━╇━━━━━━━━━━━━━┩",
+        "│ custom  │ down   │ 2 │ 2      │     │     │           │ 0.5   │ 1.0         │",
+        "│ custom  │ walk   │ 2 │ 0      │ 1.0 │ 1.0 │           │ 0.5   │ 1.0         │",
+        "└─────────┴────────┴───┴────────┴─────┴─────┴───────────┴───────┴─────────────┘",
+    ]
+    assert "n_ok, n_error, n_skipped" in demo_report.SUMMARY_QUERY

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from graphwalk_core import files
 from graphwalk_core.embeddings import (
     Embedder,
     FastEmbedEmbedder,
@@ -17,7 +19,7 @@ from graphwalk_core.embeddings import (
     make_embedder,
 )
 from graphwalk_core.embeddings.factory import infer_model_name
-from graphwalk_core.embeddings.fastembed import MINILM_MODEL
+from graphwalk_core.embeddings.fastembed import KEY_PROBE, MINILM_MODEL
 from graphwalk_core.errors import ConfigError, InputError
 from graphwalk_core.settings import GraphwalkSettings
 
@@ -234,3 +236,44 @@ def test_a_folder_holding_another_model_than_named_is_a_clear_error(minilm_dir: 
         f"embedding model folder {minilm_dir} gives 384-dimension vectors, but 'BAAI/bge-large-en-v1.5' "
         "has 1024: set GRAPHWALK_EMBED_MODEL to the model the folder holds"
     )
+
+
+def _retuned_copy(minilm_dir: Path, folder: Path, token: int) -> Path:
+    """A copy of the MiniLM folder whose word-embedding row of ``token`` is reversed: another model of the
+    same name, file name and width, whose vectors differ only for texts holding that token."""
+    import shutil
+
+    folder.mkdir()
+    for name in ("config.json", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(minilm_dir / name, folder / name)
+    weights = bytearray((minilm_dir / "model.onnx").read_bytes())
+    size = 30522 * 384  # the int8 word-embedding table: its raw_data field (9) is the only one this long
+    length = bytes([size & 0x7F | 0x80, size >> 7 & 0x7F | 0x80, size >> 14 & 0x7F | 0x80, size >> 21])
+    start = weights.index(b"\x4a" + length) + 5 + token * 384
+    weights[start : start + 384] = weights[start : start + 384][::-1]
+    (folder / "model.onnx").write_bytes(weights)
+    return folder
+
+
+def test_another_model_of_the_same_name_has_its_own_id_and_cached_rows(
+    minilm_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graphwalk_core.embeddings.disk_cache import DiskVectorCache
+
+    paris = FastEmbedEmbedder(MINILM_MODEL, minilm_dir).token_counts(["Paris"])  # [CLS] paris [SEP]
+    assert paris == [3]
+    tuned_dir = _retuned_copy(minilm_dir, tmp_path / "tuned", token=3000)  # "paris"
+    cache = tmp_path / "vectors.sqlite"
+    base = FastEmbedEmbedder(MINILM_MODEL, minilm_dir, disk_cache=DiskVectorCache(cache))
+    tuned = FastEmbedEmbedder(MINILM_MODEL, tuned_dir, disk_cache=DiskVectorCache(cache))
+    digest = hashlib.sha256((tuned_dir / "model.onnx").read_bytes()).hexdigest()
+    assert base.model_id == "fastembed:sentence-transformers/all-MiniLM-L6-v2"  # the shared weights
+    assert tuned.model_id == f"fastembed:sentence-transformers/all-MiniLM-L6-v2@sha256:{digest[:16]}"
+    # the probe text has no "paris": its row is the same in both models, so it alone cannot tell them apart
+    assert base._compute([KEY_PROBE]).tobytes() == tuned._compute([KEY_PROBE]).tobytes()
+    stored = base.embed_uncached(["Paris", "Kyoto"])
+    own = tuned._compute(["Paris", "Kyoto"])
+    assert float(own[0] @ stored[0]) < 0.99 and own[1].tobytes() == stored[1].tobytes()
+    assert tuned.embed_uncached(["Paris", "Kyoto"]).tobytes() == own.tobytes()  # not the base model's rows
+    monkeypatch.setattr(files, "file_sha256", None)  # each file is hashed once a process
+    assert FastEmbedEmbedder(MINILM_MODEL, tuned_dir).model_id == tuned.model_id

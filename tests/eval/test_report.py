@@ -21,6 +21,7 @@ from graphwalk_core.eval.report import (
 from graphwalk_core.eval.runner import CHECKPOINT, run_eval
 from graphwalk_core.eval.systems.base import SkippedSystem, SystemAnswer
 from graphwalk_core.eval.systems.rankers import RankerSystem
+from graphwalk_core.eval.tables import partition_stats, partition_status
 
 from .fakes import DictSystem, toy_dataset
 
@@ -90,8 +91,63 @@ def test_errors_score_zero_and_are_counted(tmp_path: Path) -> None:
     rows = [r.model_copy(update=failed) if r.question_id == "q000" else r for r in run.results]
     summary = summary_table([results_table(rows)]).to_pylist()
     hop1 = summary[0]
-    assert (hop1["n"], hop1["n_error"], hop1["f1"]) == (1, 1, 0.0)
-    assert "1 errors (scored 0)" in summary_markdown(summary_table([results_table(rows)]))
+    assert (hop1["n"], hop1["n_error"], hop1["f1"], hop1["first_error"]) == (1, 1, 0.0, "boom")
+    md = summary_markdown(summary_table([results_table(rows)])).splitlines()
+    assert md[4:6] == [
+        "| 1 | dict | 1 | 0.000: none answered | 0.000 | 0.000 | 0.10 | 0.10 | — | 1.00 | 0.00 | 1.000 "
+        "| — | — | — | — |",
+        "|  | ↳ 1 of 1 errors, none answered (scored 0), first: boom |" + " |" * 14,
+    ]
+
+
+def test_a_system_whose_every_question_failed_is_flagged_beside_its_f1(tmp_path: Path) -> None:
+    """A system that never answered (its backend down) showed F1 0.000 [0.00, 0.00] like one that answered
+    every question wrong, with only "↳ 2 errors (scored 0)" under it: its F1 cell now says none was
+    answered, and the line under it the first error (every table that prints summary.md: the eval
+    command's output, summary.md, Dagster's eval_summary); the partition's status says failed."""
+    results = results_table(run_eval(toy_dataset(6), FailingAnswerer(), out_dir=tmp_path).results)
+    summary = summary_table([results])
+    assert [(r["n_error"], r["f1"], r["first_error"]) for r in summary.to_pylist()] == [
+        (2, 0.0, "RuntimeError: backend down")
+    ] * 3
+    rows = [r for r in summary_markdown(summary).splitlines() if "| 1 |" in r or r.startswith("|  |")]
+    assert rows[:2] == [
+        "| 1 | dict | 2 | 0.000: none answered | 0.000 | 0.000 | 0.00 | 0.00 | — | 0.00 | 0.00 | — "
+        "| — | — | — | — |",
+        "|  | ↳ 2 of 2 errors, none answered (scored 0), first: RuntimeError: backend down |" + " |" * 14,
+    ]
+    stats = partition_stats(results)
+    assert {k: stats[k] for k in ("status", "n", "n_ok", "n_error", "first_error", "f1")} == {
+        "status": "failed",
+        "n": 6,
+        "n_ok": 0,
+        "n_error": 6,
+        "first_error": "RuntimeError: backend down",
+        "f1": 0.0,
+    }
+    assert [partition_status(4, 1, 3), partition_status(4, 0, 3), partition_status(4, 1, 2)] == [
+        "failed",
+        "ok",
+        "partial",
+    ]
+
+
+def test_some_errors_are_counted_with_the_first_one_on_one_line(tmp_path: Path) -> None:
+    run = run_eval(toy_dataset(6), DictSystem(), out_dir=tmp_path)
+    failed = {
+        "status": "error",
+        "f1": None,
+        "em": None,
+        "hits_at_1": None,
+        "error": "bad | reply\n" + "x" * 120,
+    }
+    rows = [r.model_copy(update=failed) if r.question_id == "q000" else r for r in run.results]
+    md = summary_markdown(summary_table([results_table(rows)])).splitlines()
+    assert md[4:6] == [
+        "| 1 | dict | 2 | 0.000 [0.00, 0.00] | 0.000 | 0.000 | 0.25 | 0.39 | 0.1000 | 1.00 | 0.00 | 1.000 "
+        "| — | — | — | — |",
+        "|  | ↳ 1 of 2 errors (scored 0), first: bad \\| reply " + "x" * 87 + "… |" + " |" * 14,
+    ]
 
 
 def test_an_error_leaves_a_system_that_answers_nothing_unscored(tmp_path: Path) -> None:
@@ -135,7 +191,7 @@ def test_a_passage_ranker_whose_every_question_failed_is_unscored(tmp_path: Path
     assert (hop1["f1"], hop1["em"], hop1["hits_at_1"], hop1["f1_ci_low"]) == (None, None, None, None)
     md = summary_markdown(summary)
     assert "| 1 | dense | 2 | — | — | — |" in md
-    assert "|  | ↳ 2 errors |" in md
+    assert "|  | ↳ 2 of 2 errors, none answered, first: RuntimeError: index gone |" in md
     assert f1_by_hops_series(summary) == {}
     answering = run_eval(toy_dataset(6), FailingAnswerer(), out_dir=tmp_path).results
     assert {(r.status, r.answer_scored) for r in answering} == {("error", True)}

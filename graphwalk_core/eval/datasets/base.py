@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graphwalk_core.errors import InputError, MissingFileError, OptionError
 from graphwalk_core.eval.metrics import MatchMode
-from graphwalk_core.files import first_undecodable, json_error
+from graphwalk_core.files import file_sha256, first_undecodable, json_error
 from graphwalk_core.model import content_hash
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -73,7 +73,7 @@ class Knowledge(BaseModel):
 
         Eval run ids include it, so answers over a changed graph are never reused from a checkpoint.
         """
-        kb = _file_sha256(self.kb_path) if self.kb_path is not None else None
+        kb = file_sha256(self.kb_path) if self.kb_path is not None else None
         return content_hash(
             [self.graph, self.source, kb, list(self.triples), [p.model_dump() for p in self.passages]]
         )
@@ -82,14 +82,6 @@ class Knowledge(BaseModel):
         """A stable identity (used to cache a graph built from this knowledge): its content fingerprint,
         so a KB file rewritten with the same size and timestamp never serves the old graph."""
         return self.fingerprint()
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class Dataset(BaseModel):

@@ -1,5 +1,5 @@
 """Checks on each eval_results partition: no repeated question, every metric in [0, 1], and a
-warning when its questions were skipped (no backend) rather than answered."""
+warning when its questions were skipped (no backend) or all failed rather than answered."""
 
 import warnings
 
@@ -37,17 +37,23 @@ def _eval_results_valid(
 def _eval_results_answered(
     context: dg.AssetCheckExecutionContext, warehouse: WarehouseResource
 ) -> dg.AssetCheckResult:
-    """Warns when questions of the partition were skipped (e.g. no LLM configured), with the reason."""
+    """Warns when questions of the partition were skipped (e.g. no LLM configured), with the reason, or
+    when every other question failed (its F1 0 is errors, not wrong answers), with the first error."""
     table = _partition_results(context, warehouse)
     statuses = table.column("status").to_pylist()
-    reasons = [e for s, e in zip(statuses, table.column("error").to_pylist(), strict=True) if s == "skipped"]
+    pairs = list(zip(statuses, table.column("error").to_pylist(), strict=True))
+    reasons = [e for s, e in pairs if s == "skipped"]
+    errors = [e for s, e in pairs if s == "error"]
+    status = partition_status(len(statuses), len(reasons), len(errors))
     return dg.AssetCheckResult(
-        passed=not reasons,
+        passed=not reasons and status != "failed",
         severity=dg.AssetCheckSeverity.WARN,
         metadata={
-            "status": partition_status(len(statuses), len(reasons)),
+            "status": status,
             "skipped": len(reasons),
             "skip_reason": reasons[0] if reasons else "none",
+            "errors": len(errors),
+            "first_error": errors[0] if errors else "none",
         },
     )
 
