@@ -586,42 +586,52 @@ async def route_extractions(
     *,
     route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
     router: Router | None = None,
+    plan: RoutingPlan | None = None,
 ) -> RoutingPlan:
-    """Route every chunk (in order) and collect one :class:`DocumentPlan` per document to process."""
+    """Route every chunk (in order) and collect one :class:`DocumentPlan` per document to process.
+
+    ``plan``: the plan of the earlier chunks of the same documents, routed by the same ``router``: this
+    call extends its document plans and decisions, so chunks routed in several calls are planned as in
+    one (a long document routed in parts)."""
     source_id = extractions.source_id
     if router is None:
         router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
         await router.load_graph({provenance_source(source_id, d) for d in extractions.retracting})
-    plans = {
-        ref.id: DocumentPlan(
-            document_id=ref.id, content_hash=ref.content_hash, extractor=ref.extractor, routing=router.version
-        )
-        for ref in extractions.documents
-    }
-    mentions: list[MentionDecision] = []
+    plans = (
+        {doc.document_id: doc for doc in plan.documents}
+        if plan is not None
+        else {
+            ref.id: DocumentPlan(
+                document_id=ref.id,
+                content_hash=ref.content_hash,
+                extractor=ref.extractor,
+                routing=router.version,
+            )
+            for ref in extractions.documents
+        }
+    )
+    mentions: list[MentionDecision] = plan.mentions if plan is not None else []
     for n, item in enumerate(extractions.items):
         if n % PREFETCH_CHUNKS == 0:
             router.prefetch(extractions.items[n : n + PREFETCH_CHUNKS])
-        plan = plans[item.chunk.document_id]
+        doc = plans[item.chunk.document_id]
         if item.extraction is None:
-            plan.status = "incomplete"
-            plan.failed_chunks += 1
-            plan.errors.append(
-                f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}"
-            )
+            doc.status = "incomplete"
+            doc.failed_chunks += 1
+            doc.errors.append(f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}")
             continue
         decisions, nodes, edges = await router.route_chunk(item, source_id)
         fell_back = sum(d.via == "fallback" for d in decisions)
         if fell_back:  # written as routed on exact names, and routed again by the next run
-            plan.status = "incomplete"
-            plan.errors.append(
+            doc.status = "incomplete"
+            doc.errors.append(
                 f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): the routing decision "
                 f"failed, {fell_back} mention(s) merged on exact names only"
             )
         mentions.extend(decisions)
-        plan.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
-        plan.nodes.extend(nodes)
-        plan.edges.extend(edges)
+        doc.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
+        doc.nodes.extend(nodes)
+        doc.edges.extend(edges)
     return RoutingPlan(
         source_id=source_id,
         routing=routing,
