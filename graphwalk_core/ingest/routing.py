@@ -45,6 +45,7 @@ from graphwalk_core.ingest.outputs import (
 )
 from graphwalk_core.ingest.resolution import (
     chunk_edges,
+    fold_by_id,
     is_pinned,
     mention_node,
     mention_provenance,
@@ -53,7 +54,7 @@ from graphwalk_core.ingest.resolution import (
 from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
-from graphwalk_core.model.merge import source_ids
+from graphwalk_core.model.merge import merge_edge_data, merge_node_data, source_ids
 from graphwalk_core.stores.base import GraphStore, first_adjacent
 
 log = logging.getLogger(__name__)
@@ -611,6 +612,9 @@ async def route_extractions(
         }
     )
     mentions: list[MentionDecision] = plan.mentions if plan is not None else []
+    # a document's elements folded by id as they are routed (as apply_plan folds them, in the same order),
+    # so a plan holds one element per id, not one per mention
+    folded: dict[str, tuple[dict[str, Node], dict[str, Edge]]] = {}
     for n, item in enumerate(extractions.items):
         if n % PREFETCH_CHUNKS == 0:
             router.prefetch(extractions.items[n : n + PREFETCH_CHUNKS])
@@ -630,8 +634,13 @@ async def route_extractions(
             )
         mentions.extend(decisions)
         doc.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
-        doc.nodes.extend(nodes)
-        doc.edges.extend(edges)
+        if doc.document_id not in folded:
+            folded[doc.document_id] = ({n.id: n for n in doc.nodes}, {e.id: e for e in doc.edges})
+        doc_nodes, doc_edges = folded[doc.document_id]
+        fold_by_id(doc_nodes, nodes, merge_node_data)
+        fold_by_id(doc_edges, edges, merge_edge_data)
+    for doc_id, (doc_nodes, doc_edges) in folded.items():
+        plans[doc_id].nodes, plans[doc_id].edges = list(doc_nodes.values()), list(doc_edges.values())
     return RoutingPlan(
         source_id=source_id,
         routing=routing,

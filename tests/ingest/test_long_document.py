@@ -4,6 +4,7 @@ committed as one unit: the graph is the one its chunks routed in one batch give.
 from __future__ import annotations
 
 import gc
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +36,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 async def ingest_recorded(
     corpus: Path, monkeypatch: pytest.MonkeyPatch, **kwargs: Any
-) -> tuple[dict[str, Any], list[MentionDecision], list[tuple[int, int]]]:
+) -> tuple[dict[str, Any], list[MentionDecision], list[tuple[int, int]], list[tuple[int, int, int]]]:
     """Ingest ``corpus`` with decider routing and 1,000-character chunks; returns the graph, every routing
-    decision, and per routing call (the chunks it routes, the chunk extractions alive then)."""
+    decision, per routing call (the chunks it routes, the chunk extractions alive then), and per document
+    applied (the nodes, node ids and edges its plan holds)."""
     decisions: list[MentionDecision] = []
     calls: list[tuple[int, int]] = []
     route = pipeline.route_extractions
@@ -50,7 +52,15 @@ async def ingest_recorded(
         decisions.extend(plan.mentions)
         return plan
 
+    async def recording_apply(store: Any, part: Any, plan: Any, **kw: Any) -> Any:
+        for doc in plan.documents:  # what the plan holds per document
+            planned.append((len(doc.nodes), len({n.id for n in doc.nodes}), len(doc.edges)))
+        return await apply(store, part, plan, **kw)
+
+    planned: list[tuple[int, int, int]] = []
+    apply = pipeline.apply_plan
     monkeypatch.setattr(pipeline, "route_extractions", recording_route)
+    monkeypatch.setattr(pipeline, "apply_plan", recording_apply)
     store, embedder = MemoryGraphStore(), HashingEmbedder()
     report = await pipeline.ingest(
         FileSource(corpus, source_id="docs"),
@@ -63,7 +73,7 @@ async def ingest_recorded(
     )
     monkeypatch.undo()
     assert report.chunks == 56 and report.mentions == len(decisions)
-    return await graph_tables(store, "docs"), decisions, calls
+    return await graph_tables(store, "docs"), decisions, calls, planned
 
 
 async def test_a_long_document_routed_in_batches_gives_the_graph_one_batch_gives(
@@ -80,6 +90,11 @@ async def test_a_long_document_routed_in_batches_gives_the_graph_one_batch_gives
     # once only the batch routed and the next one, extracted ahead (its names embed meanwhile)
     assert whole[2] == [(56, 56)]
     assert batched[2] == [(16, 32), (16, 32), (16, 24), (8, 8)]
+    # a plan holds one node per id (the long document's 1,082 mentions folded into 733 nodes), not one
+    # per mention, and one edge per id
+    mentions = Counter(d.chunk_id.split("@")[0] for d in whole[1])
+    assert mentions == {"a.txt": 16, "long.txt": 1_082, "z.txt": 21}
+    assert whole[3] == batched[3] == [(14, 14, 35), (733, 733, 2034), (17, 17, 42)]
 
 
 async def test_a_crash_in_a_long_documents_later_batch_writes_nothing_of_it(
