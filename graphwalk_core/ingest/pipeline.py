@@ -87,7 +87,9 @@ async def ingest(
     id recorded from another origin. A source that lists nothing while the graph holds its documents is
     an error that retracts nothing, unless ``allow_empty`` (see ``stages.diff_documents``).
     """
-    if route_chunks < 1:  # before anything is retracted
+    if window < 1:  # refused before anything is retracted
+        raise InputError(f"the routing window must be >= 1 document, got {window}")
+    if route_chunks < 1:
         raise InputError(f"the routing batch must be >= 1 chunk, got {route_chunks}")
     extractor = extractor or NLPExtractor()
     map_large_blocks()
