@@ -149,7 +149,8 @@ class MentionDecision(BaseModel):
 
 
 class DocumentPlan(BaseModel):
-    """Everything one document writes: incoming node and edge data keyed by their final ids."""
+    """Everything one document writes: incoming node and edge data keyed by their final ids (one element
+    per id: its mentions and relations folded, in routing order)."""
 
     document_id: str
     content_hash: str

@@ -17,10 +17,10 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from functools import lru_cache
 from itertools import takewhile
-from typing import Any
+from typing import Any, TypeVar
 
 from graphwalk_core.ingest.chunking import Chunk
 from graphwalk_core.ingest.extraction.base import ExtractedEntity, ExtractedRelation
@@ -36,6 +36,8 @@ from graphwalk_core.model.merge import (
     rewired,
 )
 from graphwalk_core.stores.base import GraphStore, get_edges, upsert_many
+
+_E = TypeVar("_E", Node, Edge)
 
 
 @lru_cache(maxsize=1 << 16)
@@ -210,6 +212,16 @@ async def retract_document(store: GraphStore, source_id: str, counts: WriteCount
     return {n.id for n in kept["nodes"]}
 
 
+def fold_by_id(folded: dict[str, _E], elements: Iterable[_E], merge: Callable[[_E, _E], _E]) -> dict[str, _E]:
+    """Fold ``elements`` into ``folded`` (by id, first seen first), each merged into the one of its id
+    folded before it, in order; returns ``folded``."""
+    for element in elements:
+        key = element.id  # an edge's is computed on every access
+        seen = folded.get(key)
+        folded[key] = element if seen is None else merge(seen, element)
+    return folded
+
+
 async def write_elements(
     store: GraphStore, nodes: list[Node], edges: list[Edge], counts: WriteCounts
 ) -> set[str]:
@@ -218,9 +230,7 @@ async def write_elements(
     A document's repeated elements are folded together first; the stored ones are read in one batch
     and everything is written in one batch per kind (set-based on stores offering ``BulkWrites``).
     """
-    folded: dict[str, Node] = {}
-    for node in nodes:
-        folded[node.id] = merge_node_data(folded[node.id], node) if node.id in folded else node
+    folded = fold_by_id({}, nodes, merge_node_data)
     stored = await store.get_nodes(list(folded))
     out_nodes: list[Node] = []
     for node_id, node in folded.items():
@@ -235,11 +245,7 @@ async def write_elements(
         counts.nodes_merged += 1
         out_nodes.append(merged)
     await upsert_many(store, out_nodes)
-    folded_edges: dict[str, Edge] = {}
-    for edge in edges:
-        key = edge.id  # computed on every access
-        seen = folded_edges.get(key)
-        folded_edges[key] = edge if seen is None else merge_edge_data(seen, edge)
+    folded_edges = fold_by_id({}, edges, merge_edge_data)
     stored_edges = await get_edges(store, list(folded_edges))
     out_edges: list[Edge] = []
     for edge_id, edge in folded_edges.items():

@@ -45,6 +45,7 @@ from graphwalk_core.ingest.outputs import (
 )
 from graphwalk_core.ingest.resolution import (
     chunk_edges,
+    fold_by_id,
     is_pinned,
     mention_node,
     mention_provenance,
@@ -53,7 +54,7 @@ from graphwalk_core.ingest.resolution import (
 from graphwalk_core.ingest.text import jaccard, name_words
 from graphwalk_core.llm.base import LLMBackend, Message
 from graphwalk_core.model import GENERIC_TYPE, Edge, Node
-from graphwalk_core.model.merge import source_ids
+from graphwalk_core.model.merge import merge_edge_data, merge_node_data, source_ids
 from graphwalk_core.stores.base import GraphStore, first_adjacent
 
 log = logging.getLogger(__name__)
@@ -586,42 +587,60 @@ async def route_extractions(
     *,
     route_threshold: float = DEFAULT_ROUTE_THRESHOLD,
     router: Router | None = None,
+    plan: RoutingPlan | None = None,
 ) -> RoutingPlan:
-    """Route every chunk (in order) and collect one :class:`DocumentPlan` per document to process."""
+    """Route every chunk (in order) and collect one :class:`DocumentPlan` per document to process.
+
+    ``plan``: the plan of the earlier chunks of the same documents, routed by the same ``router``: this
+    call extends its document plans and decisions, so chunks routed in several calls are planned as in
+    one (a long document routed in parts)."""
     source_id = extractions.source_id
     if router is None:
         router = Router(store, decider, embedder, llm, routing, route_threshold=route_threshold)
         await router.load_graph({provenance_source(source_id, d) for d in extractions.retracting})
-    plans = {
-        ref.id: DocumentPlan(
-            document_id=ref.id, content_hash=ref.content_hash, extractor=ref.extractor, routing=router.version
-        )
-        for ref in extractions.documents
-    }
-    mentions: list[MentionDecision] = []
+    plans = (
+        {doc.document_id: doc for doc in plan.documents}
+        if plan is not None
+        else {
+            ref.id: DocumentPlan(
+                document_id=ref.id,
+                content_hash=ref.content_hash,
+                extractor=ref.extractor,
+                routing=router.version,
+            )
+            for ref in extractions.documents
+        }
+    )
+    mentions: list[MentionDecision] = plan.mentions if plan is not None else []
+    # a document's elements folded by id as they are routed (as apply_plan folds them, in the same order),
+    # so a plan holds one element per id, not one per mention
+    folded: dict[str, tuple[dict[str, Node], dict[str, Edge]]] = {}
     for n, item in enumerate(extractions.items):
         if n % PREFETCH_CHUNKS == 0:
             router.prefetch(extractions.items[n : n + PREFETCH_CHUNKS])
-        plan = plans[item.chunk.document_id]
+        doc = plans[item.chunk.document_id]
         if item.extraction is None:
-            plan.status = "incomplete"
-            plan.failed_chunks += 1
-            plan.errors.append(
-                f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}"
-            )
+            doc.status = "incomplete"
+            doc.failed_chunks += 1
+            doc.errors.append(f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): {item.error}")
             continue
         decisions, nodes, edges = await router.route_chunk(item, source_id)
         fell_back = sum(d.via == "fallback" for d in decisions)
         if fell_back:  # written as routed on exact names, and routed again by the next run
-            plan.status = "incomplete"
-            plan.errors.append(
+            doc.status = "incomplete"
+            doc.errors.append(
                 f"chunk {item.chunk.index} ({item.chunk.start}-{item.chunk.end}): the routing decision "
                 f"failed, {fell_back} mention(s) merged on exact names only"
             )
         mentions.extend(decisions)
-        plan.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
-        plan.nodes.extend(nodes)
-        plan.edges.extend(edges)
+        doc.absorbed.update((d.absorbed, d.node_id) for d in decisions if d.absorbed is not None)
+        if doc.document_id not in folded:
+            folded[doc.document_id] = ({n.id: n for n in doc.nodes}, {e.id: e for e in doc.edges})
+        doc_nodes, doc_edges = folded[doc.document_id]
+        fold_by_id(doc_nodes, nodes, merge_node_data)
+        fold_by_id(doc_edges, edges, merge_edge_data)
+    for doc_id, (doc_nodes, doc_edges) in folded.items():
+        plans[doc_id].nodes, plans[doc_id].edges = list(doc_nodes.values()), list(doc_edges.values())
     return RoutingPlan(
         source_id=source_id,
         routing=routing,

@@ -59,6 +59,7 @@ __all__ = [
     "EmptySourceError",
     "StaleDiffError",
     "apply_plan",
+    "chunk_batches",
     "chunk_documents",
     "diff_documents",
     "document_windows",
@@ -253,6 +254,20 @@ def chunk_documents(diff: DocumentDiff, *, max_chars: int = DEFAULT_CHUNK_CHARS)
         else:
             out.chunks.extend(chunk_text(doc.id, doc.text, max_chars=max_chars))
     return out
+
+
+def chunk_batches(chunks: ChunkSet, size: int) -> list[ChunkSet]:
+    """``chunks`` in consecutive parts of at most ``size`` chunks, each with every document's ref (one part
+    when there is no chunk), so that a window's documents, a long one's included, are extracted and routed
+    ``size`` chunks at a time (``route_extractions(..., plan=)`` continues the plan across parts)."""
+    if size < 1:
+        raise InputError(f"the routing batch must be >= 1 chunk, got {size}")
+    parts = []
+    for start in range(0, max(len(chunks.chunks), 1), size):
+        part = chunks.chunks[start : start + size]
+        preset = {c.id: chunks.preset[c.id] for c in part if c.id in chunks.preset}
+        parts.append(chunks.model_copy(update={"chunks": part, "preset": preset}))
+    return parts
 
 
 async def extract_chunks(

@@ -14,7 +14,7 @@ import pytest
 from graphwalk_core.decisions.base import ChoiceQuestion, JSONContent
 from graphwalk_core.decisions.fake import FakeDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
-from graphwalk_core.errors import BackendError, ConfigError
+from graphwalk_core.errors import BackendError, ConfigError, InputError
 from graphwalk_core.ingest import pipeline
 from graphwalk_core.ingest.ledger import read_ledger, write_entry
 from graphwalk_core.ingest.pipeline import ingest
@@ -554,6 +554,20 @@ async def test_a_tmpdir_python_would_pass_over_fails_the_run_naming_it(
         f"cannot be written (Python would use {tempfile.gettempdir()} instead): create it, or unset TMPDIR"
     )
     assert await store.counts() == (0, 0) and await store.metadata_keys() == []
+
+
+async def test_a_window_of_no_documents_is_refused_before_a_deleted_document_is_retracted(
+    tmp_path: Path,
+) -> None:
+    write(tmp_path, {"a.txt": "E Alpha|thing", "b.txt": "E Beta|thing"})
+    store, source = MemoryGraphStore(), FileSource(tmp_path, source_id="docs")
+    await ingest(source, store, extractor=ScriptedExtractor(), routing="exact")
+    before = await graph_tables(store, "docs")
+    write(tmp_path, {"b.txt": None})
+    with pytest.raises(InputError) as error:
+        await ingest(source, store, extractor=ScriptedExtractor(), routing="exact", window=0)
+    assert str(error.value) == "the routing window must be >= 1 document, got 0"
+    assert await graph_tables(store, "docs") == before  # b.txt's facts and ledger entry kept
 
 
 async def test_unreadable_input_keeps_its_old_data(tmp_path: Path) -> None:
