@@ -78,11 +78,13 @@ from graphwalk_core.stores.sql_engine import (
     WRITER_OPTION,
     array_statement,
     error_reason,
+    has_password,
     missing_folder,
     no_dialect,
     open_engine,
     parse_url,
     redact_url,
+    sqlite_in_memory,
     table_names,
     upsert_statement,
     writer_busy,
@@ -179,7 +181,14 @@ class SQLGraphStore:
         no graph is an InputError and is left as it was (a source database given by mistake)."""
         self.url = url
         shown = redact_url(url)
-        parse_url(url, "graph store")
+        if sqlite_in_memory(parse_url(url, "graph store")):
+            given = shown if has_password(url) else url  # rendered, ':memory:' would read '%3Amemory%3A'
+            raise InputError(
+                f"graph store URL {given} is a SQLite database in memory: the SQL store needs a file (each "
+                "walk reads its own snapshot while a write goes on, which SQLite gives only with a file's "
+                "write-ahead log) and would lose the graph when closed; use a file (sqlite:///PATH.db) or, "
+                "in Python, MemoryGraphStore"
+            )
         try:
             if not create and not holds_graph(table_names(url)):
                 raise InputError(

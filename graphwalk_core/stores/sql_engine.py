@@ -283,6 +283,19 @@ def sqlite_file(url: str | URL) -> Path | None:
     return Path(database)
 
 
+def sqlite_in_memory(url: URL) -> bool:
+    """Whether a SQLite URL names a database in memory (``sqlite://``, ``:memory:``, a ``file:`` URI in
+    memory mode), not a file."""
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite":
+        return False
+    if database in ("", ":memory:"):
+        return True
+    return database.startswith("file:") and (
+        database.endswith(":memory:") or "mode=memory" in database or url.query.get("mode") == "memory"
+    )
+
+
 def missing_folder(url: str) -> Path | None:
     """The folder a SQLite file URL names that does not exist (SQLite then says only "unable to open
     database file"), else None."""

@@ -443,3 +443,42 @@ async def test_a_sqlite_writer_still_waiting_at_the_busy_timeout_fails_as_before
     assert 0.3 <= waited < 1.5
     assert await store.counts() == (0, 0)
     await store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite+pysqlite://",
+        "sqlite:///file:g?mode=memory&cache=shared&uri=true",
+        "sqlite:///file::memory:?uri=true",
+    ],
+)
+def test_a_sqlite_database_in_memory_is_refused_at_open(url: str, tmp_path: Path) -> None:
+    """``sqlite://`` opened: SQLAlchemy lends every task its one connection, so two walks' snapshots
+    overlapping (an eval's concurrent walks), or a write during one, failed with "cannot start a
+    transaction within a transaction", and the graph was gone when closed. SQLite gives a snapshot beside
+    a writer only in a file's write-ahead log: the URL is refused at open, saying what to use instead."""
+    with pytest.raises(InputError) as caught:
+        SQLGraphStore(url)
+    assert str(caught.value) == (
+        f"graph store URL {url} is a SQLite database in memory: the SQL store needs a file (each walk reads "
+        "its own snapshot while a write goes on, which SQLite gives only with a file's write-ahead log) and "
+        "would lose the graph when closed; use a file (sqlite:///PATH.db) or, in Python, MemoryGraphStore"
+    )
+    file_uri = f"sqlite:///file:{tmp_path / 'g.db'}?uri=true"  # a file named by a URI opens
+    asyncio.run(SQLGraphStore(file_uri).close())
+    assert (tmp_path / "g.db").is_file()
+
+
+def test_graph_import_into_a_sqlite_database_in_memory_is_an_error_naming_the_url(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_text("a|r|b\n")
+    done = subprocess.run(
+        [GRAPHWALK, "graph", "import", str(tmp_path / "t.txt"), "--out", "sqlite://"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: graph store URL sqlite:// is a SQLite database in memory: ")
