@@ -97,6 +97,7 @@ async def _run(
     from rich.table import Table
 
     from graphwalk_core.backends import Backends
+    from graphwalk_core.decisions.base import close_decider
     from graphwalk_core.ingest.extraction.cache import ExtractionCache
     from graphwalk_core.ingest.extraction.choose import choose_extractor
     from graphwalk_core.ingest.pipeline import DEFAULT_WINDOW
@@ -158,6 +159,7 @@ async def _run(
     finally:
         if cache is not None:
             cache.close()
+        await close_decider(decider)
         discard = failed and new_file and await _discard_if_empty(store)
         await store.close()
         if discard and Path(graph).is_file():

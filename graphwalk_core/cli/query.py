@@ -32,6 +32,7 @@ async def _run(
     """The walk's result and the names of its start and witness nodes (an ingested graph's ids are
     hashes, so the printout names them)."""
     from graphwalk_core.backends import Backends, settings_with
+    from graphwalk_core.decisions.base import close_decider
     from graphwalk_core.stores.base import node_names
     from graphwalk_core.training.graphs import walk_note
     from graphwalk_core.traversal.ask import answer
@@ -39,6 +40,7 @@ async def _run(
 
     backends = Backends(settings_with(decider_model=decider_model))
     store = backends.store(graph)
+    decider = None
     try:
         embedder = backends.embedder
         decider = backends.decider(decider_name, embedder=embedder)
@@ -58,6 +60,7 @@ async def _run(
         ids = list(dict.fromkeys([*result.start, *(n for hop in hops for n in (hop.source, hop.target))]))
         return result, await node_names(store, ids)
     finally:
+        await close_decider(decider)
         await store.close()
 
 

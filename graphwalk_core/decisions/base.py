@@ -107,6 +107,15 @@ class DecisionBackend(Protocol):
     async def decide(self, request: DecisionRequest) -> DecisionResponse: ...
 
 
+async def close_decider(decider: object) -> None:
+    """Close what ``decider`` opened in the running event loop (a Jev decider's HTTP client; the others
+    open none). The code that runs a loop calls it before the loop ends: the connections would otherwise
+    stay open, one client per loop, until garbage collection. The decider stays usable in other loops."""
+    aclose = getattr(decider, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
 def model_fingerprint(decider: DecisionBackend) -> str | None:
     """The content fingerprint of the model file a decider answers with, or None (no model file).
 

@@ -185,10 +185,13 @@ class JevBackend:
         return entry[1]
 
     async def aclose(self) -> None:
-        """Close the SDK client of the running loop (others are dropped)."""
+        """Close the SDK client of the running loop (a later call opens a new one); forget those of loops
+        already closed. A client another running loop (thread) uses is left to it."""
         loop = asyncio.get_running_loop()
         entry = self._clients.pop(id(loop), None)
-        self._clients.clear()
+        self._clients = {
+            key: (other, c) for key, (other, c) in self._clients.items() if not other.is_closed()
+        }
         if entry is not None and entry[0] is loop:
             await entry[1].aclose()
 

@@ -71,7 +71,14 @@ def evaluate(
                         scores.append(record.f1)
                     progress.update(task, advance=1, f1=f"{sum(scores) / len(scores):.3f}" if scores else "—")
 
-                result = run_eval(ds, system, out_dir=run.out, concurrency=run.concurrency, progress=tick)
+                result = run_eval(
+                    ds,
+                    system,
+                    out_dir=run.out,
+                    concurrency=run.concurrency,
+                    progress=tick,
+                    decider=backends.decider,
+                )
             meta, notes = result.metadata, []
             if meta.resumed_from:
                 notes.append(

@@ -16,6 +16,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from graphwalk_core.aio import gather_or_cancel
+from graphwalk_core.decisions.base import DecisionBackend, close_decider
 from graphwalk_core.eval.checkpoint import CheckpointWriter, read_checkpoint, rewrite_checkpoint
 from graphwalk_core.eval.datasets.base import Dataset, Question
 from graphwalk_core.eval.records import QuestionResult, RunMetadata, score_answer
@@ -241,8 +242,18 @@ def run_eval(
     out_dir: Path,
     concurrency: int = 4,
     progress: Callable[[QuestionResult], Any] | None = None,
+    decider: DecisionBackend | None = None,
 ) -> EvalRun:
-    """Run ``system`` over every question of ``dataset``; questions already checkpointed are not rerun."""
-    return asyncio.run(
-        run_eval_async(dataset, system, out_dir=out_dir, concurrency=concurrency, progress=progress)
-    )
+    """Run ``system`` over every question of ``dataset``; questions already checkpointed are not rerun.
+    The run has an event loop of its own: what ``decider`` (the system's) opened in it is closed with
+    it."""
+
+    async def run() -> EvalRun:
+        try:
+            return await run_eval_async(
+                dataset, system, out_dir=out_dir, concurrency=concurrency, progress=progress
+            )
+        finally:
+            await close_decider(decider)
+
+    return asyncio.run(run())

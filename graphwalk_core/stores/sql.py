@@ -18,9 +18,10 @@ transaction commits, a savepoint starts or ends, or any other read or a delete n
 window of documents that merges into one hub node writes that node once, not once per document.
 
 Writers serialize per graph, readers never wait: on SQLite a write transaction starts with
-``BEGIN IMMEDIATE`` and waits up to ``sql_engine.SQLITE_BUSY_TIMEOUT_S`` for another process's writer; on
-PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two
-processes never merge into the same element from stale reads (no lost update) and never deadlock.
+``BEGIN IMMEDIATE`` and waits up to ``sql_engine.SQLITE_BUSY_TIMEOUT_S`` for another process's writer
+(in awaited pauses: Ctrl-C or a cancellation ends the wait); on PostgreSQL it first takes a
+transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two processes never merge into the
+same element from stale reads (no lost update) and never deadlock.
 
 Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 16 MiB page cache and a 64 MiB log
 between checkpoints change no durability) and PostgreSQL write transactions with
@@ -33,6 +34,8 @@ with its elements, so a rerun redoes exactly those documents).
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -43,6 +46,7 @@ from typing import Any
 from pydantic_core import PydanticSerializationError
 from sqlalchemy import (
     Connection,
+    RootTransaction,
     Table,
     bindparam,
     delete,
@@ -57,7 +61,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
-from graphwalk_core.stores import node_parts
+from graphwalk_core.stores import node_parts, sql_engine
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.keys import (
     check_edge,
@@ -69,16 +73,21 @@ from graphwalk_core.stores.keys import (
 )
 from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
+    SQLITE_WRITER_PAUSES_S,
+    TRY_WRITE_OPTION,
     WRITER_OPTION,
     array_statement,
     error_reason,
+    has_password,
     missing_folder,
     no_dialect,
     open_engine,
     parse_url,
     redact_url,
+    sqlite_in_memory,
     table_names,
     upsert_statement,
+    writer_busy,
 )
 from graphwalk_core.stores.sql_tables import (
     create_schema,
@@ -92,6 +101,8 @@ from graphwalk_core.stores.sql_tables import (
     provenance_table,
     schema,
 )
+
+log = logging.getLogger(__name__)
 
 _CHUNK = 500
 #: Edge types a read filters on in SQL (a bind parameter each: PostgreSQL takes at most 65,535 per
@@ -170,7 +181,14 @@ class SQLGraphStore:
         no graph is an InputError and is left as it was (a source database given by mistake)."""
         self.url = url
         shown = redact_url(url)
-        parse_url(url, "graph store")
+        if sqlite_in_memory(parse_url(url, "graph store")):
+            given = shown if has_password(url) else url  # rendered, ':memory:' would read '%3Amemory%3A'
+            raise InputError(
+                f"graph store URL {given} is a SQLite database in memory: the SQL store needs a file (each "
+                "walk reads its own snapshot while a write goes on, which SQLite gives only with a file's "
+                "write-ahead log) and would lose the graph when closed; use a file (sqlite:///PATH.db) or, "
+                "in Python, MemoryGraphStore"
+            )
         try:
             if not create and not holds_graph(table_names(url)):
                 raise InputError(
@@ -251,29 +269,38 @@ class SQLGraphStore:
     # ------------------------------------------------------------------ connections and transactions
 
     @contextmanager
-    def _connection(self, *, write: bool = False, pending: bool = False) -> Iterator[Connection]:
+    def _connection(self, *, pending: bool = False) -> Iterator[Connection]:
         """The open transaction's connection (its held upserts written first, unless the caller handles
-        ``pending`` itself), else a fresh one committed on exit (a writer's for writes)."""
+        ``pending`` itself), else the current task's snapshot, else a fresh read transaction."""
         if self._conn is not None:
             if not pending:
                 self._flush()
             yield self._conn
         elif (snapshot := self._snapshot.get()) is not None:
-            if write:
-                raise RuntimeError("a write inside SQLGraphStore.snapshot(): the snapshot only reads")
             yield snapshot
-        elif not write:
+        else:
             with self._reader.begin() as conn:
                 yield conn
+
+    @asynccontextmanager
+    async def _write_connection(self, *, pending: bool = False) -> AsyncIterator[Connection]:
+        """The open transaction's connection (see ``_connection``), else a write transaction of its own,
+        committed on exit."""
+        if self._conn is not None:
+            with self._connection(pending=pending) as conn:
+                yield conn
+        elif self._snapshot.get() is not None:
+            raise RuntimeError("a write inside SQLGraphStore.snapshot(): the snapshot only reads")
         else:
-            with self._writing() as conn:
+            async with self._writing() as conn:
                 yield conn
 
-    @contextmanager
-    def _writing(self) -> Iterator[Connection]:
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[Connection]:
         """A write transaction that counts itself in the generation row (see ``_sync``): what is kept
         across transactions is checked when it starts and valid again only once it committed."""
-        with self._writer.begin() as conn:
+        conn, begun = await self._begin_writing()
+        with conn, begun:
             generation = self._sync(conn)
             try:
                 yield conn
@@ -282,6 +309,38 @@ class SQLGraphStore:
                 self._forget_large()
                 raise
         self._committed(generation)
+
+    async def _begin_writing(self) -> tuple[Connection, RootTransaction]:
+        """A connection and its write transaction, begun. While another process writes a SQLite graph,
+        the lock is tried again after a pause awaited, for up to ``SQLITE_BUSY_TIMEOUT_S`` (then SQLite's
+        "database is locked" is raised): SQLite's own wait ran in C and held the event loop, so Ctrl-C and
+        a cancellation went unheard until the other process committed."""
+        deadline: float | None = None
+        pause, longest = SQLITE_WRITER_PAUSES_S
+        while True:
+            conn = self._writer.connect().execution_options(**{TRY_WRITE_OPTION: True})
+            try:
+                return conn, conn.begin()
+            except BaseException as exc:
+                conn.close()
+                if not writer_busy(exc) or (deadline is not None and time.monotonic() >= deadline):
+                    raise
+            if deadline is None:
+                deadline = time.monotonic() + sql_engine.SQLITE_BUSY_TIMEOUT_S
+                log.warning(
+                    "%s: another process is writing this graph; waiting up to %d s for it to commit",
+                    redact_url(self.url),
+                    sql_engine.SQLITE_BUSY_TIMEOUT_S,
+                )
+            try:
+                await asyncio.sleep(pause)
+            except asyncio.CancelledError:
+                log.warning(
+                    "%s: cancelled while waiting for another process's write; this write was not made",
+                    redact_url(self.url),
+                )
+                raise
+            pause = min(pause * 2, longest)
 
     def _flush(self) -> None:
         """Write the held upserts: every node, then every edge, set-based."""
@@ -344,7 +403,7 @@ class SQLGraphStore:
                 self._discard()
                 raise
             return
-        with self._writing() as conn:
+        async with self._writing() as conn:
             self._conn = conn
             try:
                 yield self
@@ -689,7 +748,7 @@ class SQLGraphStore:
         held_nodes = {n.id: n for n in nodes}
         held_edges = {e.id: e for e in edges}
         if self._conn is None:
-            with self._connection(write=True) as conn:
+            async with self._write_connection() as conn:
                 return self._write(conn, held_nodes, held_edges)
         self._pending_nodes.update(held_nodes)
         self._check_endpoints(self._conn, held_edges.values())
@@ -700,7 +759,7 @@ class SQLGraphStore:
         """Delete the node and its incident edges."""
         if not storable(node_id):
             return
-        with self._connection(write=True) as conn:
+        async with self._write_connection() as conn:
             incident = (edges_table.c.source == node_id) | (edges_table.c.target == node_id)
             self._remove_edges(conn, list(conn.scalars(select(edges_table.c.id).where(incident))))
             held = self._held(conn, "node", [node_id])
@@ -710,7 +769,7 @@ class SQLGraphStore:
     async def delete_edge(self, edge_id: EdgeId) -> None:
         if not storable(edge_id):
             return
-        with self._connection(write=True) as conn:
+        async with self._write_connection() as conn:
             self._remove_edges(conn, [edge_id])
 
     async def merge_nodes(self, keep: NodeId, absorb: NodeId) -> Node:
@@ -741,7 +800,7 @@ class SQLGraphStore:
     async def set_metadata(self, key: str, value: str | None) -> None:
         """Set a metadata string; ``None`` deletes the key."""
         check_metadata(key, value)
-        with self._connection(write=True, pending=True) as conn:  # metadata is apart from the elements
+        async with self._write_connection(pending=True) as conn:  # metadata is apart from the elements
             if value is None:
                 conn.execute(delete(metadata_table).where(metadata_table.c.key == key))
             else:
@@ -749,7 +808,7 @@ class SQLGraphStore:
 
     async def clear(self) -> None:
         self._stored = {}
-        with self._connection(write=True) as conn:
+        async with self._write_connection() as conn:
             for table in reversed(schema.sorted_tables):
                 if table is not generation_table:
                     conn.execute(delete(table))

@@ -82,6 +82,9 @@ class JevServer(BackgroundHTTPServer):
             (lambda m: m + "-20260917") if flavor == "openrouter" else (lambda m: m)
         )
         self.requests: list[Recorded] = []
+        #: client connections open now, and opened in all
+        self.connections_open = 0
+        self.connections_made = 0
         self._queue: list[Reply] = []
         self._count = 0
         super().__init__(self._handler())
@@ -160,6 +163,17 @@ class JevServer(BackgroundHTTPServer):
 
             def log_message(self, format: str, *args: Any) -> None:  # silence stderr
                 return
+
+            def setup(self) -> None:
+                super().setup()
+                with server._lock:
+                    server.connections_open += 1
+                    server.connections_made += 1
+
+            def finish(self) -> None:  # the client closed the connection (or the server gave up on it)
+                with server._lock:
+                    server.connections_open -= 1
+                super().finish()
 
             def _serve(self, method: str) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

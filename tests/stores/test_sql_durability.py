@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import select
 import signal
 import sqlite3
 import subprocess
@@ -18,6 +19,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import sqlalchemy
 from servers.postgres_server import PostgresServer
 
 from graphwalk_core.errors import BackendError, InputError
@@ -334,3 +336,149 @@ def test_a_password_holding_an_at_sign_is_refused_saying_how_to_write_it() -> No
         "invalid graph store URL postgresql+psycopg://bob:***@h:5432/x: its password holds an '@': "
         "write it as %40"
     )
+
+
+GRAPHWALK = str(Path(sys.executable).with_name("graphwalk"))
+
+
+def graph_import(triples: Path, graph: Path) -> subprocess.Popen[str]:
+    """``graphwalk graph import TRIPLES --out GRAPH --replace`` started (Ctrl-C reaches it)."""
+    return subprocess.Popen(
+        [GRAPHWALK, "graph", "import", str(triples), "--out", str(graph), "--replace"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # not ignored when in background
+    )
+
+
+def test_ctrl_c_ends_a_sqlite_writer_waiting_for_another_process(tmp_path: Path) -> None:
+    """A writer waiting for another process's write transaction waited inside SQLite's busy handler (C)
+    with the event loop held: Ctrl-C went unheard until the other process committed, up to 600 s. It
+    waits in awaited pauses now: Ctrl-C ends it at once (exit 130), having said what it waited for, and
+    the graph is left as it was."""
+    graph = tmp_path / "g.db"
+    (tmp_path / "old.txt").write_text("a|r|b\n")
+    (tmp_path / "new.txt").write_text("c|r|d\n")
+    first = graph_import(tmp_path / "old.txt", graph)
+    assert first.communicate(timeout=60) == ("wrote 2 nodes and 1 edges to " + str(graph) + "\n", "")
+    holder = sqlite3.connect(graph, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # another process writes
+    proc = graph_import(tmp_path / "new.txt", graph)
+    try:
+        assert proc.stderr is not None
+        said = select.select([proc.stderr], [], [], 60)[0]  # the old wait said nothing
+        waiting = proc.stderr.readline() if said else ""
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=5)
+        stopped_after = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.communicate()
+        holder.rollback()
+        holder.close()
+    url = f"sqlite:///{graph}"
+    assert (proc.returncode, out, waiting + err) == (
+        130,
+        "",
+        f"{url}: another process is writing this graph; waiting up to 600 s for it to commit\n"
+        f"{url}: cancelled while waiting for another process's write; this write was not made\n",
+    )
+    assert stopped_after < 1.5
+    with sqlite3.connect(graph) as check:
+        assert check.execute("SELECT id FROM nodes ORDER BY id").fetchall() == [("a",), ("b",)]
+
+
+async def test_a_cancelled_task_stops_waiting_for_another_sqlite_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait for another process's writer held the event loop (no other task ran) and could not be
+    cancelled; it ran to SQLite's timeout. Now the loop goes on while it waits, a cancellation ends it at
+    once, and the store writes again once the other writer is done."""
+    monkeypatch.setattr(sql_engine, "SQLITE_BUSY_TIMEOUT_S", 3)
+    graph = tmp_path / "g.db"
+    store = SQLGraphStore(f"sqlite:///{graph}")
+    await store.upsert_node(Node(id="a", name="A"))
+    holder = sqlite3.connect(graph, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        task = asyncio.create_task(store.upsert_node(Node(id="b", name="B")))
+        ticks = 0
+        for _ in range(5):
+            await asyncio.sleep(0.02)
+            ticks += 1
+        task.cancel()
+        cancelled = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        stopped_after = time.monotonic() - cancelled
+    finally:
+        holder.rollback()
+        holder.close()
+    assert (ticks, stopped_after < 0.5) == (5, True)
+    await store.upsert_node(Node(id="c", name="C"))
+    assert [n.id async for n in store.iter_nodes()] == ["a", "c"]
+    await store.close()
+
+
+async def test_a_sqlite_writer_still_waiting_at_the_busy_timeout_fails_as_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Waiting in awaited pauses keeps SQLite's timeout: past ``SQLITE_BUSY_TIMEOUT_S`` the write fails
+    with "database is locked", nothing written."""
+    monkeypatch.setattr(sql_engine, "SQLITE_BUSY_TIMEOUT_S", 0.3)
+    graph = tmp_path / "g.db"
+    store = SQLGraphStore(f"sqlite:///{graph}")
+    holder = sqlite3.connect(graph, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    started = time.monotonic()
+    try:
+        with pytest.raises(sqlalchemy.exc.OperationalError, match="database is locked"):
+            await store.upsert_node(Node(id="a", name="A"))
+        waited = time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+    assert 0.3 <= waited < 1.5
+    assert await store.counts() == (0, 0)
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///:memory:",
+        "sqlite+pysqlite://",
+        "sqlite:///file:g?mode=memory&cache=shared&uri=true",
+        "sqlite:///file::memory:?uri=true",
+    ],
+)
+def test_a_sqlite_database_in_memory_is_refused_at_open(url: str, tmp_path: Path) -> None:
+    """``sqlite://`` opened: SQLAlchemy lends every task its one connection, so two walks' snapshots
+    overlapping (an eval's concurrent walks), or a write during one, failed with "cannot start a
+    transaction within a transaction", and the graph was gone when closed. SQLite gives a snapshot beside
+    a writer only in a file's write-ahead log: the URL is refused at open, saying what to use instead."""
+    with pytest.raises(InputError) as caught:
+        SQLGraphStore(url)
+    assert str(caught.value) == (
+        f"graph store URL {url} is a SQLite database in memory: the SQL store needs a file (each walk reads "
+        "its own snapshot while a write goes on, which SQLite gives only with a file's write-ahead log) and "
+        "would lose the graph when closed; use a file (sqlite:///PATH.db) or, in Python, MemoryGraphStore"
+    )
+    file_uri = f"sqlite:///file:{tmp_path / 'g.db'}?uri=true"  # a file named by a URI opens
+    asyncio.run(SQLGraphStore(file_uri).close())
+    assert (tmp_path / "g.db").is_file()
+
+
+def test_graph_import_into_a_sqlite_database_in_memory_is_an_error_naming_the_url(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_text("a|r|b\n")
+    done = subprocess.run(
+        [GRAPHWALK, "graph", "import", str(tmp_path / "t.txt"), "--out", "sqlite://"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: graph store URL sqlite:// is a SQLite database in memory: ")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict, Unpack
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
-from graphwalk_core.decisions.base import DecisionBackend
+from graphwalk_core.decisions.base import DecisionBackend, close_decider
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.errors import InputError, OptionError
 from graphwalk_core.eval.datasets.base import Dataset
@@ -322,5 +322,13 @@ async def build_system_async(name: str, dataset: Dataset, **args: Unpack[SystemA
 
 
 def build_system(name: str, dataset: Dataset, **args: Unpack[SystemArgs]) -> QASystem:
-    """:func:`build_system_async` from synchronous code."""
-    return asyncio.run(build_system_async(name, dataset, **args))
+    """:func:`build_system_async` from synchronous code, in an event loop of its own: what the decider
+    opened in it (ingesting passages with jev routing) is closed with it."""
+
+    async def build() -> QASystem:
+        try:
+            return await build_system_async(name, dataset, **args)
+        finally:
+            await close_decider(args.get("decider"))
+
+    return asyncio.run(build())

@@ -244,7 +244,11 @@ def eval_results(
         label=dims["system"],
     )
     run = run_eval(
-        eval_questions, system, out_dir=warehouse.path() / "eval_runs", concurrency=config.concurrency
+        eval_questions,
+        system,
+        out_dir=warehouse.path() / "eval_runs",
+        concurrency=config.concurrency,
+        decider=found.decider,
     )
     table = results_table(run.results)
     path = write_results(warehouse.warehouse(), dims["dataset"], dims["system"], table)

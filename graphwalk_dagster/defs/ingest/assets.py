@@ -8,6 +8,7 @@ import asyncio
 
 import dagster as dg
 
+from graphwalk_core.decisions.base import close_decider
 from graphwalk_core.errors import InputError
 from graphwalk_core.ingest import stages
 from graphwalk_core.ingest.extraction.cache import ExtractionCache
@@ -163,9 +164,13 @@ def routing_decisions(
             if routing == "exact":
                 return await stages.route_extractions(extractions, store, None, None, None, "exact")
             builder = backends(decider, llm, embedder)
-            return await stages.route_extractions(
-                extractions, store, builder.decider(), builder.embedder, builder.llm
-            )
+            chosen = builder.decider()
+            try:
+                return await stages.route_extractions(
+                    extractions, store, chosen, builder.embedder, builder.llm
+                )
+            finally:
+                await close_decider(chosen)
 
     plan = asyncio.run(route())
     actions = {a: sum(m.action == a for m in plan.mentions) for a in ("merge", "new", "pinned")}
