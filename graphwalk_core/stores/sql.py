@@ -18,10 +18,11 @@ transaction commits, a savepoint starts or ends, or any other read or a delete n
 window of documents that merges into one hub node writes that node once, not once per document.
 
 Writers serialize per graph, readers never wait: on SQLite a write transaction starts with
-``BEGIN IMMEDIATE`` and waits up to ``sql_engine.SQLITE_BUSY_TIMEOUT_S`` for another process's writer
-(in awaited pauses: Ctrl-C or a cancellation ends the wait); on PostgreSQL it first takes a
-transaction-scoped advisory lock (``pg_advisory_xact_lock``), so two processes never merge into the
-same element from stale reads (no lost update) and never deadlock.
+``BEGIN IMMEDIATE`` and waits up to ``sql_engine.SQLITE_BUSY_TIMEOUT_S`` for another process's writer;
+on PostgreSQL it first takes a transaction-scoped advisory lock (``pg_advisory_xact_lock``), waiting as
+long as the session's ``lock_timeout`` lets it, so two processes never merge into the same element from
+stale reads (no lost update) and never deadlock. Both wait in awaited pauses: Ctrl-C or a cancellation
+ends the wait.
 
 Durability: SQLite runs in WAL mode with ``synchronous=NORMAL`` (a 16 MiB page cache and a 64 MiB log
 between checkpoints change no durability) and PostgreSQL write transactions with
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -61,7 +63,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from graphwalk_core.errors import BackendError, InputError
 from graphwalk_core.model import Edge, EdgeId, Node, NodeId
 from graphwalk_core.model.merge import merge_edge_data, merge_node_data, rewired, source_ids
-from graphwalk_core.stores import node_parts, sql_engine
+from graphwalk_core.stores import node_parts
 from graphwalk_core.stores.base import Adjacent, Direction, Neighbor
 from graphwalk_core.stores.keys import (
     check_edge,
@@ -73,9 +75,10 @@ from graphwalk_core.stores.keys import (
 )
 from graphwalk_core.stores.memory import check_direction, name_key
 from graphwalk_core.stores.sql_engine import (
-    SQLITE_WRITER_PAUSES_S,
+    LAST_TRY,
     TRY_WRITE_OPTION,
     WRITER_OPTION,
+    WRITER_PAUSES_S,
     array_statement,
     error_reason,
     has_password,
@@ -311,26 +314,31 @@ class SQLGraphStore:
         self._committed(generation)
 
     async def _begin_writing(self) -> tuple[Connection, RootTransaction]:
-        """A connection and its write transaction, begun. While another process writes a SQLite graph,
-        the lock is tried again after a pause awaited, for up to ``SQLITE_BUSY_TIMEOUT_S`` (then SQLite's
-        "database is locked" is raised): SQLite's own wait ran in C and held the event loop, so Ctrl-C and
-        a cancellation went unheard until the other process committed."""
+        """A connection and its write transaction, begun. While another process writes the graph, the
+        writer lock is tried again after a pause awaited, for as long as the database's own wait would last
+        (SQLite: ``SQLITE_BUSY_TIMEOUT_S``; PostgreSQL: the session's ``lock_timeout`` or
+        ``statement_timeout``, else as long as it is held), then fails as that wait did: it ran in the
+        driver and held the event loop, so Ctrl-C and a cancellation went unheard until the other process
+        committed."""
         deadline: float | None = None
-        pause, longest = SQLITE_WRITER_PAUSES_S
+        pause, longest = WRITER_PAUSES_S
         while True:
-            conn = self._writer.connect().execution_options(**{TRY_WRITE_OPTION: True})
+            last = deadline is not None and time.monotonic() >= deadline
+            conn = self._writer.connect().execution_options(**{TRY_WRITE_OPTION: LAST_TRY if last else True})
             try:
                 return conn, conn.begin()
             except BaseException as exc:
                 conn.close()
-                if not writer_busy(exc) or (deadline is not None and time.monotonic() >= deadline):
+                wait_s = writer_busy(exc)
+                if wait_s is None or last:
                     raise
             if deadline is None:
-                deadline = time.monotonic() + sql_engine.SQLITE_BUSY_TIMEOUT_S
+                deadline = time.monotonic() + wait_s
+                bound = "" if math.isinf(wait_s) else f" up to {wait_s:g} s"
                 log.warning(
-                    "%s: another process is writing this graph; waiting up to %d s for it to commit",
+                    "%s: another process is writing this graph; waiting%s for it to commit",
                     redact_url(self.url),
-                    sql_engine.SQLITE_BUSY_TIMEOUT_S,
+                    bound,
                 )
             try:
                 await asyncio.sleep(pause)

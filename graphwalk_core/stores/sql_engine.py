@@ -5,6 +5,7 @@ See :mod:`~graphwalk_core.stores.sql` for what they guarantee."""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections.abc import Callable
@@ -21,8 +22,8 @@ from graphwalk_core.files import create_shared, switch_to_wal
 
 #: Seconds a SQLite writer waits for another process's write transaction before failing.
 SQLITE_BUSY_TIMEOUT_S = 600
-#: Seconds between a waiting SQLite writer's tries at the write lock: the first pause, the longest.
-SQLITE_WRITER_PAUSES_S = (0.005, 0.1)
+#: Seconds between a waiting writer's tries at the graph's writer lock: the first pause, the longest.
+WRITER_PAUSES_S = (0.005, 0.1)
 #: SQLite's page cache per connection, KiB (its default is 2,000): a graph's indexes outgrow the default at
 #: a few thousand documents, and every insert then re-reads B-tree pages from the operating system. 16 MiB
 #: keeps their inner pages; 64 MiB applied 6,119 passages 3% faster for 55 MB more resident memory.
@@ -34,23 +35,48 @@ SQLITE_CHECKPOINT_PAGES = 16_384
 #: The PostgreSQL advisory lock key of the writers of the graph in schema ``public``; a graph in another
 #: schema (a ``search_path`` in the URL's ``options``) locks the hash of its schema's name seeded with it.
 WRITER_LOCK = 0x67726170685F7772  # "graph_wr"
-#: Begins a PostgreSQL write transaction: takes the writer lock of the graph in the session's schema (the
-#: first of its search path that exists), and makes the transaction commit asynchronously unless the
-#: session's ``synchronous_commit`` was chosen for it (the URL's options, PGOPTIONS, the role's or the
-#: database's setting). Set per transaction, never per session: PgBouncer in transaction mode refuses
-#: startup options and runs each transaction on any server session.
-_WRITER_BEGIN = (
-    f"SELECT pg_advisory_xact_lock(CASE current_schema() WHEN 'public' THEN {WRITER_LOCK} "
-    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END), "
+#: The advisory lock key of the graph in the session's schema (the first of its search path that exists).
+_WRITER_KEY = (
+    f"CASE current_schema() WHEN 'public' THEN {WRITER_LOCK} "
+    f"ELSE hashtextextended(current_schema(), {WRITER_LOCK}) END"
+)
+#: Makes the transaction commit asynchronously unless the session's ``synchronous_commit`` was chosen for it
+#: (the URL's options, PGOPTIONS, the role's or the database's setting). Set per transaction, never per
+#: session: PgBouncer in transaction mode refuses startup options and runs each transaction on any server
+#: session.
+_ASYNC_COMMIT = (
     "(SELECT set_config(name, 'off', true) FROM pg_settings "
     "WHERE name = 'synchronous_commit' AND source IN ('default', 'configuration file', 'command line'))"
 )
+#: Begins a PostgreSQL write transaction: takes the writer lock of the graph, waiting for it, and
+#: :data:`_ASYNC_COMMIT`.
+_WRITER_BEGIN = f"SELECT pg_advisory_xact_lock({_WRITER_KEY}), {_ASYNC_COMMIT}"
+#: Begins a PostgreSQL write transaction as :data:`_WRITER_BEGIN` does, if the lock is free (its first
+#: column: whether it was).
+_WRITER_TRY = f"SELECT pg_try_advisory_xact_lock({_WRITER_KEY}), {_ASYNC_COMMIT}"
+#: The session's setting that ends a wait for a lock (the shorter of ``lock_timeout`` and
+#: ``statement_timeout``, if set), and its value in milliseconds.
+_LOCK_WAIT_BOUND = (
+    "SELECT name, setting::bigint FROM pg_settings WHERE name IN ('lock_timeout', 'statement_timeout') "
+    "AND setting <> '0' ORDER BY setting::bigint, name LIMIT 1"
+)
 #: Execution option marking write transactions (see :mod:`~graphwalk_core.stores.sql`).
 WRITER_OPTION = "graphwalk_writer"
-#: Execution option making a SQLite write transaction's ``BEGIN IMMEDIATE`` one try, failing at once while
-#: another connection writes (see :func:`writer_busy`), not after SQLite's busy timeout spent in C, where
-#: neither Ctrl-C nor an asyncio cancellation is heard.
+#: Execution option making a write transaction's writer lock (SQLite's ``BEGIN IMMEDIATE``, PostgreSQL's
+#: advisory lock) one try, failing at once while another connection writes (see :func:`writer_busy`), not
+#: after a wait spent in the driver, where neither Ctrl-C nor an asyncio cancellation is heard. Its value
+#: :data:`LAST_TRY` makes the try the one after the wait's bound: it fails as the driver's wait did.
 TRY_WRITE_OPTION = "graphwalk_try_write"
+LAST_TRY = "last"
+
+
+class WriterBusy(Exception):
+    """A PostgreSQL write transaction's try (:data:`TRY_WRITE_OPTION`) found another session holding the
+    graph's writer lock; ``wait_s``: how long the session would have waited for it (inf: as long as held)."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__("another session holds the graph's writer lock")
+        self.wait_s = wait_s
 
 
 #: What SQLAlchemy raises for a URL it cannot parse (a port that is not a number: a ValueError).
@@ -160,24 +186,42 @@ def _sqlite_transactions(engine: Engine) -> None:
             conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)}")
 
 
-def writer_busy(exc: BaseException) -> bool:
-    """Whether ``exc`` is SQLite's answer to a write transaction's try (:data:`TRY_WRITE_OPTION`) while
-    another connection holds the write lock."""
+def writer_busy(exc: BaseException) -> float | None:
+    """When ``exc`` answers a write transaction's try (:data:`TRY_WRITE_OPTION`) while another connection
+    holds the writer lock: the seconds the database's own wait for it lasts (inf: as long as it is held);
+    else None."""
+    if isinstance(exc, WriterBusy):
+        return exc.wait_s
     cause = getattr(exc, "orig", None)
-    if not isinstance(cause, sqlite3.OperationalError):
-        return False
-    return cause.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+    if isinstance(cause, sqlite3.OperationalError) and cause.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY:
+        return SQLITE_BUSY_TIMEOUT_S
+    return None
 
 
 def _postgresql_writer_lock(engine: Engine) -> None:
     """Write transactions start by taking the graph's advisory lock (released at commit or rollback): one
     per schema, so the graphs of one database never wait for each other's writers (see
-    :data:`_WRITER_BEGIN`)."""
+    :data:`_WRITER_BEGIN`). A try (:data:`TRY_WRITE_OPTION`) raises :class:`WriterBusy` while another
+    session holds it; the last try waits for it with the setting bounding that wait at 1 ms, so that the
+    server fails it with the error it gave when it waited (``canceling statement due to lock timeout``)."""
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        if conn.get_execution_options().get(WRITER_OPTION):
-            conn.exec_driver_sql(_WRITER_BEGIN)
+        options = conn.get_execution_options()
+        if not options.get(WRITER_OPTION):
+            return
+        tried = options.get(TRY_WRITE_OPTION)
+        if tried and tried != LAST_TRY:
+            if not conn.exec_driver_sql(_WRITER_TRY).scalar():
+                bound = conn.exec_driver_sql(_LOCK_WAIT_BOUND).first()
+                raise WriterBusy(math.inf if bound is None else bound[1] / 1000)
+            return
+        bound = conn.exec_driver_sql(_LOCK_WAIT_BOUND).first() if tried else None
+        if bound is not None:
+            conn.exec_driver_sql(f"SET LOCAL {bound[0]} = 1")
+        conn.exec_driver_sql(_WRITER_BEGIN)
+        if bound is not None:
+            conn.exec_driver_sql(f"SET LOCAL {bound[0]} = {bound[1]}")
 
 
 #: SQLSTATEs of a prepared statement the session does not have, or has already: psycopg prepared it on

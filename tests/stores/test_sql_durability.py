@@ -341,7 +341,7 @@ def test_a_password_holding_an_at_sign_is_refused_saying_how_to_write_it() -> No
 GRAPHWALK = str(Path(sys.executable).with_name("graphwalk"))
 
 
-def graph_import(triples: Path, graph: Path) -> subprocess.Popen[str]:
+def graph_import(triples: Path, graph: Path | str) -> subprocess.Popen[str]:
     """``graphwalk graph import TRIPLES --out GRAPH --replace`` started (Ctrl-C reaches it)."""
     return subprocess.Popen(
         [GRAPHWALK, "graph", "import", str(triples), "--out", str(graph), "--replace"],
@@ -482,3 +482,136 @@ def test_graph_import_into_a_sqlite_database_in_memory_is_an_error_naming_the_ur
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("error: graph store URL sqlite:// is a SQLite database in memory: ")
+
+
+def pg_writer_lock(url: str) -> psycopg.Connection[Any]:
+    """A session of ``url``'s database holding the graph's writer lock, as another process's writer does."""
+    holder = psycopg.connect(url.replace("+psycopg", ""))
+    holder.execute(f"SELECT pg_advisory_xact_lock({sql_engine.WRITER_LOCK})")
+    return holder
+
+
+async def test_a_cancelled_task_stops_waiting_for_another_postgresql_writer(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The PostgreSQL writer lock (``pg_advisory_xact_lock``) was waited for inside the driver with the
+    event loop held, for as long as another process's writer held it: no other task ran and the write could
+    not be cancelled. It is tried in awaited pauses now, like SQLite's: the loop goes on, a cancellation ends
+    the wait at once with nothing written, and the store writes again once the other writer is done."""
+    store = SQLGraphStore(postgres_url)
+    await store.upsert_node(Node(id="a", name="A"))
+    holder = pg_writer_lock(postgres_url)
+    release = threading.Timer(5, holder.rollback)  # the old wait ended only then
+    release.start()
+    try:
+        task = asyncio.create_task(store.upsert_node(Node(id="b", name="B")))
+        started = time.monotonic()
+        for _ in range(5):
+            await asyncio.sleep(0.02)
+        ticked_in = time.monotonic() - started
+        task.cancel()
+        cancelled = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        stopped_after = time.monotonic() - cancelled
+    finally:
+        release.cancel()
+        release.join()
+        holder.rollback()
+        holder.close()
+    assert (ticked_in < 0.5, stopped_after < 0.5) == (True, True)
+    assert [n.id async for n in store.iter_nodes()] == ["a"]
+    await store.upsert_node(Node(id="c", name="C"))
+    assert [n.id async for n in store.iter_nodes()] == ["a", "c"]
+    await store.close()
+    assert [r.getMessage() for r in caplog.records if r.name == "graphwalk_core.stores.sql"] == [
+        f"{postgres_url}: another process is writing this graph; waiting for it to commit",
+        f"{postgres_url}: cancelled while waiting for another process's write; this write was not made",
+    ]
+
+
+async def test_a_postgresql_writer_waiting_for_another_writes_once_it_commits(
+    postgres_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another store's write transaction holds the lock: the waiting write let the loop run (the old wait
+    held it, so the holder could not even commit and the waiter failed at its lock_timeout) and writes as
+    soon as the holder commits, on top of what it wrote."""
+    first = SQLGraphStore(postgres_url)
+    waiter_url = postgres_url + "?options=-clock_timeout%3D5s"
+    second = SQLGraphStore(waiter_url)
+    async with first.transaction():
+        await first.upsert_node(Node(id="a", name="A"))
+        waiting = asyncio.create_task(second.upsert_node(Node(id="b", name="B")))
+        await asyncio.sleep(0.3)
+        held_up = not waiting.done()
+        await first.upsert_node(Node(id="a2", name="A2"))
+    committed = time.monotonic()
+    await asyncio.wait_for(waiting, 5)
+    waited_after_commit = time.monotonic() - committed
+    assert (held_up, waited_after_commit < 0.5) == (True, True)
+    assert [n.id async for n in second.iter_nodes()] == ["a", "a2", "b"]
+    for store in (first, second):
+        await store.close()
+    assert [r.getMessage() for r in caplog.records if r.name == "graphwalk_core.stores.sql"] == [
+        f"{waiter_url}: another process is writing this graph; waiting up to 5 s for it to commit",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "cause"),
+    [("lock_timeout", "lock timeout"), ("statement_timeout", "statement timeout")],
+)
+async def test_a_postgresql_writer_still_waiting_at_the_sessions_timeout_fails_as_before(
+    postgres_url: str, setting: str, cause: str
+) -> None:
+    """Waiting in awaited pauses keeps the session's bound on the wait (``lock_timeout``, or
+    ``statement_timeout``): past it the write fails with the server's own error, nothing written."""
+    store = SQLGraphStore(f"{postgres_url}?options=-c{setting}%3D600ms")
+    holder = pg_writer_lock(postgres_url)
+    started = time.monotonic()
+    try:
+        with pytest.raises(sqlalchemy.exc.OperationalError, match=f"canceling statement due to {cause}"):
+            await store.upsert_node(Node(id="a", name="A"))
+        waited = time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+    assert 0.6 <= waited < 1.5
+    assert await store.counts() == (0, 0)
+    await store.close()
+
+
+def test_ctrl_c_ends_a_postgresql_writer_waiting_for_another_process(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Ctrl-C cancels the CLI's main task, which the old wait for the writer lock (in the driver) never
+    noticed: the command went on waiting for the other writer. Now it exits 130 at once, having said what it
+    waited for, and the graph is left as it was."""
+    (tmp_path / "old.txt").write_text("a|r|b\n")
+    (tmp_path / "new.txt").write_text("c|r|d\n")
+    first = graph_import(tmp_path / "old.txt", postgres_url)
+    assert first.communicate(timeout=60) == (f"wrote 2 nodes and 1 edges to {postgres_url}\n", "")
+    holder = pg_writer_lock(postgres_url)
+    proc = graph_import(tmp_path / "new.txt", postgres_url)
+    try:
+        assert proc.stderr is not None
+        said = select.select([proc.stderr], [], [], 60)[0]  # the old wait said nothing
+        waiting = proc.stderr.readline() if said else ""
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        out, err = proc.communicate(timeout=5)
+        stopped_after = time.monotonic() - sent
+    finally:
+        proc.kill()
+        proc.communicate()
+        holder.rollback()
+        holder.close()
+    assert (proc.returncode, out, waiting + err) == (
+        130,
+        "",
+        f"{postgres_url}: another process is writing this graph; waiting for it to commit\n"
+        f"{postgres_url}: cancelled while waiting for another process's write; this write was not made\n",
+    )
+    assert stopped_after < 1.5
+    with psycopg.connect(postgres_url.replace("+psycopg", "")) as check:
+        assert check.execute("SELECT id FROM nodes ORDER BY id").fetchall() == [("a",), ("b",)]
