@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -352,18 +353,17 @@ def graph_import(triples: Path, graph: Path | str) -> subprocess.Popen[str]:
     )
 
 
-def test_ctrl_c_ends_a_sqlite_writer_waiting_for_another_process(tmp_path: Path) -> None:
-    """A writer waiting for another process's write transaction waited inside SQLite's busy handler (C)
-    with the event loop held: Ctrl-C went unheard until the other process committed, up to 600 s. It
-    waits in awaited pauses now: Ctrl-C ends it at once (exit 130), having said what it waited for, and
-    the graph is left as it was."""
-    graph = tmp_path / "g.db"
+def interrupted_import(
+    tmp_path: Path, graph: Path | str, hold: Callable[[], Any]
+) -> tuple[int, str, str, float]:
+    """A graph of ``a -r-> b`` imported into ``graph``, then another imported while ``hold()``'s session
+    holds the writer lock (as another process's writer), interrupted (SIGINT) once it said something or
+    after 60 s: its (exit code, stdout, stderr, seconds it took to stop after the signal)."""
     (tmp_path / "old.txt").write_text("a|r|b\n")
     (tmp_path / "new.txt").write_text("c|r|d\n")
     first = graph_import(tmp_path / "old.txt", graph)
-    assert first.communicate(timeout=60) == ("wrote 2 nodes and 1 edges to " + str(graph) + "\n", "")
-    holder = sqlite3.connect(graph, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")  # another process writes
+    assert first.communicate(timeout=60) == (f"wrote 2 nodes and 1 edges to {graph}\n", "")
+    holder = hold()
     proc = graph_import(tmp_path / "new.txt", graph)
     try:
         assert proc.stderr is not None
@@ -378,14 +378,30 @@ def test_ctrl_c_ends_a_sqlite_writer_waiting_for_another_process(tmp_path: Path)
         proc.communicate()
         holder.rollback()
         holder.close()
+    return proc.returncode, out, waiting + err, stopped_after
+
+
+def test_ctrl_c_ends_a_sqlite_writer_waiting_for_another_process(tmp_path: Path) -> None:
+    """A writer waiting for another process's write transaction waited inside SQLite's busy handler (C)
+    with the event loop held: Ctrl-C went unheard until the other process committed, up to 600 s. It
+    waits in awaited pauses now: Ctrl-C ends it at once (exit 130), having said what it waited for, and
+    the graph is left as it was."""
+    graph = tmp_path / "g.db"
+
+    def hold() -> sqlite3.Connection:
+        holder = sqlite3.connect(graph, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writes
+        return holder
+
+    ended = interrupted_import(tmp_path, graph, hold)
     url = f"sqlite:///{graph}"
-    assert (proc.returncode, out, waiting + err) == (
+    assert ended[:3] == (
         130,
         "",
         f"{url}: another process is writing this graph; waiting up to 600 s for it to commit\n"
         f"{url}: cancelled while waiting for another process's write; this write was not made\n",
     )
-    assert stopped_after < 1.5
+    assert ended[3] < 1.5
     with sqlite3.connect(graph) as check:
         assert check.execute("SELECT id FROM nodes ORDER BY id").fetchall() == [("a",), ("b",)]
 
@@ -587,31 +603,13 @@ def test_ctrl_c_ends_a_postgresql_writer_waiting_for_another_process(
     """Ctrl-C cancels the CLI's main task, which the old wait for the writer lock (in the driver) never
     noticed: the command went on waiting for the other writer. Now it exits 130 at once, having said what it
     waited for, and the graph is left as it was."""
-    (tmp_path / "old.txt").write_text("a|r|b\n")
-    (tmp_path / "new.txt").write_text("c|r|d\n")
-    first = graph_import(tmp_path / "old.txt", postgres_url)
-    assert first.communicate(timeout=60) == (f"wrote 2 nodes and 1 edges to {postgres_url}\n", "")
-    holder = pg_writer_lock(postgres_url)
-    proc = graph_import(tmp_path / "new.txt", postgres_url)
-    try:
-        assert proc.stderr is not None
-        said = select.select([proc.stderr], [], [], 60)[0]  # the old wait said nothing
-        waiting = proc.stderr.readline() if said else ""
-        proc.send_signal(signal.SIGINT)
-        sent = time.monotonic()
-        out, err = proc.communicate(timeout=5)
-        stopped_after = time.monotonic() - sent
-    finally:
-        proc.kill()
-        proc.communicate()
-        holder.rollback()
-        holder.close()
-    assert (proc.returncode, out, waiting + err) == (
+    ended = interrupted_import(tmp_path, postgres_url, lambda: pg_writer_lock(postgres_url))
+    assert ended[:3] == (
         130,
         "",
         f"{postgres_url}: another process is writing this graph; waiting for it to commit\n"
         f"{postgres_url}: cancelled while waiting for another process's write; this write was not made\n",
     )
-    assert stopped_after < 1.5
+    assert ended[3] < 1.5
     with psycopg.connect(postgres_url.replace("+psycopg", "")) as check:
         assert check.execute("SELECT id FROM nodes ORDER BY id").fetchall() == [("a",), ("b",)]
