@@ -50,7 +50,8 @@ def demo(
     if not console.is_terminal:
         console = Console(width=140)  # piped output: no 80-column wrapping of the tables
     start = time.perf_counter()
-    plan = demo_plan(questions=questions or CUSTOM_QUESTIONS)
+    chosen = questions or CUSTOM_QUESTIONS
+    plan = demo_plan(questions=chosen)
     home = dagster_home or Path(os.environ.get("DAGSTER_HOME") or ".dagster")
     try:
         if questions is not None and not questions.is_file():  # the default one missing: left out
@@ -67,7 +68,7 @@ def demo(
             warehouse,
             plan,
             n=n,
-            questions=questions or CUSTOM_QUESTIONS,
+            questions=chosen,
             instance=instance,
             log=lambda msg: console.print(f"[dim]materialize[/dim] {escape(msg)}"),
         )

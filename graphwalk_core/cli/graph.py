@@ -42,6 +42,7 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
     there is an InputError unless ``replace``."""
     from graphwalk_core.stores.open import SQLITE_SUFFIXES, is_parquet_graph, open_store
     from graphwalk_core.stores.sql import SQLGraphStore
+    from graphwalk_core.stores.sql_engine import redact_location
 
     text = str(out)
     if "://" not in text and Path(text).suffix.lower() not in SQLITE_SUFFIXES:
@@ -58,7 +59,7 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         async with target.transaction():
             held, keys = await target.counts(), len(await target.metadata_keys())
             if not replace and (held != (0, 0) or keys):
-                raise _held(_shown(text), held, keys, "import")
+                raise _held(redact_location(text), held, keys, "import")
             await target.clear()
             await target.upsert_many(
                 [n async for n in store.iter_nodes()], [e async for e in store.iter_edges()]
@@ -71,13 +72,6 @@ async def _write_graph(store: MemoryGraphStore, out: Path | str, *, replace: boo
         await target.close()
         if new_file and not written:  # a failed first import leaves no empty graph file
             Path(text).unlink(missing_ok=True)
-
-
-def _shown(graph: str) -> str:
-    """``graph`` for a message: a URL without its password."""
-    from graphwalk_core.stores.sql_engine import redact_url
-
-    return redact_url(graph) if "://" in graph else graph
 
 
 def _held(graph: str, counts: tuple[int, int], metadata: int, action: str) -> InputError:
@@ -120,6 +114,7 @@ def import_graph(
 ) -> None:
     """Import a graph from triples or Parquet tables into GRAPH (an empty or new one, or --replace)."""
     from graphwalk_core.stores.memory import MemoryGraphStore
+    from graphwalk_core.stores.sql_engine import redact_location
     from graphwalk_core.stores.triples import read_triples
 
     try:
@@ -144,7 +139,7 @@ def import_graph(
         nodes, edges = asyncio.run(_write_graph(store, out, replace=replace))
     except unavailable() as exc:  # the import is one transaction
         raise graph_failure(exc, out, "Nothing was imported; run the command again") from None
-    typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {_shown(out)}")
+    typer.echo(f"wrote {nodes:,} nodes and {edges:,} edges to {redact_location(out)}")
 
 
 def _check_source(source: Path, format: InputFormat) -> None:

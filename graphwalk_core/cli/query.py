@@ -50,10 +50,11 @@ async def _run(
         asked = await answer(walker, question, start)
         if asked.result is None:
             if (await store.counts())[0] == 0:
-                from graphwalk_core.stores.sql_engine import redact_url
+                from graphwalk_core.stores.sql_engine import redact_location
 
-                shown = redact_url(graph) if "://" in graph else graph
-                raise InputError(f"the graph {shown} holds no nodes: import or ingest into it first")
+                raise InputError(
+                    f"the graph {redact_location(graph)} holds no nodes: import or ingest into it first"
+                )
             raise InputError("no graph node is named in the question: pass --start NODE_ID")
         result = asked.result
         hops = [hop for found in result.answers for hop in found.witness]

@@ -116,6 +116,12 @@ def redact_url(url: str | URL) -> str:
     return _SECRET_PARAM.sub(r"\1***", _hide_password(url))
 
 
+def redact_location(location: str) -> str:
+    """A graph location for a message: a URL without its password (see :func:`redact_url`), a path as
+    given."""
+    return redact_url(location) if "://" in location else location
+
+
 def _hide_password(url: str | URL) -> str:
     """``url`` with its user's password replaced by ``***`` (see :func:`redact_url`)."""
     try:
