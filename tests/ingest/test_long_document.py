@@ -34,6 +34,21 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return docs
 
 
+async def decider_ingest(corpus: Path, store: MemoryGraphStore, **kwargs: Any) -> Any:
+    """``corpus`` ingested into ``store`` with decider routing (the local decider, hashed embeddings) and
+    1,000-character chunks; ``kwargs`` go to ``ingest``."""
+    embedder = HashingEmbedder()
+    return await pipeline.ingest(
+        FileSource(corpus, source_id="docs"),
+        store,
+        decider=LocalDecisionBackend(embedder),
+        embedder=embedder,
+        routing="jev",
+        max_chars=1_000,
+        **kwargs,
+    )
+
+
 async def ingest_recorded(
     corpus: Path, monkeypatch: pytest.MonkeyPatch, **kwargs: Any
 ) -> tuple[dict[str, Any], list[MentionDecision], list[tuple[int, int]], list[tuple[int, int, int]]]:
@@ -66,16 +81,8 @@ async def ingest_recorded(
     apply = pipeline.apply_plan
     monkeypatch.setattr(pipeline, "route_extractions", recording_route)
     monkeypatch.setattr(pipeline, "apply_plan", recording_apply)
-    store, embedder = MemoryGraphStore(), HashingEmbedder()
-    report = await pipeline.ingest(
-        FileSource(corpus, source_id="docs"),
-        store,
-        decider=LocalDecisionBackend(embedder),
-        embedder=embedder,
-        routing="jev",
-        max_chars=1_000,
-        **kwargs,
-    )
+    store = MemoryGraphStore()
+    report = await decider_ingest(corpus, store, **kwargs)
     monkeypatch.undo()
     assert report.chunks == 56 and report.mentions == len(decisions)
     return await graph_tables(store, "docs"), decisions, calls, planned
@@ -105,7 +112,7 @@ async def test_a_long_document_routed_in_batches_gives_the_graph_one_batch_gives
 async def test_a_crash_in_a_long_documents_later_batch_writes_nothing_of_it(
     corpus: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store, embedder, calls = MemoryGraphStore(), HashingEmbedder(), []
+    store, calls = MemoryGraphStore(), []
     route = pipeline.route_extractions
 
     async def failing_route(*args: Any, **kwargs: Any) -> Any:
@@ -116,16 +123,7 @@ async def test_a_crash_in_a_long_documents_later_batch_writes_nothing_of_it(
 
     monkeypatch.setattr(pipeline, "route_extractions", failing_route)
     with pytest.raises(RuntimeError, match="killed"):
-        await pipeline.ingest(
-            FileSource(corpus, source_id="docs"),
-            store,
-            decider=LocalDecisionBackend(embedder),
-            embedder=embedder,
-            routing="jev",
-            max_chars=1_000,
-            window=1,
-            route_chunks=16,
-        )
+        await decider_ingest(corpus, store, window=1, route_chunks=16)
     assert calls == [1, 16, 16, 16]
     tables = await graph_tables(store, "docs")
     assert [d[0] for d in tables["ledger"]] == ["a.txt"]  # committed in its own window, before the crash

@@ -406,6 +406,19 @@ def test_ctrl_c_ends_a_sqlite_writer_waiting_for_another_process(tmp_path: Path)
         assert check.execute("SELECT id FROM nodes ORDER BY id").fetchall() == [("a",), ("b",)]
 
 
+async def refused_write(store: SQLGraphStore, holder: Any, error: str) -> float:
+    """The seconds a write of node ``a`` on ``store`` waited for the writer lock ``holder`` (a connection
+    of another session) holds, before it failed with the database's ``error``; the holder is let go."""
+    started = time.monotonic()
+    try:
+        with pytest.raises(sqlalchemy.exc.OperationalError, match=error):
+            await store.upsert_node(Node(id="a", name="A"))
+        return time.monotonic() - started
+    finally:
+        holder.rollback()
+        holder.close()
+
+
 async def cancelled_write(store: SQLGraphStore) -> tuple[bool, float]:
     """A write of node ``b`` started on ``store`` while another session holds its writer lock, cancelled
     after five 20 ms sleeps of the event loop: (whether those ran within 0.5 s, i.e. the wait left the loop
@@ -455,14 +468,7 @@ async def test_a_sqlite_writer_still_waiting_at_the_busy_timeout_fails_as_before
     store = SQLGraphStore(f"sqlite:///{graph}")
     holder = sqlite3.connect(graph, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
-    started = time.monotonic()
-    try:
-        with pytest.raises(sqlalchemy.exc.OperationalError, match="database is locked"):
-            await store.upsert_node(Node(id="a", name="A"))
-        waited = time.monotonic() - started
-    finally:
-        holder.rollback()
-        holder.close()
+    waited = await refused_write(store, holder, "database is locked")
     assert 0.3 <= waited < 1.5
     assert await store.counts() == (0, 0)
     await store.close()
@@ -582,14 +588,7 @@ async def test_a_postgresql_writer_still_waiting_at_the_sessions_timeout_fails_a
     ``statement_timeout``): past it the write fails with the server's own error, nothing written."""
     store = SQLGraphStore(f"{postgres_url}?options=-c{setting}%3D600ms")
     holder = pg_writer_lock(postgres_url)
-    started = time.monotonic()
-    try:
-        with pytest.raises(sqlalchemy.exc.OperationalError, match=f"canceling statement due to {cause}"):
-            await store.upsert_node(Node(id="a", name="A"))
-        waited = time.monotonic() - started
-    finally:
-        holder.rollback()
-        holder.close()
+    waited = await refused_write(store, holder, f"canceling statement due to {cause}")
     assert 0.6 <= waited < 1.5
     assert await store.counts() == (0, 0)
     await store.close()
