@@ -17,7 +17,7 @@ deleted document that named the node (``canonical_node_id`` / ``rekey_node``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from functools import lru_cache
 from itertools import takewhile
 from typing import Any, TypeVar
@@ -310,18 +310,17 @@ async def absorb_nodes(store: GraphStore, absorbed: dict[str, str], renames: dic
 
 def planned_ids(
     documents: Sequence[DocumentPlan], renames: dict[str, str]
-) -> tuple[list[NodeId], list[EdgeId]]:
+) -> tuple[Iterator[NodeId], Iterator[EdgeId]]:
     """The ids of the nodes and edges ``documents`` fold into the store (those :func:`write_elements`
-    reads), with the ids re-keyed so far replaced as :func:`renamed` replaces them, each once."""
-    nodes: dict[NodeId, None] = {}
-    edges: dict[EdgeId, None] = {}
-    for doc in documents:
-        nodes.update((renames.get(n.id, n.id), None) for n in doc.nodes)
-        edges.update(
-            (bulk_edge_id(renames.get(e.source, e.source), e.type, renames.get(e.target, e.target)), None)
-            for e in doc.edges
-        )
-    return list(nodes), list(edges)
+    reads), with the ids re-keyed so far replaced as :func:`renamed` replaces them, repeats included: lazy,
+    so a store that does not prefetch never computes them."""
+    nodes = (renames.get(n.id, n.id) for doc in documents for n in doc.nodes)
+    edges = (
+        bulk_edge_id(renames.get(e.source, e.source), e.type, renames.get(e.target, e.target))
+        for doc in documents
+        for e in doc.edges
+    )
+    return nodes, edges
 
 
 def renamed(nodes: list[Node], edges: list[Edge], renames: dict[str, str]) -> tuple[list[Node], list[Edge]]:
