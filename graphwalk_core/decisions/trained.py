@@ -18,12 +18,13 @@ import time
 import zipfile
 from collections.abc import Collection
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from graphwalk_core.blas import one_blas_thread
 from graphwalk_core.decisions.base import (
     ChoiceResult,
     DecisionError,
@@ -192,14 +193,6 @@ class DeciderModel:
         return log_p if planned is None else log_p + self.planner.weight * planned
 
 
-@lru_cache(maxsize=1)
-def _blas() -> Any:
-    """The process's BLAS thread pools (threadpoolctl, installed with scikit-learn)."""
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 class TrainedDecisionBackend:
     """Scores every option (STOP included) with a trained model; a full distribution like any backend."""
 
@@ -261,7 +254,7 @@ class TrainedDecisionBackend:
         matrix = self.cache.embed_through(texts, self.embedder.dim, self.embedder.embed)
         vecs = dict(zip(texts, matrix, strict=True))
         # a few rows times one small layer: BLAS threads only add waiting (200 ms a call on a busy machine)
-        with _blas().limit(limits=1, user_api="blas"):
+        with one_blas_thread():
             logits = [
                 self.model.scores(view, view_features(view, vecs.__getitem__, self.model.coverage))
                 for view in views

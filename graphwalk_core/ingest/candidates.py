@@ -22,6 +22,7 @@ from typing import Any, NamedTuple, TypeAlias
 
 import numpy as np
 
+from graphwalk_core.blas import one_blas_thread
 from graphwalk_core.embeddings.base import Embedder
 from graphwalk_core.embeddings.pool import VectorPool
 from graphwalk_core.ingest.text import jaccard, name_words, normalize_name
@@ -338,22 +339,23 @@ class CandidateIndex:
         bound = self.cosine_threshold - COSINE_MARGIN
         found: list[list[np.ndarray]] = [[] for _ in vectors]
         scores: list[list[np.ndarray]] = [[] for _ in vectors]
-        for first, block in self._segments(start):
-            for at in range(0, len(vectors), PREFILTER_BLOCK):
-                product = vectors[at : at + PREFILTER_BLOCK] @ block.T
-                cols, rows = np.nonzero(product >= bound)
-                values = product[cols, rows]
-                del product
-                cuts = np.searchsorted(cols, np.arange(1, min(PREFILTER_BLOCK, len(vectors) - at)))
-                for n, part, value in zip(
-                    range(at, len(vectors)), np.split(rows, cuts), np.split(values, cuts), strict=False
-                ):
-                    if len(part):
-                        found[n].append(part + first)
-                        scores[n].append(value)
-                        if sum(map(len, found[n])) > NEAR_KEPT:
-                            found[n], scores[n] = self._best_near(found[n], scores[n])
-            del block  # before the next block is gathered
+        with one_blas_thread():
+            for first, block in self._segments(start):
+                for at in range(0, len(vectors), PREFILTER_BLOCK):
+                    product = vectors[at : at + PREFILTER_BLOCK] @ block.T
+                    cols, rows = np.nonzero(product >= bound)
+                    values = product[cols, rows]
+                    del product
+                    cuts = np.searchsorted(cols, np.arange(1, min(PREFILTER_BLOCK, len(vectors) - at)))
+                    for n, part, value in zip(
+                        range(at, len(vectors)), np.split(rows, cuts), np.split(values, cuts), strict=False
+                    ):
+                        if len(part):
+                            found[n].append(part + first)
+                            scores[n].append(value)
+                            if sum(map(len, found[n])) > NEAR_KEPT:
+                                found[n], scores[n] = self._best_near(found[n], scores[n])
+                del block  # before the next block is gathered
         return [np.concatenate(parts).astype(np.int32) if parts else _NO_ROWS for parts in found]
 
     def _best_near(
@@ -397,21 +399,24 @@ class CandidateIndex:
         pieces = [
             (i, rows[at : at + SCORE_ROWS]) for i, rows in scored for at in range(0, len(rows), SCORE_ROWS)
         ]
-        for group in _groups(pieces, SCORE_ROWS):  # one gather per block of rows: bounded scratch
-            gathered = self.row_vectors(np.concatenate([rows for _, rows in group]).tolist())
-            start = 0
-            for i, rows in group:
-                matrix = gathered[start : start + len(rows)].astype(np.float64)
-                start += len(rows)
-                exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
-                best = out[i] + [
-                    Candidate(self._rows[row], score, "cosine")
-                    for row, score in zip(rows.tolist(), exact.tolist(), strict=True)
-                    if score >= threshold
-                ]
-                best.sort(key=lambda c: (-c.score, c.node_id))
-                out[i] = best[: self.max_candidates]  # the best so far: a total order, so the same at the end
-            del gathered, matrix  # before the next block is gathered
+        with one_blas_thread():
+            for group in _groups(pieces, SCORE_ROWS):  # one gather per block of rows: bounded scratch
+                gathered = self.row_vectors(np.concatenate([rows for _, rows in group]).tolist())
+                start = 0
+                for i, rows in group:
+                    matrix = gathered[start : start + len(rows)].astype(np.float64)
+                    start += len(rows)
+                    exact = (matrix @ vectors[i].astype(np.float64)).astype(np.float32)
+                    best = out[i] + [
+                        Candidate(self._rows[row], score, "cosine")
+                        for row, score in zip(rows.tolist(), exact.tolist(), strict=True)
+                        if score >= threshold
+                    ]
+                    best.sort(key=lambda c: (-c.score, c.node_id))
+                    out[i] = best[
+                        : self.max_candidates
+                    ]  # the best so far: a total order, so the same at the end
+                del gathered, matrix  # before the next block is gathered
         return out
 
     def candidates(self, names: Sequence[str], *, fuzzy: bool = True) -> list[list[Candidate]]:

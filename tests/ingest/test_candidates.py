@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import tracemalloc
+from collections.abc import Iterable
 from pathlib import Path
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from graphwalk_core.decisions.local import LocalDecisionBackend
 from graphwalk_core.embeddings.hashing import HashingEmbedder
@@ -88,3 +93,35 @@ async def test_local_decider_merges_a_short_name(tmp_path: Path) -> None:
         ("Christopher Nolan", ("Nolan",)),
         ("Kyoto", ()),
     ]
+
+
+def numpy_blas_threads() -> list[int]:
+    """The thread count of numpy's BLAS (other libraries, such as scipy's, bring their own)."""
+    libs = Path(np.__file__).parent.parent
+    return [
+        p["num_threads"]
+        for p in threadpool_info()
+        if p["user_api"] == "blas" and p["filepath"].startswith(f"{libs}/numpy")
+    ]
+
+
+def test_cosine_products_run_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Routing's matrix products take one BLAS thread (threads only wait on a busy 2-core machine), and the
+    process's setting is back as it was after them."""
+    idx = index()
+    seen: list[list[int]] = []
+    read = CandidateIndex.row_vectors
+
+    def probe(self: CandidateIndex, rows: Iterable[int]) -> np.ndarray:  # read inside each product's block
+        seen.append(numpy_blas_threads())
+        return read(self, rows)
+
+    monkeypatch.setattr(CandidateIndex, "row_vectors", probe)
+    with threadpool_limits(limits=2, user_api="blas"):
+        idx.prefilter(["Warner Bros Picture"])
+        assert [
+            (c.node_id, c.how) for c in idx.candidates(["Warner Bros Picture", "Christophe Nolan"])[0]
+        ] == [("n2", "cosine")]
+        after = numpy_blas_threads()
+    assert seen == [[1], [1], [1]]  # the prefilter's block, the unseen name's block, the exact scores' gather
+    assert after == [2]
