@@ -468,6 +468,11 @@ def test_ctrl_c_during_the_fit_stops_it(
     monkeypatch.setattr(fit, "fit_decider", fit_interrupted)
     kb, qs = files
     args = train_args(kb, qs, tmp_path / "m")
-    result = runner.invoke(app, args)
+    # Ctrl-C as a terminal delivers it: a suite started in the background (`make test &`) ignores SIGINT
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        result = runner.invoke(app, args)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert (reached, result.exit_code, result.output) == ([], 130, "")
     assert not (tmp_path / "m").exists()
