@@ -181,6 +181,9 @@ def parse_variant(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def main(argv: list[str]) -> None:
+    if not (DATA / "kb.txt").is_file() or not (MODEL / "tokenizer.json").is_file():
+        print(f"skipped: needs {DATA} and {MODEL}")
+        return
     n = int(argv[0]) if argv and argv[0].isdigit() else 100
     variants = dict(VARIANTS)
     if "--variant" in argv:
