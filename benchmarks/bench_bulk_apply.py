@@ -173,6 +173,8 @@ def main() -> int:
     )
     parser.add_argument("--postgres-url", help="an empty PostgreSQL database (default: a throwaway server)")
     args = parser.parse_args()
+    if args.postgres_url and "postgresql" in args.stores and len(args.sizes) > 1:
+        parser.error("--postgres-url is one empty database, which the first size fills: give one --sizes")
     if not CORPUS.is_file():
         print(f"skipped: {CORPUS} is absent (see ../shared/README.md)")
         return 0

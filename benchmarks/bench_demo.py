@@ -25,12 +25,14 @@ ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1", "DAGSTER_D
 
 def run_demo(warehouse: Path, n: int | None, fresh: bool) -> tuple[float, list[tuple[str, float]]]:
     """Wall seconds of one `graphwalk demo` process (``n``: its --n, else the demo's default), and
-    seconds per progress step."""
+    seconds per progress step. Its Dagster instance is beside ``warehouse`` (not ./.dagster)."""
     cmd = [
         str(Path(sys.executable).with_name("graphwalk")),
         "demo",
         "--warehouse",
         str(warehouse),
+        "--dagster-home",
+        str(warehouse.parent / "dagster"),
         *(["--n", str(n)] if n is not None else []),
     ]
     start = time.perf_counter()

@@ -111,7 +111,7 @@ def child(loader: str, kb: Path) -> None:
 def run_child(loader: str, kb: Path) -> dict[str, float]:
     """Run one loader in a fresh interpreter (peak RSS is measured right after its load)."""
     done = subprocess.run(
-        [sys.executable, __file__, "--child", loader, "--kb", str(kb)],
+        [sys.executable, __file__, "--child", loader, "--kb", str(kb.resolve())],  # it runs in REPO
         capture_output=True,
         cwd=REPO,
         text=True,

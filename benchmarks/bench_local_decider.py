@@ -34,6 +34,7 @@ from rich.table import Table
 
 from graphwalk_core.decisions.base import ChoiceQuestion, DecisionRequest
 from graphwalk_core.decisions.local import DEFAULT_SKIP_KEYS, LocalDecisionBackend
+from graphwalk_core.embeddings.cache import VectorCache
 from graphwalk_core.embeddings.fastembed import MINILM_MODEL, FastEmbedEmbedder
 from graphwalk_core.eval.datasets.metaqa import METAQA_OBJECT_TYPES
 from graphwalk_core.traversal import prompts
@@ -181,6 +182,9 @@ def parse_variant(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def main(argv: list[str]) -> None:
+    if not (DATA / "kb.txt").is_file() or not (MODEL / "tokenizer.json").is_file():
+        print(f"skipped: needs {DATA} and {MODEL}")
+        return
     n = int(argv[0]) if argv and argv[0].isdigit() else 100
     variants = dict(VARIANTS)
     if "--variant" in argv:
@@ -190,6 +194,7 @@ def main(argv: list[str]) -> None:
     embedder = FastEmbedEmbedder(MINILM_MODEL, MODEL)
     results = {}
     for name, kwargs in variants.items():
+        embedder.cache = VectorCache(embedder.cache.maxsize)  # each variant's seconds from a cold cache
         backend = LocalDecisionBackend(embedder, **kwargs)
         results[name] = asyncio.run(score(backend, adj, items))
     keys = sorted({k for r in results.values() for k in r["hits"]})

@@ -64,10 +64,15 @@ async def run(dataset: str, walks_path: str, walker: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", choices=["2wiki-retrieval", "hotpotqa"])
-    parser.add_argument("walks", help="results.parquet of an eval that ran the walk preset")
+    parser.add_argument("dataset", nargs="?", choices=["2wiki-retrieval", "hotpotqa"])
+    parser.add_argument("walks", nargs="?", help="results.parquet of an eval that ran the walk preset")
     parser.add_argument("--walker", default="entity-greedy", help="the walk system's name in those results")
     args = parser.parse_args()
+    if args.dataset is None:  # as `make bench` runs it: the walks come from an eval run first
+        print("skipped: needs DATASET and an earlier eval's results.parquet (the commands in this docstring)")
+        return
+    if args.walks is None or not os.path.isfile(args.walks):
+        parser.error(f"walks: {args.walks or 'missing'}: not a file (results.parquet of an eval of the walk)")
     asyncio.run(run(args.dataset, args.walks, args.walker))
 
 

@@ -65,7 +65,8 @@ def main() -> None:
     parser.add_argument("--n-passages", type=int, default=6119)
     args = parser.parse_args()
     if not CORPUS.is_file():
-        raise SystemExit(f"{CORPUS} not found (see ../shared/README.md)")
+        print(f"skipped: {CORPUS} is absent (see ../shared/README.md)")
+        return
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

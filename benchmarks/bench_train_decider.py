@@ -77,7 +77,10 @@ def main() -> int:
     table.add_row("questions without a path to a gold answer", str(unlabeled))
     table.add_row(
         "validation accuracy (first / later / stop / all)",
-        " / ".join(f"{report.validation_accuracy[k]:.3f}" for k in ("first", "later", "stop", "all")),
+        " / ".join(  # None: no validation example of that kind (a small --n)
+            "—" if (v := report.validation_accuracy[k]) is None else f"{v:.3f}"
+            for k in ("first", "later", "stop", "all")
+        ),
     )
     table.add_row("load average before / after (1 min)", f"{load_before[0]:.1f} / {os.getloadavg()[0]:.1f}")
     table.add_row("CPU seconds (user + sys)", f"{sum(resource.getrusage(resource.RUSAGE_SELF)[:2]):.1f}")

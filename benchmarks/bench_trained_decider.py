@@ -63,6 +63,7 @@ def verdict(met: bool) -> str:
 
 def quick_model(folder: Path) -> Path:
     from graphwalk_core.cli.train import _embedder
+    from graphwalk_core.embeddings import factory
     from graphwalk_core.training.build import labeled_sources
     from graphwalk_core.training.examples import weak_examples
     from graphwalk_core.training.fit import fit_decider
@@ -72,6 +73,7 @@ def quick_model(folder: Path) -> Path:
     )
     examples, _ = asyncio.run(weak_examples(store, questions))
     fit_decider(examples, _embedder(None), out=folder)
+    factory._fastembed.cache_clear()  # the timed run loads its own embedder, no vectors from training
     return folder
 
 
