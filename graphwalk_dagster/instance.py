@@ -114,7 +114,7 @@ def open_instance(home: Path) -> dg.DagsterInstance:
         )
     for name in (n for n, key in reads.items() if key == "postgres_url"):
         try:
-            parse_url(os.environ[name], "storage")
+            parse_url(os.environ[name], "storage", shown=_shown(os.environ[name]))
         except InputError as exc:  # Dagster alone fails with SQLAlchemy's traceback
             raise ConfigError(f"{home / 'dagster.yaml'} reads {name}: {exc} ({DEPLOY_DOC})") from None
     from dagster_postgres.utils import DagsterPostgresException

@@ -11,6 +11,7 @@ Run: ``python -m graphwalk_dagster.instance_config HOME [SHIPPED]`` (``make ui``
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shutil
 import sys
@@ -86,11 +87,15 @@ def prepare(home: Path, shipped: Path = REPO / "dagster.yaml") -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not 1 <= len(args) <= 2:
-        print("usage: python -m graphwalk_dagster.instance_config HOME [SHIPPED]", file=sys.stderr)
-        return 2
-    note = prepare(Path(args[0]), *(Path(a) for a in args[1:]))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser.add_argument("home", type=Path, help="the instance folder (DAGSTER_HOME)")
+    parser.add_argument(
+        "shipped", type=Path, nargs="?", default=REPO / "dagster.yaml", help="the config to copy there"
+    )
+    args = parser.parse_args(argv)
+    if not args.shipped.is_file():
+        parser.error(f"{args.shipped} is not a file: give a shipped instance config (dagster.postgres.yaml)")
+    note = prepare(args.home, args.shipped)
     if note is not None:
         print(note, file=sys.stderr)
     return 0

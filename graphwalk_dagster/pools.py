@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import dagster as dg
 
@@ -46,11 +46,23 @@ def set_pool_limits(
     return {pool.name: pool.limit for pool in sorted(storage.get_pool_limits(), key=lambda p: p.name)}
 
 
+def count_of(what: str) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of ``what``, 1 or more (a limit of 0 would hold every step of
+    the pool forever; a negative one failed with Dagster's traceback)."""
+
+    def parse(text: str) -> int:
+        if not text.strip().isdigit() or int(text) < 1:
+            raise argparse.ArgumentTypeError(f"{text} is not a number of {what} (1 or more)")
+        return int(text)
+
+    return parse
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument(
         "--graph-store",
-        type=int,
+        type=count_of("steps"),
         help=f"graph_store steps at once (default, where no limit is set yet: the instance's "
         f"default_limit, else {POOL_LIMITS[GRAPH_POOL]})",
     )

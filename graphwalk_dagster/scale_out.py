@@ -26,7 +26,7 @@ from graphwalk_dagster.defs.ingest.partitions import SOURCES_PARTITION
 from graphwalk_dagster.defs.shared.resources import SourcesResource
 from graphwalk_dagster.demo import QUIET_LOGS
 from graphwalk_dagster.instance import home_instance
-from graphwalk_dagster.pools import set_pool_limits
+from graphwalk_dagster.pools import count_of, set_pool_limits
 
 
 def ingest_parallel_job() -> dg.JobDefinition:
@@ -121,18 +121,11 @@ def ingest_partitions(
     return {source_id: run_id for source_id, (run_id, _, _) in done.items()}
 
 
-def run_count(text: str) -> int:
-    """``--max-runs``: a whole number, 1 or more (0 failed with ProcessPoolExecutor's traceback after
-    the partitions were registered)."""
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of runs (1 or more)")
-    return int(text)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
     parser.add_argument("source_ids", nargs="+", help="declared sources (sources.yaml ids)")
-    parser.add_argument("--max-runs", type=run_count, default=4, help="runs at once (default 4)")
+    # 0 failed with ProcessPoolExecutor's traceback after the partitions were registered
+    parser.add_argument("--max-runs", type=count_of("runs"), default=4, help="runs at once (default 4)")
     args = parser.parse_args(argv)
     try:
         with home_instance() as instance:

@@ -83,17 +83,20 @@ class WriterBusy(Exception):
 _BAD_URL = (ArgumentError, ValueError)
 
 
-def parse_url(url: str | URL, what: str) -> URL:
-    """``url`` parsed; else an InputError naming ``what`` and the URL, its password hidden."""
+def parse_url(url: str | URL, what: str, shown: str | None = None) -> URL:
+    """``url`` parsed; else an InputError naming ``what`` and the URL, its password hidden (``shown``: the
+    URL as the error shows it instead, e.g. ``***`` for a value that may be a password alone)."""
     try:
         parsed = make_url(url)
     except _BAD_URL:  # the message may repeat the password
         raise InputError(
-            f"invalid {what} URL {redact_url(url)}: not a SQLAlchemy URL "
+            f"invalid {what} URL {shown or redact_url(url)}: not a SQLAlchemy URL "
             "(dialect+driver://user:password@host:port/database, the port a number)"
         ) from None
     if "@" in (parsed.host or ""):  # the host would be the password's tail, in the driver's errors too
-        raise InputError(f"invalid {what} URL {redact_url(url)}: its password holds an '@': write it as %40")
+        raise InputError(
+            f"invalid {what} URL {shown or redact_url(url)}: its password holds an '@': write it as %40"
+        )
     return parsed
 
 

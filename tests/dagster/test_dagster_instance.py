@@ -258,3 +258,17 @@ def test_scale_out_exits_1_when_runs_ran_and_failed(
     assert capsys.readouterr().err == (
         "error: ingest runs failed for ['films']; see their events in the instance\n"
     )
+
+
+def test_a_password_pasted_as_the_url_is_not_shown(
+    pg_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A value that is no URL at all (the password alone, pasted into the URL's variable) was printed as it
+    is in the "not a SQLAlchemy URL" error."""
+    monkeypatch.setenv("GRAPHWALK_DAGSTER_PG_URL", "s3cret")
+    assert pools.main([]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {pg_home}/dagster.yaml reads GRAPHWALK_DAGSTER_PG_URL: invalid storage URL ***: not a "
+        "SQLAlchemy URL (dialect+driver://user:password@host:port/database, the port a number) "
+        "(docs/deploy.md, 'The Dagster instance on PostgreSQL')\n"
+    )

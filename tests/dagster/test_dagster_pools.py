@@ -84,3 +84,17 @@ def test_a_sqlite_instance_keeps_its_default_limit_of_one(tmp_path: Path) -> Non
         assert instance.global_op_concurrency_default_limit == 1
         assert set_pool_limits(instance) == {GRAPH_POOL: 1}
         assert set_pool_limits(instance, {GRAPH_POOL: 4}, overwrite=True) == {GRAPH_POOL: 4}
+
+
+@pytest.mark.parametrize("limit", ["0", "-3"])
+def test_pools_refuses_a_graph_store_limit_below_one(limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--graph-store 0`` was written (every graph_store step then waits forever); ``-3`` failed with
+    Dagster's traceback after opening the instance."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--graph-store", limit])
+    assert stopped.value.code == 2
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .endswith(f"error: argument --graph-store: {limit} is not a number of steps (1 or more)")
+    )

@@ -91,3 +91,22 @@ def test_the_demo_and_make_ui_say_so(
     assert (result.exit_code, result.stderr) == (0, warning + "\n")
     assert instance_config.main([str(home)]) == 0
     assert capsys.readouterr().err == warning + "\n"
+
+
+def test_main_help_and_a_missing_shipped_file_create_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--help`` was taken for HOME (a folder ``--help`` with a dagster.yaml), and a SHIPPED that is no file
+    left HOME made but empty."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_help:
+        instance_config.main(["--help"])
+    assert exit_help.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_missing:
+        instance_config.main(["home", "dagster.postgres.yml"])
+    assert exit_missing.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "error: dagster.postgres.yml is not a file: give a shipped instance config (dagster.postgres.yaml)\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

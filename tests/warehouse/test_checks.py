@@ -36,7 +36,8 @@ def _graph(root: Path) -> None:
         "provenance",
         [{"element_kind": k, "element_id": i, "scope": sc, "source_id": s} for k, i, sc, s in prov],
     )
-    wh.write("ledger", [{"source": "s", "document_id": "d1"}, {"source": "s", "document_id": "gone"}])
+    ledger = [("s", "d1"), ("s", "gone"), ("cli", "x")]  # cli: ingested by `graphwalk ingest`, never listed
+    wh.write("ledger", [{"source": source, "document_id": doc} for source, doc in ledger])
     wh.write(
         "documents",
         [{"document_id": "d1", "status": "new"}, {"document_id": "gone", "status": "deleted"}],
@@ -56,13 +57,13 @@ def test_graph_checks_find_the_broken_rows(tmp_path: Path) -> None:
 
 def test_the_ledger_check_runs_before_any_documents_table(tmp_path: Path) -> None:
     """A graph published before any source's documents were listed (an imported graph, no source run
-    yet) made the check fail with DuckDB's 'Table with name documents does not exist'."""
+    yet) made the check fail with DuckDB's 'Table with name documents does not exist', then failed on
+    every entry of such a source (a graph `graphwalk ingest` also writes failed every publish)."""
     wh = Warehouse(tmp_path)
     wh.write("ledger", [], schema=pa.schema([("source", pa.string()), ("document_id", pa.string())]))
     assert ledger_has_documents(tmp_path) == CheckOutcome("ledger entries have documents", 0, [])
     wh.write("ledger", [{"source": "s", "document_id": "d2"}, {"source": "s", "document_id": "d1"}])
-    outcome = ledger_has_documents(tmp_path)
-    assert (outcome.failures, outcome.examples) == (2, ["s|d1", "s|d2"])
+    assert ledger_has_documents(tmp_path) == CheckOutcome("ledger entries have documents", 0, [])
 
 
 def test_a_check_counts_its_failures_without_holding_them(tmp_path: Path) -> None:
