@@ -52,7 +52,7 @@ def timed(args: list[str], cache: str) -> tuple[float, float, float]:
 def triples_sha(graph: Path) -> str:
     out = graph.with_suffix(".txt")
     subprocess.run(
-        [GRAPHWALK, "graph", "export", str(graph), "--format", "triples", "--out", str(out)],
+        [GRAPHWALK, "graph", "export", str(graph), "--format", "triples", "--out", str(out), "--replace"],
         env={**os.environ, **ENV},
         check=True,
         stdout=subprocess.DEVNULL,

@@ -166,7 +166,8 @@ def export_graph(
         bool,
         typer.Option(
             "--replace",
-            help="replace the Parquet graph OUT holds (without it, any graph there is an error)",
+            help="replace what OUT holds: a Parquet graph, or a file for triples (without it, either is an "
+            "error)",
         ),
     ] = False,
 ) -> None:
@@ -209,8 +210,9 @@ _SQLITE_HEADER = b"SQLite format 3\x00"
 
 def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace: bool) -> None:
     """An InputError when ``out`` cannot take the export of ``graph``: a folder for triples, a file for
-    Parquet tables, a graph database (the graph exported among them), which a triples file would replace,
-    or a folder holding another Parquet graph than ``graph`` unless ``replace``."""
+    Parquet tables, a graph database (the graph exported among them), which a triples file would replace;
+    unless ``replace``, a file holding anything (for triples) or a folder holding another Parquet graph than
+    ``graph``."""
     from graphwalk_core.stores.open import is_parquet_graph
 
     if format is InputFormat.parquet:
@@ -226,6 +228,8 @@ def _check_export_target(graph: str, out: Path, format: InputFormat, *, replace:
         with out.open("rb") as head:
             if head.read(len(_SQLITE_HEADER)) == _SQLITE_HEADER:
                 raise InputError(f"{out} is a graph database: export to another file")
+        if not replace and out.stat().st_size:
+            raise InputError(f"{out} holds a file already: pass --replace to replace it with the export")
 
 
 async def graph_stats(graph: str, top: int) -> tuple[int, int, Counter[str], list[tuple[str, int]]]:

@@ -239,8 +239,9 @@ def test_a_sqlite_graph_moves_to_postgresql_with_its_ledger(tmp_path: Path, post
 
 def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path) -> None:
     """``export g.db -o g.db -f triples`` replaced the graph database with a triples file (the graph was
-    gone), as it did any SQLite graph named by -o; a triples export into a folder, or a Parquet export onto
-    a file, ended in a traceback. Each is an error naming the target, and the target is left as it was."""
+    gone), as it did any SQLite graph named by -o, and a triples export replaced any other file without a
+    word; a triples export into a folder, or a Parquet export onto a file, ended in a traceback. Each is an
+    error naming the target, and the target is left as it was (a file is replaced with --replace)."""
     db = tmp_path / "g.db"
     assert runner.invoke(app, ["graph", "import", str(kb_file(tmp_path)), "-o", str(db)]).exit_code == 0
     other = tmp_path / "other.sqlite"
@@ -254,6 +255,7 @@ def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path
         (other, "triples", f"{other} is a graph database: export to another file"),
         (folder, "triples", f"{folder} is a folder: a triples export writes a file"),
         (plain, "parquet", f"{plain} is a file: a Parquet export writes a folder of tables"),
+        (plain, "triples", f"{plain} holds a file already: pass --replace to replace it with the export"),
     ]
     for target, fmt, message in cases:
         before = sorted(p.name for p in tmp_path.rglob("*"))
@@ -263,6 +265,11 @@ def test_export_refuses_a_target_it_would_destroy_or_cannot_write(tmp_path: Path
     assert asyncio.run(open_store(db).counts()) == (6, 5)
     assert asyncio.run(open_store(other).counts()) == (6, 5)
     assert plain.read_text(encoding="utf-8") == "keep\n"
+    replaced = runner.invoke(
+        app, ["graph", "export", str(db), "-f", "triples", "-o", str(plain), "--replace"]
+    )
+    assert (replaced.exit_code, replaced.output) == (0, f"wrote 5 triples to {plain}\n")
+    assert plain.read_text(encoding="utf-8").count("\n") == 5
 
 
 def test_import_of_a_name_no_store_keeps_writes_nothing(tmp_path: Path) -> None:
