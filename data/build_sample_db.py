@@ -1,12 +1,13 @@
 """Build data/sample.sqlite: a tiny film database (people, studios, films, film_cast) with foreign keys.
 
-Run: ``python data/build_sample_db.py`` (rewrites the file; the content is fixed, so the output is stable).
+Run: ``python data/build_sample_db.py [OUT]`` (rewrites OUT, by default data/sample.sqlite; the content is
+fixed, so the output is stable).
 """
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
-import sys
 from pathlib import Path
 
 SCHEMA = """
@@ -76,4 +77,6 @@ def build(path: Path) -> None:
 
 
 if __name__ == "__main__":
-    build(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).with_name("sample.sqlite"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, nargs="?", default=Path(__file__).with_name("sample.sqlite"))
+    build(parser.parse_args().out)
