@@ -11,11 +11,11 @@ times a plain set BFS along the gold path as the floor. Relation and entity hop 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import random
 import statistics
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -161,9 +161,11 @@ async def run(n_per_hop: int | None) -> int:
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    n = None if "--full-dev" in args else int(args[0]) if args else 500
-    return asyncio.run(run(n))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n_per_hop", type=int, nargs="?", default=500, help="seeded questions per hop count")
+    parser.add_argument("--full-dev", action="store_true", help="every dev question, with the ceiling F1")
+    args = parser.parse_args()
+    return asyncio.run(run(None if args.full_dev else args.n_per_hop))
 
 
 if __name__ == "__main__":

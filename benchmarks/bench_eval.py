@@ -6,9 +6,9 @@ embedder), score, checkpoint (fsync per question), and write the Parquet/summary
 
 from __future__ import annotations
 
+import argparse
 import gc
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -46,10 +46,13 @@ TARGET_S = 10.0
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("preset", nargs="?", default="relation-greedy", help="the walk preset to time")
+    args = parser.parse_args()
     if not (default_data_dir() / "metaqa" / "kb.txt").is_file():
         print(f"skipped: {default_data_dir()}/metaqa is absent")
         return 0
-    preset = sys.argv[1] if len(sys.argv) > 1 else "relation-greedy"
+    preset = args.preset
     watch = Stopwatch()
     laps, lap = watch.laps, watch.lap
 

@@ -7,6 +7,7 @@ question against the target (p50 ≤ 0.2 s per ranker), with recall@2/@5 and sol
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -81,6 +82,7 @@ async def run() -> int:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     return asyncio.run(run())
 
 

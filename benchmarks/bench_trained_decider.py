@@ -9,10 +9,10 @@ questions per hop count, outside the timing). Prints a table with the load avera
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -78,11 +78,16 @@ def quick_model(folder: Path) -> Path:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "model_dir", type=Path, nargs="?", help="a trained model (default: train a quick one)"
+    )
+    args = parser.parse_args()
     if not (default_data_dir() / "metaqa" / "kb.txt").is_file():
         print(f"skipped: {default_data_dir()}/metaqa is absent")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        model = Path(sys.argv[1]) if len(sys.argv) > 1 else quick_model(Path(tmp) / "quick")
+        model = args.model_dir or quick_model(Path(tmp) / "quick")
         return run(model)
 
 

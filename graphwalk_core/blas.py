@@ -5,7 +5,9 @@ options per step. With a thread per core, BLAS splits each of these products acr
 wait for one another, and on a busy or 2-core machine (ONNX Runtime embedding on another thread, other
 processes) those waits cost more than the product itself. The limit is the process's BLAS setting while a
 block runs (threadpoolctl), restored after it; the blocks never await, so an event loop's other tasks do
-not run under it.
+not run under it. They are meant for one thread at a time (routing and deciding run in the event loop's):
+threadpoolctl lets one thread hold the setting, so blocks overlapping on two threads could leave the
+process at one BLAS thread afterwards.
 """
 
 from __future__ import annotations

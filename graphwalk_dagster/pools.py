@@ -51,7 +51,7 @@ def count_of(what: str) -> Callable[[str], int]:
     the pool forever; a negative one failed with Dagster's traceback)."""
 
     def parse(text: str) -> int:
-        if not text.strip().isdigit() or int(text) < 1:
+        if not text.strip().isdecimal() or int(text) < 1:
             raise argparse.ArgumentTypeError(f"{text} is not a number of {what} (1 or more)")
         return int(text)
 

@@ -413,9 +413,8 @@ class CandidateIndex:
                         if score >= threshold
                     ]
                     best.sort(key=lambda c: (-c.score, c.node_id))
-                    out[i] = best[
-                        : self.max_candidates
-                    ]  # the best so far: a total order, so the same at the end
+                    # the best so far: a total order, so the same at the end
+                    out[i] = best[: self.max_candidates]
                 del gathered, matrix  # before the next block is gathered
         return out
 

@@ -86,10 +86,11 @@ def test_a_sqlite_instance_keeps_its_default_limit_of_one(tmp_path: Path) -> Non
         assert set_pool_limits(instance, {GRAPH_POOL: 4}, overwrite=True) == {GRAPH_POOL: 4}
 
 
-@pytest.mark.parametrize("limit", ["0", "-3"])
+@pytest.mark.parametrize("limit", ["0", "-3", "²"])
 def test_pools_refuses_a_graph_store_limit_below_one(limit: str, capsys: pytest.CaptureFixture[str]) -> None:
     """``--graph-store 0`` was written (every graph_store step then waits forever); ``-3`` failed with
-    Dagster's traceback after opening the instance."""
+    Dagster's traceback after opening the instance; "²" (a digit to str.isdigit, not to int) said "invalid
+    parse value"."""
     with pytest.raises(SystemExit) as stopped:
         main(["--graph-store", limit])
     assert stopped.value.code == 2
