@@ -24,6 +24,15 @@ REPO = Path(__file__).resolve().parents[1]
 CORPUS = REPO.parent / "shared" / "data" / "2wiki" / "corpus.json"
 GRAPHWALK = str(Path(sys.executable).with_name("graphwalk"))
 ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "HF_HUB_OFFLINE": "1"}
+
+
+def cli_env(**settings: str) -> dict[str, str]:
+    """This process's environment with the CLI's defaults: no ``GRAPHWALK_*`` setting of the caller's (a
+    decider, a model file) but ``settings``."""
+    kept = {k: v for k, v in os.environ.items() if not k.startswith("GRAPHWALK_")}
+    return {**kept, **ENV, **settings}
+
+
 EDIT = "\nAn added sentence: Ada Lovelace met Charles Babbage in London.\n"
 
 
@@ -39,7 +48,7 @@ def write_passages(folder: Path, n: int) -> None:
 
 def timed(args: list[str], cache: str) -> tuple[float, float, float]:
     """Wall s, CPU s and peak RSS MB of one ``graphwalk`` process."""
-    env = {**os.environ, **ENV, "GRAPHWALK_EMBED_CACHE": cache}
+    env = cli_env(GRAPHWALK_EMBED_CACHE=cache)
     started = time.perf_counter()
     process = subprocess.Popen([GRAPHWALK, *args], env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
@@ -53,7 +62,7 @@ def triples_sha(graph: Path) -> str:
     out = graph.with_suffix(".txt")
     subprocess.run(
         [GRAPHWALK, "graph", "export", str(graph), "--format", "triples", "--out", str(out), "--replace"],
-        env={**os.environ, **ENV},
+        env=cli_env(),
         check=True,
         stdout=subprocess.DEVNULL,
     )
