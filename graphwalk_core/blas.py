@@ -19,7 +19,8 @@ from typing import Any
 
 @lru_cache(maxsize=1)
 def _controller() -> Any:
-    """The process's BLAS thread pools (threadpoolctl, installed with scikit-learn), found once."""
+    """The process's BLAS thread pools (threadpoolctl), found once: numpy's among them, as its callers
+    import numpy first."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
