@@ -87,7 +87,10 @@ def prepare(home: Path, shipped: Path = REPO / "dagster.yaml") -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("``", "`"))
+    parser = argparse.ArgumentParser(
+        prog="python -m graphwalk_dagster.instance_config",
+        description=__doc__.splitlines()[0].replace("``", "`"),
+    )
     parser.add_argument("home", type=Path, help="the instance folder (DAGSTER_HOME)")
     parser.add_argument(
         "shipped", type=Path, nargs="?", default=REPO / "dagster.yaml", help="the config to copy there"

@@ -102,7 +102,9 @@ def test_main_help_and_a_missing_shipped_file_create_nothing(
     with pytest.raises(SystemExit) as exit_help:
         instance_config.main(["--help"])
     assert exit_help.value.code == 0
-    assert "usage:" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "usage: python -m graphwalk_dagster.instance_config [-h] home [shipped]"
+    )
     with pytest.raises(SystemExit) as exit_missing:
         instance_config.main(["home", "dagster.postgres.yml"])
     assert exit_missing.value.code == 2
