@@ -52,14 +52,13 @@ def main() -> int:
     if not (default_data_dir() / "metaqa" / "kb.txt").is_file():
         print(f"skipped: {default_data_dir()}/metaqa is absent")
         return 0
-    preset = args.preset
     watch = Stopwatch()
     laps, lap = watch.laps, watch.lap
 
     datasets = metaqa_datasets()
     lap("load questions")
     decider = FakeDecisionBackend(seed=0)
-    systems = [build_system(preset, ds, decider=decider, embedder=None, llm=None) for ds in datasets]
+    systems = [build_system(args.preset, ds, decider=decider, embedder=None, llm=None) for ds in datasets]
     gc.freeze()  # as `graphwalk eval` does: the graph lives until exit, so the cyclic GC skips it
     lap("build graph + system")
     runs = walk_and_report(datasets, systems, watch)
@@ -70,7 +69,7 @@ def main() -> int:
         instant = [run_eval(ds, InstantSystem(), out_dir=Path(tmp), concurrency=4) for ds in datasets]
         write_report(Path(tmp), [results_table(r.results) for r in instant], plots=False)
         overhead = time.perf_counter() - t0
-    table = Table(title=f"bench_eval: {n} MetaQA questions, fake decider, {preset}, no embedder")
+    table = Table(title=f"bench_eval: {n} MetaQA questions, fake decider, {args.preset}, no embedder")
     table.add_column("stage")
     table.add_column("seconds", justify="right")
     for name, seconds in laps.items():
